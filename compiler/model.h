@@ -1,0 +1,38 @@
+// ModelDef: a named model (its build function and training setup), and the
+// boundary from model code to the compiler: build, run the pipeline, emit.
+//
+// Note: a ModelDef carries its TrainingSetup, which is made of emit::PyValue
+// (datasets and optimizer are RETURNN option dicts), so compiler/ depends on
+// emit's value type here.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler/nn/builder.h"
+#include "emit/config.h"
+#include "ir/graph.h"
+
+namespace retc {
+
+struct ModelDef {
+  std::string name;
+  std::string description;
+  /// Declares extern data, sets the root module, runs forward, marks losses
+  /// and outputs. Throws nn::ModelError on user errors (build_model catches).
+  std::function<void(nn::Builder&)> build;
+  emit::TrainingSetup training;
+};
+
+/// Runs `def.build` into a fresh graph. User errors come back as
+/// InvalidArgument with `file:line:col: error: ...`.
+absl::StatusOr<ir::Graph> build_model(const ModelDef& def);
+
+/// build_model + run_pipeline.
+absl::StatusOr<ir::Graph> compile_model(const ModelDef& def);
+
+/// compile_model + emit::write_config.
+absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const emit::ConfigOptions& opts);
+
+}  // namespace retc

@@ -1,0 +1,131 @@
+#include "absl/strings/string_view.h"
+#include "compiler/nn/builder.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/nn/error.h"
+
+namespace retc::nn {
+
+void fail(const ir::SourceLoc& loc, absl::string_view message) {
+  throw ModelError(absl::InvalidArgumentError(absl::StrCat(loc.str(), ": error: ", message)));
+}
+
+Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DType dtype,
+                            std::optional<ir::Dim> sparse_dim, std::source_location loc) {
+  ir::SourceLoc l = ir::SourceLoc::from(loc);
+  if (key.empty()) fail(l, "extern data needs a non-empty key");
+  for (const ir::Node& n : graph_.nodes()) {
+    if (n.kind == ir::NodeKind::kData && *n.attrs.get<std::string>("key") == key) {
+      fail(l, absl::StrCat("extern data '", key, "' is declared twice"));
+    }
+  }
+  if (dims.empty() || !dims[0].is_batch()) {
+    fail(l, absl::StrCat("extern data '", key, "' must start with the batch dim, got ",
+                         ir::describe(dims)));
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (dims[i] == dims[j]) {
+        fail(l, absl::StrCat("extern data '", key, "' has the dim ", dims[i].describe(), " twice"));
+      }
+    }
+  }
+  if (sparse_dim && dtype == ir::DType::kFloat32) {
+    fail(l, absl::StrCat("extern data '", key, "' is sparse and needs an integer dtype"));
+  }
+  ir::NodeSpec spec;
+  spec.attrs.set("key", key);
+  spec.loc = l;
+  spec.type = ir::TensorType{std::move(dims), dtype, std::move(sparse_dim)};
+  auto id = graph_.add(ir::NodeKind::kData, {}, std::move(spec));
+  if (!id.ok()) fail(l, id.status().message());
+  return Tensor(this, *id);
+}
+
+void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location loc) {
+  ir::SourceLoc l = ir::SourceLoc::from(loc);
+  if (root_) fail(l, "the root module is already set");
+  if (!root) fail(l, "the root module is null");
+  root_ = std::move(root);
+  root_->set_paths("");
+  absl::flat_hash_map<const ir::Param*, std::string> seen;
+  for (const auto& [path, p] : root_->named_parameters()) {
+    if (auto it = seen.find(p.identity()); it != seen.end()) {
+      fail(p.ir().loc, absl::StrCat("parameter '", path, "' is also registered as '", it->second,
+                                    "'; share modules, not parameters"));
+    }
+    seen[p.identity()] = path;
+    decls_.push_back(p.p_);
+    ir::ParamId pid = graph_.add_param(*p.p_);
+    ir::NodeSpec spec;
+    spec.loc = p.ir().loc;
+    spec.param = pid;
+    size_t dot = path.rfind('.');
+    spec.module_path = dot == std::string::npos ? "" : path.substr(0, dot);
+    auto id = graph_.add(ir::NodeKind::kParam, {}, std::move(spec));
+    if (!id.ok()) fail(p.ir().loc, id.status().message());
+    param_nodes_[p.identity()] = *id;
+  }
+}
+
+Tensor Builder::param(const Parameter& p, std::source_location loc) {
+  auto it = param_nodes_.find(p.identity());
+  if (it == param_nodes_.end()) {
+    fail(scopes_.empty() ? ir::SourceLoc::from(loc) : scopes_.back().loc,
+         absl::StrCat(where(), "parameter '", p.ir().path,
+                      "' is not part of the root module; register its module with "
+                      "register_module and call set_root before forward"));
+  }
+  return Tensor(this, it->second);
+}
+
+std::string Builder::where() const {
+  if (scopes_.empty()) return "";
+  return scopes_.back().module->describe() + ": ";
+}
+
+Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs,
+                    const ir::SourceLoc& loc) {
+  std::vector<ir::NodeId> ids;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) fail(loc, absl::StrCat(where(), node_kind_name(kind), ": an input is undefined"));
+    if (&t.builder() != this) {
+      fail(loc, absl::StrCat(where(), node_kind_name(kind), ": an input belongs to another model"));
+    }
+    ids.push_back(t.id());
+  }
+  ir::NodeSpec spec;
+  spec.attrs = std::move(attrs);
+  spec.loc = loc;
+  spec.module_path = scopes_.empty() ? "" : scopes_.back().module->path();
+  auto id = graph_.add(kind, std::move(ids), std::move(spec));
+  if (!id.ok()) fail(loc, absl::StrCat(where(), id.status().message()));
+  return Tensor(this, *id);
+}
+
+Tensor Builder::add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs) {
+  return add(kind, inputs, std::move(attrs), scopes_.empty() ? ir::SourceLoc{} : scopes_.back().loc);
+}
+
+void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc) {
+  if (name.empty()) fail(loc, "an output or loss needs a non-empty name");
+  for (const ir::Mark& m : graph_.marks()) {
+    if (m.kind == kind && m.name == name) {
+      fail(loc, absl::StrCat(kind == ir::Mark::Kind::kLoss ? "loss" : "output", " name '", name,
+                             "' is already used\n", m.loc.str(), ": note: first used here"));
+    }
+  }
+  if (kind == ir::Mark::Kind::kLoss && graph_.node(t.id()).kind != ir::NodeKind::kCrossEntropy) {
+    fail(loc, absl::StrCat("loss '", name, "': only a softmax_cross_entropy result can be a loss"));
+  }
+  graph_.add_mark(ir::Mark{kind, t.id(), std::move(name), loc});
+}
+
+void Builder::finish() {
+  for (size_t i = 0; i < decls_.size(); ++i) {
+    // Only options change after set_root; dims and paths are fixed there.
+    graph_.mutable_param(ir::ParamId{static_cast<int32_t>(i)}).options = decls_[i]->options;
+  }
+}
+
+}  // namespace retc::nn

@@ -1,0 +1,81 @@
+// Builder: records a model into an ir::Graph.
+//
+// A model's build function receives a Builder, declares extern data, hands
+// the root module over (which fixes param paths), and calls forward():
+//
+//   void build(nn::Builder& b) {
+//     auto x = b.extern_data("data", {Dim::batch(), time, in});
+//     auto model = b.set_root(std::make_shared<MyModel>(in, classes));
+//     model->forward(x).mark_as_output();
+//   }
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "compiler/nn/module.h"
+#include "compiler/nn/tensor.h"
+#include "ir/graph.h"
+
+namespace retc::nn {
+
+class Builder {
+ public:
+  explicit Builder(ir::Graph& g) : graph_(g) {}
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
+
+  /// Declares input data (a RETURNN extern_data entry) named `key`.
+  /// Sparse data (class indices) gives `sparse_dim` and an integer dtype.
+  Tensor extern_data(std::string key, std::vector<ir::Dim> dims,
+                     ir::DType dtype = ir::DType::kFloat32,
+                     std::optional<ir::Dim> sparse_dim = std::nullopt,
+                     std::source_location loc = std::source_location::current());
+
+  /// Makes `root` the model's root module: assigns every module and param its
+  /// path and adds the params to the graph in named_parameters() order.
+  template <class M>
+  std::shared_ptr<M> set_root(std::shared_ptr<M> root,
+                              std::source_location loc = std::source_location::current()) {
+    set_root_impl(root, loc);
+    return root;
+  }
+
+  /// The graph node reading `p`'s current value.
+  Tensor param(const Parameter& p, std::source_location loc = std::source_location::current());
+
+  /// Adds a node through the graph's checking factory; a failure becomes a
+  /// ModelError at `loc` naming the current module.
+  Tensor add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs,
+             const ir::SourceLoc& loc);
+  /// Like add(), with the source location of the innermost module call.
+  Tensor add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs);
+
+  void mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc);
+
+  /// Copies the params' final options (set after construction) into the graph.
+  void finish();
+
+  const ir::Graph& graph() const { return graph_; }
+
+ private:
+  friend class ModuleScope;
+  struct Scope {
+    const Module* module;
+    ir::SourceLoc loc;
+  };
+  void set_root_impl(std::shared_ptr<Module> root, std::source_location loc);
+  std::string where() const;
+
+  ir::Graph& graph_;
+  std::shared_ptr<Module> root_;
+  std::vector<Scope> scopes_;
+  std::vector<std::shared_ptr<ir::Param>> decls_;
+  absl::flat_hash_map<const ir::Param*, ir::NodeId> param_nodes_;
+};
+
+}  // namespace retc::nn

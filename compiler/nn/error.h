@@ -1,0 +1,33 @@
+// ModelError: how a mistake in model code leaves the model API.
+//
+// Model code reads like PyTorch (`y = lin->forward(x) + b`), so the model API
+// reports user errors by throwing ModelError, which carries an absl::Status
+// with `file:line:col: error: ...`. `build_model` (compiler/model.h) is the
+// boundary: it catches ModelError and returns the status, so nothing outside
+// compiler/nn ever sees an exception.
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <exception>
+#include <source_location>
+#include <string>
+
+#include "absl/status/status.h"
+#include "ir/source_loc.h"
+
+namespace retc::nn {
+
+class ModelError : public std::exception {
+ public:
+  explicit ModelError(absl::Status status) : status_(std::move(status)) {}
+  const absl::Status& status() const { return status_; }
+  const char* what() const noexcept override { return status_.message().data(); }
+
+ private:
+  absl::Status status_;
+};
+
+/// Throws ModelError: `<loc>: error: <message>`.
+[[noreturn]] void fail(const ir::SourceLoc& loc, absl::string_view message);
+
+}  // namespace retc::nn

@@ -1,0 +1,73 @@
+#include "absl/strings/string_view.h"
+#include "compiler/nn/modules.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/nn/builder.h"
+#include "compiler/nn/error.h"
+
+namespace retc::nn {
+
+void check_input_dim(const Module& m, const Tensor& x, const ir::Dim& dim,
+                     absl::string_view dim_role, const ir::SourceLoc& loc) {
+  if (ir::index_of(x.dims(), dim) >= 0) return;
+  std::vector<ir::Dim> features;
+  for (const ir::Dim& d : x.dims()) {
+    if (d.is_feature_like()) features.push_back(d);
+  }
+  if (features.size() == 1) {
+    fail(loc, absl::StrCat(m.describe(), ": input dim ", features[0].describe(),
+                           " does not match ", dim_role, " ", dim.describe()));
+  }
+  fail(loc, absl::StrCat(m.describe(), ": input ", ir::describe(x.dims()), " has no ", dim_role,
+                         " ", dim.describe()));
+}
+
+Linear::Linear(ir::Dim in_dim, ir::Dim out_dim, bool with_bias, std::source_location loc)
+    : Module("linear"), in_dim_(in_dim), out_dim_(out_dim), with_bias_(with_bias) {
+  weight_ = register_parameter("weight", {in_dim, out_dim}, ir::ParamKind::kWeight,
+                               ir::Initializer::glorot_uniform(), loc);
+  if (with_bias) {
+    bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias,
+                               ir::Initializer::constant(0.0), loc);
+  }
+}
+
+Tensor Linear::forward(const Tensor& x, std::source_location loc) const {
+  ir::SourceLoc l = ir::SourceLoc::from(loc);
+  auto scope = enter(x, loc);
+  check_input_dim(*this, x, in_dim_, "in_dim", l);
+  Builder& b = x.builder();
+  Tensor y = b.add(ir::NodeKind::kDot, {x, b.param(weight_)}, {{"reduce", std::vector{in_dim_}}}, l);
+  if (with_bias_) y = b.add(ir::NodeKind::kAdd, {y, b.param(bias_)}, {}, l);
+  return y;
+}
+
+Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim, std::source_location loc)
+    : Module("lstm"), in_dim_(in_dim), out_dim_(out_dim) {
+  const ir::Dim gates = 4 * out_dim;
+  ff_weight_ = register_parameter("ff_weight", {in_dim, gates}, ir::ParamKind::kWeight,
+                                  ir::Initializer::glorot_uniform(), loc);
+  rec_weight_ = register_parameter("rec_weight", {out_dim, gates}, ir::ParamKind::kWeight,
+                                   ir::Initializer::glorot_uniform(), loc);
+  bias_ = register_parameter("bias", {gates}, ir::ParamKind::kBias, ir::Initializer::constant(0.0),
+                             loc);
+}
+
+Tensor Lstm::forward(const Tensor& x, const ir::Dim& axis, std::source_location loc) const {
+  ir::SourceLoc l = ir::SourceLoc::from(loc);
+  auto scope = enter(x, loc);
+  check_input_dim(*this, x, in_dim_, "in_dim", l);
+  if (ir::index_of(x.dims(), axis) < 0) {
+    fail(l, absl::StrCat(describe(), ": input ", ir::describe(x.dims()), " has no loop axis ",
+                         axis.describe()));
+  }
+  if (axis.is_batch() || axis.is_feature_like()) {
+    fail(l, absl::StrCat(describe(), ": loop axis ", axis.describe(), " must be a spatial dim"));
+  }
+  Builder& b = x.builder();
+  return b.add(ir::NodeKind::kLstm,
+               {x, b.param(ff_weight_), b.param(rec_weight_), b.param(bias_)},
+               {{"axis", axis}, {"out_dim", out_dim_}}, l);
+}
+
+}  // namespace retc::nn

@@ -1,0 +1,61 @@
+// The module library: Linear and LSTM (modules own params; stateless ops are
+// functions in compiler/nn/tensor.h).
+//
+// Default initial values (returnn_common's conventions): weights Glorot
+// uniform, biases zero.
+#pragma once
+
+#include "absl/strings/string_view.h"
+#include <memory>
+#include <source_location>
+
+#include "compiler/nn/module.h"
+
+namespace retc::nn {
+
+/// y = x·W + b, contracting `in_dim`. Params: weight [in, out], bias [out].
+/// Example: `auto lin = std::make_shared<nn::Linear>(hidden, classes);`
+class Linear : public Module {
+ public:
+  Linear(ir::Dim in_dim, ir::Dim out_dim, bool with_bias = true,
+         std::source_location loc = std::source_location::current());
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+
+  const ir::Dim& in_dim() const { return in_dim_; }
+  const ir::Dim& out_dim() const { return out_dim_; }
+  Parameter& weight() { return weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim in_dim_, out_dim_;
+  Parameter weight_, bias_;
+  bool with_bias_;
+};
+
+/// A unidirectional LSTM over a spatial axis, run by RETURNN's fused native
+/// kernel (NativeLstm2). Params, in RETURNN's gate layout:
+/// ff_weight [in, 4*out], rec_weight [out, 4*out], bias [4*out].
+/// Example: `auto y = lstm->forward(x, time);`
+class Lstm : public Module {
+ public:
+  Lstm(ir::Dim in_dim, ir::Dim out_dim, std::source_location loc = std::source_location::current());
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+
+  const ir::Dim& in_dim() const { return in_dim_; }
+  const ir::Dim& out_dim() const { return out_dim_; }
+  Parameter& ff_weight() { return ff_weight_; }
+  Parameter& rec_weight() { return rec_weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim in_dim_, out_dim_;
+  Parameter ff_weight_, rec_weight_, bias_;
+};
+
+/// Checks that `x` has `dim`; otherwise fails with a message naming `m`,
+/// e.g. `linear 'out': input dim 'feat'(512) does not match in_dim 'hidden'(256)`.
+void check_input_dim(const Module& m, const Tensor& x, const ir::Dim& dim,
+                     absl::string_view dim_role, const ir::SourceLoc& loc);
+
+}  // namespace retc::nn

@@ -1,0 +1,62 @@
+#include "absl/strings/string_view.h"
+#include "compiler/nn/tensor.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/nn/builder.h"
+#include "compiler/nn/error.h"
+
+namespace retc::nn {
+namespace {
+
+ir::SourceLoc L(std::source_location loc) { return ir::SourceLoc::from(loc); }
+
+Builder& builder_of(const Tensor& t, absl::string_view op, const ir::SourceLoc& loc) {
+  if (!t.defined()) fail(loc, absl::StrCat(op, ": input tensor is undefined"));
+  return t.builder();
+}
+
+Tensor binary(ir::NodeKind kind, const Tensor& a, const Tensor& b) {
+  Builder& bld = builder_of(a, ir::node_kind_name(kind), {});
+  return bld.add_here(kind, {a, b}, {});
+}
+
+}  // namespace
+
+const ir::TensorType& Tensor::type() const { return builder_->graph().node(id_).type; }
+
+const Tensor& Tensor::mark_as_output(std::string name, std::source_location loc) const {
+  builder_of(*this, "mark_as_output", L(loc)).mark(*this, ir::Mark::Kind::kOutput, std::move(name), L(loc));
+  return *this;
+}
+
+const Tensor& Tensor::mark_as_loss(std::string name, std::source_location loc) const {
+  builder_of(*this, "mark_as_loss", L(loc)).mark(*this, ir::Mark::Kind::kLoss, std::move(name), L(loc));
+  return *this;
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kAdd, a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kSub, a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kMul, a, b); }
+
+Tensor dot(const Tensor& a, const Tensor& b, std::vector<ir::Dim> reduce, std::source_location loc) {
+  return builder_of(a, "dot", L(loc)).add(ir::NodeKind::kDot, {a, b}, {{"reduce", std::move(reduce)}}, L(loc));
+}
+
+Tensor activation(const Tensor& x, std::string func, std::source_location loc) {
+  return builder_of(x, "activation", L(loc)).add(ir::NodeKind::kActivation, {x}, {{"func", std::move(func)}}, L(loc));
+}
+
+Tensor relu(const Tensor& x, std::source_location loc) { return activation(x, "relu", loc); }
+Tensor tanh(const Tensor& x, std::source_location loc) { return activation(x, "tanh", loc); }
+Tensor sigmoid(const Tensor& x, std::source_location loc) { return activation(x, "sigmoid", loc); }
+
+Tensor dropout(const Tensor& x, double rate, std::source_location loc) {
+  return builder_of(x, "dropout", L(loc)).add(ir::NodeKind::kDropout, {x}, {{"rate", rate}}, L(loc));
+}
+
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, std::source_location loc) {
+  return builder_of(logits, "softmax_cross_entropy", L(loc))
+      .add(ir::NodeKind::kCrossEntropy, {logits, targets}, {}, L(loc));
+}
+
+}  // namespace retc::nn

@@ -1,0 +1,67 @@
+// Tensor: a handle to a node of the graph being built, with arithmetic and
+// the functional ops (plain functions: they own no parameters).
+#pragma once
+
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace retc::nn {
+
+class Builder;
+
+/// A value in the model being built. Cheap to copy.
+/// Example: `nn::Tensor y = nn::relu(lin->forward(x)) + x;`
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(Builder* b, ir::NodeId id) : builder_(b), id_(id) {}
+
+  const ir::TensorType& type() const;
+  const std::vector<ir::Dim>& dims() const { return type().dims; }
+  ir::NodeId id() const { return id_; }
+  Builder& builder() const { return *builder_; }
+  bool defined() const { return builder_ != nullptr; }
+
+  /// Makes this a network output, named `name` ("output" is RETURNN's default).
+  const Tensor& mark_as_output(std::string name = "output",
+                               std::source_location loc = std::source_location::current()) const;
+  /// Makes this a training loss (currently: a softmax_cross_entropy result),
+  /// reported by RETURNN as `<set>_score_<name>` and `<set>_error_<name>`.
+  const Tensor& mark_as_loss(std::string name,
+                             std::source_location loc = std::source_location::current()) const;
+
+ private:
+  Builder* builder_ = nullptr;
+  ir::NodeId id_;
+};
+
+// Elementwise arithmetic, broadcasting by dim identity.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+
+/// Contracts `reduce` dims shared by `a` and `b`. Example: `dot(x, w, {in_dim})`.
+Tensor dot(const Tensor& a, const Tensor& b, std::vector<ir::Dim> reduce,
+           std::source_location loc = std::source_location::current());
+
+/// Activations: relu, tanh, sigmoid, gelu, elu, swish, exp, log, abs.
+Tensor activation(const Tensor& x, std::string func,
+                  std::source_location loc = std::source_location::current());
+Tensor relu(const Tensor& x, std::source_location loc = std::source_location::current());
+Tensor tanh(const Tensor& x, std::source_location loc = std::source_location::current());
+Tensor sigmoid(const Tensor& x, std::source_location loc = std::source_location::current());
+
+/// Dropout with drop probability `rate`, applied in training only.
+Tensor dropout(const Tensor& x, double rate,
+               std::source_location loc = std::source_location::current());
+
+/// Per-frame softmax cross-entropy of `logits` against sparse `targets`
+/// (class indices whose sparse dim is in the logits). RETURNN also reports
+/// the frame error rate of this loss.
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets,
+                             std::source_location loc = std::source_location::current());
+
+}  // namespace retc::nn

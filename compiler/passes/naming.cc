@@ -1,0 +1,63 @@
+#include "compiler/passes/naming.h"
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace retc::passes {
+
+absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
+  absl::flat_hash_set<std::string> taken;
+  for (const ir::Node& n : g.nodes()) {
+    if (!n.name.empty()) taken.insert(n.name);
+  }
+  std::vector<std::string> wanted(g.size());
+  // Marked nodes first, so `output` is never taken by an ordinary node.
+  for (const ir::Mark& m : g.marks()) {
+    std::string& w = wanted[m.node.index];
+    if (w.empty() && g.node(m.node).name.empty()) w = m.name;
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (!n.name.empty() || !wanted[i].empty()) continue;
+    switch (n.kind) {
+      case ir::NodeKind::kData:
+        wanted[i] = "data:" + *n.attrs.get<std::string>("key");
+        break;
+      case ir::NodeKind::kParam:
+        wanted[i] = g.param(n.param).path;
+        break;
+      case ir::NodeKind::kAdd:
+      case ir::NodeKind::kSub:
+      case ir::NodeKind::kMul:
+      case ir::NodeKind::kDot:
+      case ir::NodeKind::kActivation:
+      case ir::NodeKind::kDropout:
+      case ir::NodeKind::kLstm:
+      case ir::NodeKind::kCrossEntropy:
+        break;
+    }
+  }
+  for (const std::string& w : wanted) {
+    if (!w.empty() && !taken.insert(w).second) {
+      return absl::InvalidArgumentError(absl::StrCat("layer name '", w, "' is wanted twice"));
+    }
+  }
+  bool changed = false;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (!n.name.empty()) continue;
+    std::string name = wanted[i];
+    if (name.empty()) {
+      std::string base(ir::node_kind_name(n.kind));
+      if (!n.module_path.empty()) base = n.module_path + "." + base;
+      name = base;
+      for (int k = 2; taken.contains(name); ++k) name = absl::StrCat(base, "_", k);
+      taken.insert(name);
+    }
+    g.set_name(g.id_of(i), std::move(name));
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace retc::passes

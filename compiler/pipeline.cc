@@ -1,0 +1,49 @@
+#include "absl/strings/string_view.h"
+#include "compiler/pipeline.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/passes/dce.h"
+#include "compiler/passes/naming.h"
+#include "ir/verifier.h"
+
+namespace retc {
+namespace {
+
+absl::Status verified_after(absl::string_view pass, const ir::Graph& g) {
+  absl::Status s = ir::verify(g);
+  if (s.ok()) return s;
+  return absl::InternalError(absl::StrCat("internal error: the graph fails verification after pass '",
+                                          pass, "': ", s.message()));
+}
+
+}  // namespace
+
+const std::vector<PassInfo>& pass_table() {
+  static const std::vector<PassInfo> kPasses = {
+      {"dce", "remove nodes no output, loss, param or data depends on",
+       [](ir::Graph& g) { return passes::dce(g); }},
+      {"naming", "give every node its RETURNN layer name",
+       [](ir::Graph& g) { return passes::naming(g); }},
+  };
+  return kPasses;
+}
+
+absl::Status run_pipeline(ir::Graph& g, const PassObserver& observer) {
+  // The model as built must already be well-formed: errors here are the
+  // user's (e.g. a stage violation), reported with their source line.
+  if (absl::Status s = ir::verify(g); !s.ok()) return s;
+  // Order: dce before naming, so removed nodes do not take names.
+  for (const PassInfo& pass : pass_table()) {
+    auto changed = pass.run(g);
+    if (!changed.ok()) {
+      return absl::Status(changed.status().code(),
+                          absl::StrCat("pass '", pass.name, "': ", changed.status().message()));
+    }
+    if (!*changed) continue;
+    if (absl::Status s = verified_after(pass.name, g); !s.ok()) return s;
+    if (observer) observer(pass.name, g);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace retc

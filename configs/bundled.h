@@ -1,0 +1,15 @@
+// The bundled models, by name: a plain table, no self-registration.
+#pragma once
+
+#include <vector>
+
+#include "compiler/model.h"
+
+namespace retc::configs {
+
+/// Every bundled model, in `retc list` order.
+std::vector<ModelDef> bundled_models();
+
+ModelDef model_12ax();
+
+}  // namespace retc::configs

@@ -1,0 +1,49 @@
+// The complete RETURNN config: header, backend, Dim definitions, extern_data,
+// network and the training setup. Byte-stable: the same graph and options
+// always give the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "emit/py_value.h"
+#include "ir/graph.h"
+
+namespace retc::emit {
+
+/// How a model is trained: datasets, batching, optimizer, schedule.
+struct TrainingSetup {
+  PyValue train;  ///< dataset dict, e.g. {"class": "Task12AXDataset", ...}
+  PyValue dev;
+  int64_t batch_size = 5000;
+  int64_t max_seqs = 10;
+  /// TF1-native optimizers only ("adam", ...): Keras-3 optimizers do not run
+  /// in RETURNN's TF backend.
+  PyValue optimizer = PyValue::dict({{"class", "adam"}});
+  double learning_rate = 0.01;
+  int64_t num_epochs = 5;
+  int64_t random_seed = 42;
+  /// Further config entries, written last in this order.
+  std::vector<std::pair<std::string, PyValue>> extra;
+};
+
+struct ConfigOptions {
+  std::string model_name;
+  /// RETURNN's `model` prefix for checkpoints, e.g. "work/model/network".
+  std::string model_path = "retc-model/network";
+  int64_t log_verbosity = 3;
+  TrainingSetup training;
+};
+
+/// The RETURNN behavior_version retc emits for (the newest the pinned RETURNN knows).
+inline constexpr int kBehaviorVersion = 38;
+
+/// FNV-1a 64 of the canonical IR text, as 16 hex digits.
+std::string ir_hash(const ir::Graph& g);
+
+/// Requires: a graph after the pipeline (named).
+absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts);
+
+}  // namespace retc::emit

@@ -1,0 +1,16 @@
+// Atomic file output: nothing is written on error, and a reader never sees a
+// half-written file.
+#pragma once
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+
+namespace retc::emit {
+
+/// Writes `content` to a temp file beside `path` and renames it over `path`.
+/// On failure, removes the temp file and leaves `path` untouched.
+absl::Status write_file_atomic(const std::string& path, absl::string_view content);
+
+}  // namespace retc::emit

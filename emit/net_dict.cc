@@ -1,0 +1,178 @@
+#include "absl/strings/string_view.h"
+#include "emit/net_dict.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "ir/dim_table.h"
+
+namespace retc::emit {
+namespace {
+
+PyValue dim_ref(const ir::DimTable& t, const ir::Dim& d) { return PyValue::ref(t.id(d)); }
+
+PyValue dims_value(const ir::DimTable& t, const std::vector<ir::Dim>& dims) {
+  std::vector<PyValue> v;
+  for (const ir::Dim& d : dims) v.push_back(dim_ref(t, d));
+  return PyValue::list(std::move(v));
+}
+
+PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
+  switch (d.kind()) {
+    case ir::Dim::Kind::kBatch:
+      return PyValue::ref("batch_dim");
+    case ir::Dim::Kind::kFeature:
+      return PyValue::call("FeatureDim", {d.name(), *d.size()});
+    case ir::Dim::Kind::kSpatial:
+      if (d.size()) return PyValue::call("SpatialDim", {d.name(), *d.size()});
+      return PyValue::call("SpatialDim", {d.name()});
+    case ir::Dim::Kind::kDerived:
+      switch (d.op()) {
+        case ir::Dim::Op::kAdd:
+          return PyValue::binop(dim_ref(t, d.operands()[0]), "+", dim_ref(t, d.operands()[1]));
+        case ir::Dim::Op::kMul:
+          return PyValue::binop(d.factor(), "*", dim_ref(t, d.operands()[0]));
+        case ir::Dim::Op::kFloorDiv:
+          return PyValue::binop(dim_ref(t, d.operands()[0]), "//", d.factor());
+        case ir::Dim::Op::kNone:
+          break;
+      }
+  }
+  return PyValue();
+}
+
+PyValue init_value(const ir::Initializer& init) {
+  switch (init.kind) {
+    case ir::Initializer::Kind::kConstant:
+      return init.value;
+    case ir::Initializer::Kind::kGlorotUniform:
+      return "glorot_uniform";
+    case ir::Initializer::Kind::kGlorotNormal:
+      return "glorot_normal";
+  }
+  return PyValue();
+}
+
+absl::Status unsupported(const ir::Node& n, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
+                                                 n.module_path.empty() ? "" : " in '" + n.module_path + "'",
+                                                 ": ", what));
+}
+
+}  // namespace
+
+absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
+  ir::DimTable t(g);
+  NetDict out;
+  for (const ir::Dim& d : t.dims()) out.dims.emplace_back(t.id(d), dim_definition(t, d));
+
+  std::vector<bool> is_loss(g.size(), false), is_output(g.size(), false);
+  for (const ir::Mark& m : g.marks()) {
+    (m.kind == ir::Mark::Kind::kLoss ? is_loss : is_output)[m.node.index] = true;
+  }
+  std::vector<int> uses(g.size(), 0);
+  for (const ir::Node& n : g.nodes()) {
+    for (ir::NodeId in : n.inputs) ++uses[in.index];
+  }
+
+  out.extern_data = PyValue::dict();
+  out.network = PyValue::dict();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (n.name.empty()) return absl::InternalError("emit_net_dict: a node has no name; run naming first");
+    auto ref = [&](size_t k) { return PyValue(g.node(n.inputs[k]).name); };
+    auto from = [&]() {
+      if (n.inputs.size() == 1) return ref(0);
+      std::vector<PyValue> v;
+      for (size_t k = 0; k < n.inputs.size(); ++k) v.push_back(ref(k));
+      return PyValue::list(std::move(v));
+    };
+    PyValue layer = PyValue::dict();
+    switch (n.kind) {
+      case ir::NodeKind::kData: {
+        PyValue d = PyValue::dict({{"dim_tags", dims_value(t, n.type.dims)}});
+        if (n.type.dtype != ir::DType::kFloat32) d.set("dtype", std::string(dtype_name(n.type.dtype)));
+        if (n.type.sparse_dim) d.set("sparse_dim", dim_ref(t, *n.type.sparse_dim));
+        out.extern_data.set(*n.attrs.get<std::string>("key"), std::move(d));
+        continue;
+      }
+      case ir::NodeKind::kParam: {
+        const ir::Param& p = g.param(n.param);
+        layer.set("class", "variable");
+        layer.set("shape", dims_value(t, p.dims));
+        if (p.dtype != ir::DType::kFloat32) layer.set("dtype", std::string(dtype_name(p.dtype)));
+        layer.set("init", init_value(p.options.initial));
+        if (!p.options.trainable) layer.set("trainable", false);
+        layer.set("name_scope", "/" + absl::StrReplaceAll(p.path, {{".", "/"}}));
+        layer.set("param_name", "param");
+        break;
+      }
+      case ir::NodeKind::kAdd:
+      case ir::NodeKind::kSub:
+      case ir::NodeKind::kMul:
+        layer.set("class", "combine");
+        layer.set("from", from());
+        layer.set("kind", std::string(node_kind_name(n.kind)));
+        break;
+      case ir::NodeKind::kDot: {
+        const auto& reduce = *n.attrs.get<std::vector<ir::Dim>>("reduce");
+        layer.set("class", "dot");
+        layer.set("from", from());
+        layer.set("reduce", reduce.size() == 1 ? dim_ref(t, reduce[0]) : dims_value(t, reduce));
+        break;
+      }
+      case ir::NodeKind::kActivation:
+        layer.set("class", "activation");
+        layer.set("from", from());
+        layer.set("activation", *n.attrs.get<std::string>("func"));
+        break;
+      case ir::NodeKind::kDropout:
+        layer.set("class", "dropout");
+        layer.set("from", from());
+        layer.set("dropout", *n.attrs.get<double>("rate"));
+        break;
+      case ir::NodeKind::kLstm:
+        layer.set("class", "rec");
+        layer.set("from", ref(0));
+        layer.set("unit", "nativelstm2");
+        layer.set("out_dim", dim_ref(t, *n.attrs.get<ir::Dim>("out_dim")));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        layer.set("reuse_params",
+                  PyValue::dict({{"map", PyValue::dict({
+                                             {"W", PyValue::dict({{"layer_output", ref(1)}})},
+                                             {"W_re", PyValue::dict({{"layer_output", ref(2)}})},
+                                             {"b", PyValue::dict({{"layer_output", ref(3)}})},
+                                         })}}));
+        break;
+      case ir::NodeKind::kCrossEntropy: {
+        // RETURNN's "ce" loss on a softmax activation layer: it uses the
+        // logits for a stable loss and reports the frame error rate.
+        const ir::Node& targets = g.node(n.inputs[1]);
+        if (targets.kind != ir::NodeKind::kData) {
+          return unsupported(n, "targets must be extern data");
+        }
+        if (!is_loss[i] || uses[i] > 0) {
+          return unsupported(n, "the result may only be marked as a loss, not used further");
+        }
+        const ir::TensorType& logits = g.node(n.inputs[0]).type;
+        for (const ir::Dim& d : logits.dims) {
+          if (d.is_feature_like() && d != *targets.type.sparse_dim) {
+            return unsupported(n, absl::StrCat("logits may have no feature dim besides the classes ",
+                                               targets.type.sparse_dim->describe(), ", got ",
+                                               d.describe()));
+          }
+        }
+        layer.set("class", "activation");
+        layer.set("from", ref(0));
+        layer.set("activation", "softmax");
+        layer.set("loss", "ce");
+        layer.set("target", *targets.attrs.get<std::string>("key"));
+        break;
+      }
+    }
+    if (is_output[i] && n.name != "output") layer.set("is_output_layer", true);
+    out.network.set(n.name, std::move(layer));
+  }
+  return out;
+}
+
+}  // namespace retc::emit

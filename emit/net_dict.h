@@ -1,0 +1,30 @@
+// IR -> RETURNN net dict: Dim definitions, extern_data and network, as PyValues.
+//
+// Each param becomes a `variable` layer whose TF variable is named by the
+// param's module path (`name_scope` "/lstm/ff_weight", `param_name` "param"
+// -> `lstm/ff_weight/param:0`). Layers that consume params read them through
+// `from` or `reuse_params` (for the native LSTM), so every param has exactly
+// the checkpoint name its path gives.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "emit/py_value.h"
+#include "ir/graph.h"
+
+namespace retc::emit {
+
+struct NetDict {
+  /// `time_dim = SpatialDim("time")`, ...: in dependency order.
+  std::vector<std::pair<std::string, PyValue>> dims;
+  PyValue extern_data;
+  PyValue network;
+};
+
+/// Requires: a graph after the naming pass (every node named).
+absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g);
+
+}  // namespace retc::emit

@@ -1,0 +1,27 @@
+#include "absl/strings/string_view.h"
+#include "ir/dtype.h"
+
+namespace retc::ir {
+
+absl::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kBool:
+      return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(absl::string_view s) {
+  for (DType t : {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kBool}) {
+    if (dtype_name(t) == s) return t;
+  }
+  return std::nullopt;
+}
+
+}  // namespace retc::ir

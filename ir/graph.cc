@@ -1,0 +1,307 @@
+#include "absl/strings/string_view.h"
+#include "ir/graph.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace retc::ir {
+namespace {
+
+absl::Status arity(NodeKind kind, const std::vector<NodeId>& inputs, size_t n) {
+  if (inputs.size() == n) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), " expects ", n,
+                                                 " inputs, got ", inputs.size()));
+}
+
+bool is_float(DType t) { return t == DType::kFloat32; }
+
+absl::StatusOr<TensorType> require_float(const TensorType& t, absl::string_view what) {
+  if (!is_float(t.dtype) || t.sparse_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a dense float tensor, got ", t.describe()));
+  }
+  return t;
+}
+
+template <class T>
+absl::StatusOr<T> attr(const NodeSpec& spec, NodeKind kind, absl::string_view key) {
+  const T* v = spec.attrs.get<T>(key);
+  if (!v) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(node_kind_name(kind), " needs attribute '", key, "' of the right type"));
+  }
+  return *v;
+}
+
+absl::StatusOr<TensorType> infer_elementwise(const Graph& g, NodeKind kind,
+                                             const std::vector<NodeId>& in) {
+  if (auto s = arity(kind, in, 2); !s.ok()) return s;
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  if (a.dtype != b.dtype || a.sparse_dim || b.sparse_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": operands ", a.describe(),
+                                                   " and ", b.describe(), " do not combine"));
+  }
+  TensorType out = a;
+  for (const Dim& d : b.dims) {
+    if (index_of(out.dims, d) < 0) out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_dot(const Graph& g, const std::vector<NodeId>& in,
+                                     const NodeSpec& spec) {
+  if (auto s = arity(NodeKind::kDot, in, 2); !s.ok()) return s;
+  auto reduce = attr<std::vector<Dim>>(spec, NodeKind::kDot, "reduce");
+  if (!reduce.ok()) return reduce.status();
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  if (auto s = require_float(a, "dot operand"); !s.ok()) return s.status();
+  if (auto s = require_float(b, "dot operand"); !s.ok()) return s.status();
+  if (reduce->empty()) return absl::InvalidArgumentError("dot: reduce must name at least one dim");
+  for (const Dim& r : *reduce) {
+    if (index_of(a.dims, r) < 0 || index_of(b.dims, r) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("dot: reduce dim ", r.describe(),
+                                                     " must be in both operands, got ",
+                                                     a.describe(), " and ", b.describe()));
+    }
+  }
+  TensorType out{{}, DType::kFloat32, std::nullopt};
+  for (const Dim& d : a.dims) {
+    if (index_of(*reduce, d) < 0) out.dims.push_back(d);
+  }
+  for (const Dim& d : b.dims) {
+    if (index_of(*reduce, d) < 0 && index_of(out.dims, d) < 0) out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  if (auto s = arity(NodeKind::kLstm, in, 4); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, NodeKind::kLstm, "axis");
+  if (!axis.ok()) return axis.status();
+  auto out_dim = attr<Dim>(spec, NodeKind::kLstm, "out_dim");
+  if (!out_dim.ok()) return out_dim.status();
+  const TensorType& x = g.node(in[0]).type;
+  if (auto s = require_float(x, "lstm input"); !s.ok()) return s.status();
+  const TensorType& w = g.node(in[1]).type;
+  const TensorType& w_re = g.node(in[2]).type;
+  const TensorType& b = g.node(in[3]).type;
+  const Dim gates = 4 * *out_dim;
+  if (w.dims.size() != 2 || w.dims[1] != gates) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: W must be [in, 4*out], got ", describe(w.dims)));
+  }
+  if (w_re.dims != std::vector<Dim>{*out_dim, gates}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: W_re must be [out, 4*out], got ", describe(w_re.dims)));
+  }
+  if (b.dims != std::vector<Dim>{gates}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: b must be [4*out], got ", describe(b.dims)));
+  }
+  const Dim& in_dim = w.dims[0];
+  int in_pos = index_of(x.dims, in_dim);
+  if (in_pos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("lstm: input ", x.describe(),
+                                                   " lacks the in dim ", in_dim.describe()));
+  }
+  if (index_of(x.dims, *axis) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("lstm: input ", x.describe(),
+                                                   " lacks the loop axis ", axis->describe()));
+  }
+  if (index_of(x.dims, *out_dim) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: input ", x.describe(), " already has the out dim ", out_dim->describe()));
+  }
+  TensorType out = x;
+  out.dims[in_pos] = *out_dim;
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in) {
+  if (auto s = arity(NodeKind::kCrossEntropy, in, 2); !s.ok()) return s;
+  const TensorType& logits = g.node(in[0]).type;
+  const TensorType& targets = g.node(in[1]).type;
+  if (auto s = require_float(logits, "softmax_ce logits"); !s.ok()) return s.status();
+  if (!targets.sparse_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "softmax_ce: targets must be sparse (class indices), got ", targets.describe()));
+  }
+  const Dim& classes = *targets.sparse_dim;
+  if (index_of(logits.dims, classes) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("softmax_ce: logits ", logits.describe(),
+                                                   " lack the class dim ", classes.describe()));
+  }
+  for (const Dim& d : targets.dims) {
+    if (index_of(logits.dims, d) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("softmax_ce: targets dim ", d.describe(),
+                                                     " is not in the logits ",
+                                                     logits.describe()));
+    }
+  }
+  if (logits.dims.size() != targets.dims.size() + 1) {
+    return absl::InvalidArgumentError(absl::StrCat("softmax_ce: logits ", logits.describe(),
+                                                   " must be the targets' dims ",
+                                                   describe(targets.dims), " plus the class dim"));
+  }
+  return TensorType{targets.dims, DType::kFloat32, std::nullopt};
+}
+
+const std::vector<absl::string_view>& activation_funcs() {
+  static const std::vector<absl::string_view> kFuncs = {"relu", "tanh", "sigmoid", "gelu",
+                                                        "elu",  "swish", "exp", "log", "abs"};
+  return kFuncs;
+}
+
+}  // namespace
+
+absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
+                                      const std::vector<NodeId>& inputs, const NodeSpec& spec) {
+  for (NodeId id : inputs) {
+    if (!id.valid() || static_cast<size_t>(id.index) >= g.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(node_kind_name(kind), ": input %", id.index, " does not exist"));
+    }
+  }
+  switch (kind) {
+    case NodeKind::kData: {
+      if (auto s = arity(kind, inputs, 0); !s.ok()) return s;
+      if (!spec.type) return absl::InvalidArgumentError("data needs an explicit type");
+      if (!spec.attrs.get<std::string>("key")) {
+        return absl::InvalidArgumentError("data needs attribute 'key'");
+      }
+      return *spec.type;
+    }
+    case NodeKind::kParam: {
+      if (auto s = arity(kind, inputs, 0); !s.ok()) return s;
+      if (!spec.param.valid() || static_cast<size_t>(spec.param.index) >= g.params().size()) {
+        return absl::InvalidArgumentError("param node refers to no param");
+      }
+      const Param& p = g.param(spec.param);
+      return TensorType{p.dims, p.dtype, std::nullopt};
+    }
+    case NodeKind::kAdd:
+    case NodeKind::kSub:
+    case NodeKind::kMul:
+      return infer_elementwise(g, kind, inputs);
+    case NodeKind::kDot:
+      return infer_dot(g, inputs, spec);
+    case NodeKind::kActivation: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      auto func = attr<std::string>(spec, kind, "func");
+      if (!func.ok()) return func.status();
+      const auto& funcs = activation_funcs();
+      if (std::find(funcs.begin(), funcs.end(), *func) == funcs.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("unknown activation '", *func, "'"));
+      }
+      return require_float(g.node(inputs[0]).type, "activation input");
+    }
+    case NodeKind::kDropout: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      auto rate = attr<double>(spec, kind, "rate");
+      if (!rate.ok()) return rate.status();
+      if (!(*rate >= 0.0 && *rate < 1.0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dropout rate must be in [0, 1), got ", *rate));
+      }
+      return require_float(g.node(inputs[0]).type, "dropout input");
+    }
+    case NodeKind::kLstm:
+      return infer_lstm(g, inputs, spec);
+    case NodeKind::kCrossEntropy:
+      return infer_cross_entropy(g, inputs);
+  }
+  return absl::InternalError("unhandled node kind");
+}
+
+absl::StatusOr<NodeId> Graph::add(NodeKind kind, std::vector<NodeId> inputs, NodeSpec spec) {
+  auto type = infer_type(*this, kind, inputs, spec);
+  if (!type.ok()) return type.status();
+  Node n{kind,          std::move(inputs), std::move(spec.attrs),
+         *std::move(type), spec.stage,   std::move(spec.loc),
+         std::move(spec.module_path), spec.param, ""};
+  nodes_.push_back(std::move(n));
+  return id_of(nodes_.size() - 1);
+}
+
+ParamId Graph::add_param(Param p) {
+  params_.push_back(std::move(p));
+  return ParamId{static_cast<int32_t>(params_.size() - 1)};
+}
+
+void Graph::replace_all_uses(NodeId from, NodeId to) {
+  for (Node& n : nodes_) {
+    for (NodeId& in : n.inputs) {
+      if (in == from) in = to;
+    }
+  }
+  for (Mark& m : marks_) {
+    if (m.node == from) m.node = to;
+  }
+}
+
+void Graph::compact(const std::vector<bool>& keep) {
+  std::vector<int32_t> remap(nodes_.size(), -1);
+  std::vector<Node> kept;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!keep[i]) continue;
+    remap[i] = static_cast<int32_t>(kept.size());
+    kept.push_back(std::move(nodes_[i]));
+  }
+  for (Node& n : kept) {
+    for (NodeId& in : n.inputs) in.index = remap[in.index];
+  }
+  for (Mark& m : marks_) m.node.index = remap[m.node.index];
+  nodes_ = std::move(kept);
+}
+
+bool Graph::operator==(const Graph& o) const {
+  if (nodes_.size() != o.nodes_.size() || marks_.size() != o.marks_.size()) return false;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& a = nodes_[i];
+    const Node& b = o.nodes_[i];
+    if (a.kind != b.kind || a.inputs != b.inputs || !(a.attrs == b.attrs) || !(a.type == b.type) ||
+        a.stage != b.stage || a.module_path != b.module_path || a.param != b.param ||
+        a.name != b.name) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < marks_.size(); ++i) {
+    const Mark& a = marks_[i];
+    const Mark& b = o.marks_[i];
+    if (a.kind != b.kind || a.node != b.node || a.name != b.name) return false;
+  }
+  if (params_.size() != o.params_.size()) return false;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Param& a = params_[i];
+    const Param& b = o.params_[i];
+    if (a.path != b.path || a.dims != b.dims || a.dtype != b.dtype || a.kind != b.kind ||
+        !(a.options == b.options)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_root(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  if (n.kind == NodeKind::kParam || n.kind == NodeKind::kData) return true;
+  for (const Mark& m : g.marks()) {
+    if (m.node == id) return true;
+  }
+  return false;
+}
+
+std::vector<int> use_counts(const Graph& g) {
+  std::vector<int> uses(g.size(), 0);
+  for (const Node& n : g.nodes()) {
+    for (NodeId in : n.inputs) ++uses[in.index];
+  }
+  for (const Mark& m : g.marks()) ++uses[m.node.index];
+  return uses;
+}
+
+}  // namespace retc::ir

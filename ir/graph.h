@@ -1,0 +1,120 @@
+// Graph: nodes in creation order, params, and the marks (outputs, losses).
+//
+// Nodes are only created through `Graph::add`, the one checking factory: it
+// infers (and checks) the output type from the inputs and attributes. Inputs
+// always refer to earlier nodes, so creation order is a topological order and
+// a graph can never hold a cycle. Rewrites add new nodes and call
+// `replace_all_uses`; they never edit a node's kind, inputs or attributes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/node_kind.h"
+#include "ir/param.h"
+#include "ir/source_loc.h"
+#include "ir/types.h"
+
+namespace retc::ir {
+
+struct NodeId {
+  int32_t index = -1;
+  bool valid() const { return index >= 0; }
+  auto operator<=>(const NodeId&) const = default;
+};
+
+struct ParamId {
+  int32_t index = -1;
+  bool valid() const { return index >= 0; }
+  auto operator<=>(const ParamId&) const = default;
+};
+
+struct Node {
+  NodeKind kind;
+  std::vector<NodeId> inputs;
+  Attrs attrs;
+  TensorType type;
+  Stage stage = Stage::kStep;
+  SourceLoc loc;
+  /// Dotted path of the module whose call created it; empty at top level.
+  std::string module_path;
+  /// For kParam: which param.
+  ParamId param;
+  /// RETURNN layer name; empty until the naming pass ran.
+  std::string name;
+};
+
+/// A node marked as a network output or as a loss, with the user's name.
+struct Mark {
+  enum class Kind { kOutput, kLoss };
+  Kind kind;
+  NodeId node;
+  std::string name;
+  SourceLoc loc;
+  bool operator==(const Mark&) const = default;
+};
+
+/// Everything `Graph::add` needs besides kind and inputs.
+struct NodeSpec {
+  Attrs attrs;
+  SourceLoc loc;
+  std::string module_path;
+  Stage stage = Stage::kStep;
+  ParamId param;
+  /// Required for kinds whose type is not computed from inputs (kData).
+  std::optional<TensorType> type;
+};
+
+class Graph {
+ public:
+  /// The checking factory. Fails (InvalidArgument, message without location)
+  /// when the inputs or attributes do not fit the kind.
+  absl::StatusOr<NodeId> add(NodeKind kind, std::vector<NodeId> inputs, NodeSpec spec);
+
+  ParamId add_param(Param p);
+  Param& mutable_param(ParamId id) { return params_[id.index]; }
+
+  const Node& node(NodeId id) const { return nodes_[id.index]; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t size() const { return nodes_.size(); }
+  NodeId id_of(size_t i) const { return NodeId{static_cast<int32_t>(i)}; }
+
+  const Param& param(ParamId id) const { return params_[id.index]; }
+  const std::vector<Param>& params() const { return params_; }
+
+  void add_mark(Mark m) { marks_.push_back(std::move(m)); }
+  const std::vector<Mark>& marks() const { return marks_; }
+
+  /// Sets the RETURNN layer name (an annotation, used by the naming pass).
+  void set_name(NodeId id, std::string name) { nodes_[id.index].name = std::move(name); }
+
+  /// Every use of `from` (inputs and marks) now refers to `to`; `to` must be
+  /// created before every user of `from`... so it must precede them.
+  void replace_all_uses(NodeId from, NodeId to);
+
+  /// Keeps the nodes with keep[i], renumbering ids; marks follow their node.
+  /// Precondition: no kept node uses a dropped node.
+  void compact(const std::vector<bool>& keep);
+
+  bool operator==(const Graph&) const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::vector<Param> params_;
+  std::vector<Mark> marks_;
+};
+
+/// The output type of a node of `kind`; shared by the factory and verifier.
+absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind, const std::vector<NodeId>& inputs,
+                                      const NodeSpec& spec);
+
+/// Nodes that must be kept whatever uses them: params, data, marked nodes.
+bool is_root(const Graph& g, NodeId id);
+
+/// Number of times each node is used as an input or marked.
+std::vector<int> use_counts(const Graph& g);
+
+}  // namespace retc::ir

@@ -1,0 +1,33 @@
+// Node kinds, listed once. Everything that must know every kind (names,
+// printer, type inference, emitter) switches over NodeKind without a
+// `default:`, so the compiler finds each place a new kind must be handled.
+#pragma once
+
+#include <optional>
+#include "absl/strings/string_view.h"
+
+namespace retc::ir {
+
+// X(Enumerator, "text name", stage-neutral summary)
+#define RETC_FOR_EACH_NODE_KIND(X)                                              \
+  X(Data, "data")             /* extern data; attr key */                      \
+  X(Param, "param")           /* current value of a param; attr param */       \
+  X(Add, "add")               /* elementwise, broadcasting by dim */           \
+  X(Sub, "sub")                                                                \
+  X(Mul, "mul")                                                                \
+  X(Dot, "dot")               /* contraction; attr reduce (dims) */            \
+  X(Activation, "activation") /* attr func */                                  \
+  X(Dropout, "dropout")       /* training only; attr rate */                   \
+  X(Lstm, "lstm")             /* x, W, W_re, b; attrs axis, out_dim */         \
+  X(CrossEntropy, "softmax_ce") /* logits, sparse targets; attr class_dim */
+
+enum class NodeKind {
+#define RETC_X(E, S) k##E,
+  RETC_FOR_EACH_NODE_KIND(RETC_X)
+#undef RETC_X
+};
+
+absl::string_view node_kind_name(NodeKind k);
+std::optional<NodeKind> parse_node_kind(absl::string_view s);
+
+}  // namespace retc::ir

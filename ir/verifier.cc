@@ -1,0 +1,118 @@
+#include "absl/strings/string_view.h"
+#include "ir/verifier.h"
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace retc::ir {
+namespace {
+
+absl::Status node_error(const Graph& g, size_t i, absl::string_view what) {
+  const Node& n = g.nodes()[i];
+  std::string where = absl::StrCat("node %", i, " (", node_kind_name(n.kind));
+  if (!n.module_path.empty()) absl::StrAppend(&where, " in '", n.module_path, "'");
+  where += ")";
+  return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", where, ": ", what));
+}
+
+// Whether reading node `in` is allowed from a param-init node.
+std::string param_init_violation(const Node& in) {
+  if (in.stage == Stage::kStep) {
+    switch (in.kind) {
+      case NodeKind::kData:
+        return "a param-init node may not read data";
+      case NodeKind::kParam:
+        return "a param-init node may not read a param's current value";
+      case NodeKind::kDropout:
+        return "a param-init node may not depend on the train flag (dropout)";
+      case NodeKind::kAdd:
+      case NodeKind::kSub:
+      case NodeKind::kMul:
+      case NodeKind::kDot:
+      case NodeKind::kActivation:
+      case NodeKind::kLstm:
+      case NodeKind::kCrossEntropy:
+        return "a param-init node may not read a step node";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::Status verify(const Graph& g) {
+  absl::flat_hash_set<std::string> paths;
+  for (const Param& p : g.params()) {
+    if (p.path.empty()) return absl::InvalidArgumentError("a param has an empty path");
+    if (!paths.insert(p.path).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(p.loc.str(), ": error: duplicate param path '", p.path, "'"));
+    }
+  }
+  std::vector<bool> param_read(g.params().size(), false);
+  absl::flat_hash_set<std::string> names;
+  bool any_named = false;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes()[i];
+    for (NodeId in : n.inputs) {
+      if (!in.valid() || static_cast<size_t>(in.index) >= i) {
+        return node_error(g, i, absl::StrCat("input %", in.index, " does not precede the node"));
+      }
+    }
+    NodeSpec spec{n.attrs, n.loc, n.module_path, n.stage, n.param,
+                  n.kind == NodeKind::kData ? std::optional<TensorType>(n.type) : std::nullopt};
+    auto type = infer_type(g, n.kind, n.inputs, spec);
+    if (!type.ok()) return node_error(g, i, type.status().message());
+    if (!(*type == n.type)) {
+      return node_error(g, i, absl::StrCat("stored type ", n.type.describe(),
+                                           " differs from inferred type ", type->describe()));
+    }
+    if (n.kind == NodeKind::kParam) {
+      if (param_read[n.param.index]) {
+        return node_error(g, i, absl::StrCat("param '", g.param(n.param).path, "' is read by two nodes"));
+      }
+      param_read[n.param.index] = true;
+    }
+    if (n.stage == Stage::kParamInit) {
+      if (n.kind == NodeKind::kData || n.kind == NodeKind::kParam || n.kind == NodeKind::kDropout) {
+        return node_error(g, i, absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
+      }
+      for (NodeId in : n.inputs) {
+        std::string v = param_init_violation(g.node(in));
+        if (!v.empty()) {
+          const Node& src = g.node(in);
+          return node_error(g, i, absl::StrCat(v, "\n", src.loc.str(), ": note: %", in.index, " (",
+                                               node_kind_name(src.kind), ") is read here"));
+        }
+      }
+    }
+    if (!n.name.empty()) {
+      any_named = true;
+      if (!names.insert(n.name).second) {
+        return node_error(g, i, absl::StrCat("layer name '", n.name, "' is used twice"));
+      }
+    }
+  }
+  if (any_named) {
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (g.nodes()[i].name.empty()) return node_error(g, i, "node has no layer name");
+    }
+  }
+  absl::flat_hash_set<std::string> mark_names[2];
+  for (const Mark& m : g.marks()) {
+    if (!m.node.valid() || static_cast<size_t>(m.node.index) >= g.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("mark '", m.name, "' refers to no node"));
+    }
+    if (m.name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(m.loc.str(), ": error: a mark has an empty name"));
+    }
+    if (!mark_names[m.kind == Mark::Kind::kLoss].insert(m.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(m.loc.str(), ": error: ",
+                                                     m.kind == Mark::Kind::kLoss ? "loss" : "output",
+                                                     " name '", m.name, "' is used twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace retc::ir

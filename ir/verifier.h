@@ -1,0 +1,20 @@
+// The IR verifier: structural invariants every graph satisfies between passes.
+//
+// Checks: inputs refer to earlier nodes (so the graph is acyclic); each
+// node's stored type equals the type the factory infers now; stage rules (a
+// param-init node never reads data, the train flag or a param's current
+// value, nor any step node); params have unique, non-empty paths and at most
+// one read node each; marks refer to existing nodes with unique names; layer
+// names, once assigned, are unique and non-empty.
+#pragma once
+
+#include "absl/status/status.h"
+#include "ir/graph.h"
+
+namespace retc::ir {
+
+/// OK, or InvalidArgument naming the first offending node, its module and the
+/// user's source line: `model.cc:42:7: error: node %3 (dot in 'enc'): ...`.
+absl::Status verify(const Graph& g);
+
+}  // namespace retc::ir

@@ -1,0 +1,108 @@
+"""retc's side of the embedded interpreter: RETURNN check and train.
+
+Compiled into the retc binary (cmake/embed_text.cmake) and executed as the
+module `retc_runtime`. The C++ side calls `check` and `train`; Python
+exceptions propagate and become absl::Status there.
+"""
+
+import os
+import sys
+
+# tensorflow-cpu never runs CUDA; but RETURNN enables CUDA for its native ops
+# whenever it finds nvcc on PATH, and the native LSTM then fails to compile.
+os.environ["DISABLE_CUDA"] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _flush():
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+
+
+def _random_feed(net, rng, batch=3, max_time=7):
+    """Random values for every extern data placeholder and its sequence lengths."""
+    feed = {}
+    sizes = {}
+    for key in sorted(net.extern_data.data):
+        data = net.extern_data.data[key]
+        shape = []
+        for axis, tag in enumerate(data.dim_tags):
+            if tag.is_batch_dim():
+                shape.append(batch)
+            elif tag.dimension is not None:
+                shape.append(tag.dimension)
+            else:
+                if tag not in sizes:
+                    lens = rng.randint(2, max_time + 1, size=(batch,)).astype("int32")
+                    lens[0] = max_time
+                    sizes[tag] = lens
+                shape.append(max_time)
+                size_ph = tag.dyn_size_ext.placeholder if tag.dyn_size_ext is not None else None
+                if size_ph is not None:
+                    feed[size_ph] = sizes[tag]
+        if data.sparse_dim is not None:
+            value = rng.randint(0, data.sparse_dim.dimension, size=shape).astype(data.dtype)
+        else:
+            value = rng.normal(size=shape).astype(data.dtype)
+        feed[data.placeholder] = value
+    return feed
+
+
+def check(config_path):
+    """Constructs the network of a config in RETURNN and runs one step on
+    random data. Returns (variables, outputs): lists of (name, shape)."""
+    import numpy
+    from returnn.log import log
+    from returnn.config import Config, set_global_config
+    from returnn.util.basic import BehaviorVersion
+    import returnn.tf.compat as tf_compat
+    from returnn.tf.network import TFNetwork
+    import tensorflow as tf
+
+    log.initialize(verbosity=[2])
+    config = Config()
+    config.load_file(config_path)
+    set_global_config(config)
+    BehaviorVersion.set(config.int("behavior_version", 0) or None)
+    tf_compat.v1.disable_eager_execution()
+    with tf.Graph().as_default():
+        tf_compat.v1.set_random_seed(config.int("random_seed", 42))
+        net = TFNetwork(config=config, train_flag=True, eval_flag=True)
+        net.construct_from_dict(config.typed_value("network"))
+        variables = [(v.name, [int(d) for d in v.shape.as_list()]) for v in net.get_params_list()]
+        fetches = {}
+        for name, layer in sorted(net.layers.items()):
+            if layer.is_output_layer() or name == "output":
+                fetches[name] = layer.output.placeholder
+        losses = net.get_total_loss()
+        with tf_compat.v1.Session() as session:
+            net.initialize_params(session)
+            feed = _random_feed(net, numpy.random.RandomState(1))
+            values, loss_value = session.run((fetches, losses), feed_dict=feed)
+        outputs = [(name, list(value.shape)) for name, value in sorted(values.items())]
+        if not numpy.isfinite(loss_value):
+            raise ValueError("total loss on random data is not finite: %r" % loss_value)
+    _flush()
+    return variables, outputs
+
+
+def train(config_path):
+    """Runs RETURNN's training task on a config in this process.
+    Returns (last_epoch, [(key, value)] of that epoch's scores)."""
+    import returnn.__main__ as rnn
+
+    try:
+        rnn.init(config_filename=config_path, extra_greeting="retc train, in process.")
+        rnn.execute_main_task()
+        lrc = rnn.engine.learning_rate_control
+        if not lrc.epoch_data:
+            raise RuntimeError("RETURNN recorded no epoch")
+        last = max(lrc.epoch_data)
+        scores = sorted((k, float(v)) for k, v in (lrc.epoch_data[last].error or {}).items())
+        rnn.finalize()
+        return last, scores
+    finally:
+        _flush()

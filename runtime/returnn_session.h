@@ -1,0 +1,39 @@
+// RETURNN in process: construct a config's network (check) and train it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace retc::runtime {
+
+struct Variable {
+  std::string name;  ///< TF name, e.g. "lstm/ff_weight/param:0"
+  std::vector<int64_t> shape;
+};
+
+struct CheckResult {
+  std::vector<Variable> variables;
+  /// Output layers and the shapes they had on the random batch.
+  std::vector<Variable> outputs;
+};
+
+struct TrainResult {
+  int64_t last_epoch = 0;
+  /// That epoch's scores as RETURNN records them: "dev_error_ce", ...
+  std::vector<std::pair<std::string, double>> scores;
+};
+
+/// Builds the network of the config at `config_path` with RETURNN
+/// (TFNetwork.construct_from_dict), initializes it and runs one step on
+/// random data. Python errors become a status with the Python message.
+absl::StatusOr<CheckResult> check_config(const std::string& config_path);
+
+/// Runs RETURNN's training task on the config (RETURNN logs to stdout).
+/// Ctrl-C gives a Cancelled status.
+absl::StatusOr<TrainResult> train_config(const std::string& config_path);
+
+}  // namespace retc::runtime

@@ -1,0 +1,333 @@
+#include "absl/strings/string_view.h"
+#include "tools/cli.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "emit/file_util.h"
+#include "ir/json.h"
+#include "ir/printer.h"
+#include "runtime/returnn_session.h"
+
+namespace retc {
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kError = 1;
+constexpr int kUsage = 2;
+constexpr int kInterrupted = 130;
+
+struct Command {
+  absl::string_view name;
+  absl::string_view usage;
+  absl::string_view help;
+};
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"list", "list", "Lists the models this binary knows, with a description."},
+      {"compile", "compile MODEL -o FILE [--model-dir DIR] [--epochs N]",
+       "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
+       "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
+       "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs."},
+      {"check", "check MODEL",
+       "Compiles MODEL, constructs its network in RETURNN (TFNetwork.construct_from_dict),\n"
+       "runs one step on random data and prints every variable with its name and shape.\n"
+       "Fails if RETURNN's variables differ from the model's named parameters."},
+      {"train", "train MODEL [--workdir DIR] [--epochs N]",
+       "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
+       "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL). Running it\n"
+       "again continues from the last finished epoch. The last line printed is the final\n"
+       "dev frame error."},
+      {"dump-ir", "dump-ir MODEL [--format text|json] [--debug]",
+       "Prints MODEL's IR after the pass pipeline: canonical text (default), text with\n"
+       "source locations (--debug), or JSON with every node's stage and location."},
+  };
+  return kCommands;
+}
+
+void print_usage(std::ostream& os) {
+  os << "usage: retc COMMAND [ARGS]\n\n"
+        "retc compiles C++ models to RETURNN configs and runs them with an embedded RETURNN.\n\n"
+        "commands:\n";
+  for (const Command& c : commands()) os << "  " << c.usage << "\n";
+  os << "\n'retc COMMAND --help' describes a command. Exit codes: 0 success, 1 error,\n"
+        "2 usage error, 130 interrupted.\n";
+}
+
+int usage_error(absl::string_view msg) {
+  std::cerr << "retc: error: " << msg << " (see 'retc --help')\n";
+  return kUsage;
+}
+
+int error(const absl::Status& s) {
+  std::string msg(s.message());
+  // One line for the headline; notes (further lines) follow as they are.
+  std::cerr << (msg.find(": error: ") != std::string::npos ? "" : "retc: error: ") << msg << "\n";
+  return s.code() == absl::StatusCode::kCancelled ? kInterrupted : kError;
+}
+
+// Parsed command line: positionals and --flags (with values where needed).
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> flags;
+  bool help = false;
+};
+
+absl::StatusOr<Args> parse_args(int argc, char** argv, int first,
+                                const std::vector<std::string>& valued,
+                                const std::vector<std::string>& boolean) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--help" || s == "-h") {
+      a.help = true;
+      continue;
+    }
+    if (s.starts_with("-") && s.size() > 1) {
+      std::string name = s, value;
+      bool inline_value = false;
+      if (size_t eq = s.find('='); eq != std::string::npos) {
+        name = s.substr(0, eq);
+        value = s.substr(eq + 1);
+        inline_value = true;
+      }
+      if (std::find(valued.begin(), valued.end(), name) != valued.end()) {
+        if (!inline_value) {
+          if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+          value = argv[++i];
+        }
+        a.flags[name] = value;
+      } else if (std::find(boolean.begin(), boolean.end(), name) != boolean.end() && !inline_value) {
+        a.flags[name] = "1";
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("unknown option '", s, "'"));
+      }
+      continue;
+    }
+    a.positional.push_back(s);
+  }
+  return a;
+}
+
+const ModelDef* find_model(const std::vector<ModelDef>& models, const std::string& name) {
+  for (const ModelDef& m : models) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<const ModelDef*> model_arg(const std::vector<ModelDef>& models, const Args& a) {
+  if (a.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL");
+  const ModelDef* m = find_model(models, a.positional[0]);
+  if (!m) {
+    std::vector<std::string> names;
+    for (const ModelDef& d : models) names.push_back(d.name);
+    return absl::NotFoundError(absl::StrCat("unknown model '", a.positional[0],
+                                            "'; known models: ", absl::StrJoin(names, ", ")));
+  }
+  return m;
+}
+
+absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
+  auto it = a.flags.find("--epochs");
+  if (it == a.flags.end()) return absl::OkStatus();
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(it->second, &n) || n < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--epochs needs a positive integer, got '", it->second, "'"));
+  }
+  opts.training.num_epochs = n;
+  return absl::OkStatus();
+}
+
+emit::ConfigOptions config_options(const ModelDef& m, const std::string& model_dir) {
+  emit::ConfigOptions opts;
+  opts.model_name = m.name;
+  opts.training = m.training;
+  opts.model_path = model_dir + "/network";
+  opts.training.extra.emplace_back("learning_rate_file", model_dir + "/learning_rates");
+  return opts;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return "[" + absl::StrJoin(shape, ", ") + "]";
+}
+
+// Temp directory removed on scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "retc-XXXXXX").string();
+    if (::mkdtemp(tmpl.data())) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+int cmd_list(const std::vector<ModelDef>& models, const Args& a) {
+  if (!a.positional.empty()) return usage_error("list takes no arguments");
+  size_t w = 4;
+  for (const ModelDef& m : models) w = std::max(w, m.name.size());
+  for (const ModelDef& m : models) {
+    std::cout << m.name << std::string(w - m.name.size() + 2, ' ') << m.description << "\n";
+  }
+  return kOk;
+}
+
+int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
+  auto m = model_arg(models, a);
+  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  auto out = a.flags.find("-o");
+  if (out == a.flags.end()) return usage_error("compile needs -o FILE");
+  auto dir = a.flags.find("--model-dir");
+  emit::ConfigOptions opts = config_options(**m, dir == a.flags.end() ? "retc-model" : dir->second);
+  if (absl::Status s = apply_epochs(a, opts); !s.ok()) return usage_error(s.message());
+  auto text = compile_to_config(**m, opts);
+  if (!text.ok()) return error(text.status());
+  if (absl::Status s = emit::write_file_atomic(out->second, *text); !s.ok()) return error(s);
+  return kOk;
+}
+
+int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
+  auto m = model_arg(models, a);
+  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  auto graph = compile_model(**m);
+  if (!graph.ok()) return error(graph.status());
+  TempDir tmp;
+  if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
+  emit::ConfigOptions opts = config_options(**m, tmp.path() + "/model");
+  auto text = emit::write_config(*graph, opts);
+  if (!text.ok()) return error(text.status());
+  const std::string path = tmp.path() + "/returnn.config";
+  if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
+  auto r = runtime::check_config(path);
+  if (!r.ok()) return error(r.status());
+  int64_t total = 0;
+  for (const runtime::Variable& v : r->variables) {
+    int64_t n = 1;
+    for (int64_t d : v.shape) n *= d;
+    total += n;
+    std::cout << "variable " << v.name << " " << shape_str(v.shape) << "\n";
+  }
+  for (const runtime::Variable& o : r->outputs) {
+    std::cout << "output " << o.name << " " << shape_str(o.shape) << " (on a random batch)\n";
+  }
+  // RETURNN's variables must be exactly the model's params, by name and shape.
+  std::map<std::string, std::vector<int64_t>> expected, got;
+  for (const ir::Param& p : graph->params()) {
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : p.dims) shape.push_back(*d.size());
+    expected[p.variable_name() + ":0"] = shape;
+  }
+  for (const runtime::Variable& v : r->variables) got[v.name] = v.shape;
+  if (expected != got) {
+    return error(absl::InternalError(
+        "internal error: RETURNN's variables differ from the model's named parameters"));
+  }
+  std::cout << (*m)->name << ": " << r->variables.size() << " variables, " << total
+            << " parameters; RETURNN constructed the network and ran one step on random data\n";
+  return kOk;
+}
+
+int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
+  auto m = model_arg(models, a);
+  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  auto wd = a.flags.find("--workdir");
+  std::string workdir = wd == a.flags.end() ? "retc-work/" + (*m)->name : wd->second;
+  std::error_code ec;
+  std::filesystem::create_directories(workdir, ec);
+  if (ec) return error(absl::PermissionDeniedError(absl::StrCat("cannot create workdir '", workdir, "': ", ec.message())));
+  std::string abs = std::filesystem::absolute(workdir, ec).lexically_normal().string();
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  emit::ConfigOptions opts = config_options(**m, abs + "/model");
+  opts.training.extra.emplace_back("log", abs + "/returnn.log");
+  if (absl::Status s = apply_epochs(a, opts); !s.ok()) return usage_error(s.message());
+  auto text = compile_to_config(**m, opts);
+  if (!text.ok()) return error(text.status());
+  const std::string path = abs + "/returnn.config";
+  if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
+  std::cout << "retc: training '" << (*m)->name << "' with " << path << std::endl;
+  auto r = runtime::train_config(path);
+  std::cout.flush();
+  if (!r.ok()) return error(r.status());
+  const std::pair<std::string, double>* dev_error = nullptr;
+  // One loss: RETURNN records "dev_error"; several: "dev_error_<loss>".
+  for (const auto& kv : r->scores) {
+    if (kv.first == "dev_error" || (kv.first.starts_with("dev_error_") && !dev_error)) dev_error = &kv;
+  }
+  if (!dev_error) return error(absl::InternalError("RETURNN recorded no dev error for the last epoch"));
+  std::cout << "retc: finished epoch " << r->last_epoch << " (" << dev_error->first << ")\n";
+  std::cout << "final dev frame error: " << dev_error->second << std::endl;
+  return kOk;
+}
+
+int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
+  auto m = model_arg(models, a);
+  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  std::string format = a.flags.contains("--format") ? a.flags.at("--format") : "text";
+  if (format != "text" && format != "json") return usage_error("--format must be text or json");
+  auto graph = compile_model(**m);
+  if (!graph.ok()) return error(graph.status());
+  if (format == "json") {
+    std::cout << ir::to_json(*graph).dump(2) << "\n";
+  } else {
+    ir::PrintOptions po;
+    if (a.flags.contains("--debug")) po.mode = ir::PrintMode::kDebug;
+    std::cout << ir::print(*graph, po);
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return kUsage;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    print_usage(std::cout);
+    return kOk;
+  }
+  const Command* c = nullptr;
+  for (const Command& k : commands()) {
+    if (k.name == cmd) c = &k;
+  }
+  if (!c) return usage_error(absl::StrCat("unknown command '", cmd, "'"));
+  std::vector<std::string> valued, boolean;
+  if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs"};
+  if (cmd == "train") valued = {"--workdir", "--epochs"};
+  if (cmd == "dump-ir") {
+    valued = {"--format"};
+    boolean = {"--debug"};
+  }
+  auto args = parse_args(argc, argv, 2, valued, boolean);
+  if (!args.ok()) return usage_error(args.status().message());
+  if (args->help) {
+    std::cout << "usage: retc " << c->usage << "\n\n" << c->help << "\n";
+    return kOk;
+  }
+  if (cmd == "list") return cmd_list(models, *args);
+  if (cmd == "compile") return cmd_compile(models, *args);
+  if (cmd == "check") return cmd_check(models, *args);
+  if (cmd == "train") return cmd_train(models, *args);
+  return cmd_dump_ir(models, *args);
+}
+
+}  // namespace retc
