@@ -12,7 +12,17 @@ PyValue dim_ref(const ir::DimTable& t, const ir::Dim& d) { return PyValue::ref(t
 
 PyValue dims_value(const ir::DimTable& t, const std::vector<ir::Dim>& dims) {
   std::vector<PyValue> v;
-  for (const ir::Dim& d : dims) v.push_back(dim_ref(t, d));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    // A dim that occurs again later (a square weight [h, h]): its first
+    // occurrence gets a higher match priority, so RETURNN's dim matching (in
+    // `dot`'s reduce, ...) picks it first, as the IR does.
+    bool repeated = ir::index_of(std::vector<ir::Dim>(dims.begin() + i + 1, dims.end()), dims[i]) >= 0;
+    if (repeated) {
+      v.push_back(PyValue::call(t.id(dims[i]) + ".copy", {}, {{"match_priority", 1}}));
+    } else {
+      v.push_back(dim_ref(t, dims[i]));
+    }
+  }
   return PyValue::list(std::move(v));
 }
 

@@ -16,9 +16,14 @@ namespace {
 }
 
 void require_identifier(const std::string& s) {
-  // Dotted names are allowed for callables only via separate refs; here a
-  // plain identifier is required.
   if (!ir::is_identifier(s)) internal_error("not a Python identifier: " + ir::quote(s));
+}
+
+// `name` or `name.attr`: each part an identifier.
+void require_dotted_name(const std::string& s) {
+  size_t dot = s.find('.');
+  require_identifier(s.substr(0, dot));
+  if (dot != std::string::npos) require_identifier(s.substr(dot + 1));
 }
 
 constexpr double kSimplicityLimit = 120.0;  // returnn/util/pprint.py
@@ -60,7 +65,7 @@ PyValue PyValue::ref(std::string name) {
 }
 
 PyValue PyValue::call(std::string func, std::vector<PyValue> args, Items kwargs) {
-  require_identifier(func);
+  require_dotted_name(func);
   for (const auto& [k, x] : kwargs) require_identifier(k);
   PyValue v;
   v.kind_ = Kind::kCall;

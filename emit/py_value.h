@@ -35,7 +35,8 @@ class PyValue {
   static PyValue dict(Items items = {});
   /// A reference to a Python variable. `name` must be an identifier (checked).
   static PyValue ref(std::string name);
-  /// `func(args..., key=value...)`; `func` and keys must be identifiers.
+  /// `func(args..., key=value...)`; keys must be identifiers, `func` an
+  /// identifier or `name.attr` (a method of a variable, e.g. `h_dim.copy`).
   static PyValue call(std::string func, std::vector<PyValue> args, Items kwargs = {});
   /// `lhs op rhs` with op one of + - * //.
   static PyValue binop(PyValue lhs, std::string op, PyValue rhs);

@@ -67,12 +67,16 @@ absl::StatusOr<TensorType> infer_dot(const Graph& g, const std::vector<NodeId>& 
                                                      a.describe(), " and ", b.describe()));
     }
   }
-  TensorType out{{}, DType::kFloat32, std::nullopt};
-  for (const Dim& d : a.dims) {
-    if (index_of(*reduce, d) < 0) out.dims.push_back(d);
-  }
-  for (const Dim& d : b.dims) {
-    if (index_of(*reduce, d) < 0 && index_of(out.dims, d) < 0) out.dims.push_back(d);
+  // A dim may occur twice in one operand (a square weight [h, h]); reduce
+  // contracts its first occurrence in each operand, like RETURNN's matching
+  // with the first occurrence marked by a higher match_priority.
+  auto drop_first = [&](std::vector<Dim> dims) {
+    for (const Dim& r : *reduce) dims.erase(dims.begin() + index_of(dims, r));
+    return dims;
+  };
+  TensorType out{drop_first(a.dims), DType::kFloat32, std::nullopt};
+  for (const Dim& d : drop_first(b.dims)) {
+    if (index_of(out.dims, d) < 0) out.dims.push_back(d);
   }
   return out;
 }
@@ -112,7 +116,7 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
     return absl::InvalidArgumentError(absl::StrCat("lstm: input ", x.describe(),
                                                    " lacks the loop axis ", axis->describe()));
   }
-  if (index_of(x.dims, *out_dim) >= 0) {
+  if (*out_dim != in_dim && index_of(x.dims, *out_dim) >= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("lstm: input ", x.describe(), " already has the out dim ", out_dim->describe()));
   }

@@ -149,15 +149,6 @@ absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
   return absl::OkStatus();
 }
 
-emit::ConfigOptions config_options(const ModelDef& m, const std::string& model_dir) {
-  emit::ConfigOptions opts;
-  opts.model_name = m.name;
-  opts.training = m.training;
-  opts.model_path = model_dir + "/network";
-  opts.training.extra.emplace_back("learning_rate_file", model_dir + "/learning_rates");
-  return opts;
-}
-
 std::string shape_str(const std::vector<int64_t>& shape) {
   return "[" + absl::StrJoin(shape, ", ") + "]";
 }

@@ -1,0 +1,152 @@
+#include "tests/bad_models.h"
+
+#include <map>
+
+#include "compiler/nn/modules.h"
+
+namespace retc::testing {
+namespace {
+
+using ir::Dim;
+
+std::map<std::string, int>& lines() {
+  static std::map<std::string, int> kLines;
+  return kLines;
+}
+
+emit::TrainingSetup tiny_training() {
+  emit::TrainingSetup t;
+  t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
+  t.dev = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
+  t.num_epochs = 1;
+  return t;
+}
+
+class Tagger : public nn::Module {
+ public:
+  Tagger(Dim in, Dim hidden, Dim classes) : Module("tagger") {
+    ff = register_module("ff", std::make_shared<nn::Linear>(in, hidden));
+    out = register_module("out", std::make_shared<nn::Linear>(hidden, classes));
+  }
+  nn::Tensor forward(const nn::Tensor& x) const {
+    auto scope = enter(x);
+    return out->forward(nn::tanh(ff->forward(x)));
+  }
+  std::shared_ptr<nn::Linear> ff, out;
+};
+
+// A two-layer feed-forward tagger on 12AX data.
+void build_tiny(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 9);
+  Dim classes = Dim::feature("classes", 2);
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  auto y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
+  auto m = b.set_root(std::make_shared<Tagger>(in, Dim::feature("hidden", 8), classes));
+  auto logits = m->forward(x);
+  logits.mark_as_output();
+  nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+}
+
+// A square weight [hidden, hidden] between two other layers.
+void build_square(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 9);
+  Dim hidden = Dim::feature("hidden", 6);
+  Dim classes = Dim::feature("classes", 2);
+  struct Net : nn::Module {
+    Net(Dim in, Dim hidden, Dim classes) : Module("net") {
+      ff = register_module("ff", std::make_shared<nn::Linear>(in, hidden));
+      sq = register_module("sq", std::make_shared<nn::Linear>(hidden, hidden));
+      out = register_module("out", std::make_shared<nn::Linear>(hidden, classes));
+    }
+    std::shared_ptr<nn::Linear> ff, sq, out;
+  };
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  auto y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
+  auto net = b.set_root(std::make_shared<Net>(in, hidden, classes));
+  nn::Tensor h = nn::tanh(net->ff->forward(x));
+  h = h + nn::tanh(net->sq->forward(h));
+  nn::Tensor logits = net->out->forward(h);
+  logits.mark_as_output();
+  nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+}
+
+// The output layer's in_dim (hidden) does not match its input (the features).
+void build_bad_dims(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim feat = Dim::feature("feat", 512);
+  Dim hidden = Dim::feature("hidden", 256);
+  auto x = b.extern_data("data", {Dim::batch(), time, feat});
+  auto lin = b.set_root(std::make_shared<nn::Linear>(hidden, Dim::feature("out", 3)));
+  lines()["bad-dims"] = __LINE__ + 1;
+  lin->forward(x).mark_as_output();
+}
+
+// Two losses with one name.
+void build_duplicate_loss(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 9);
+  Dim classes = Dim::feature("classes", 2);
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  auto y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(in, classes));
+  auto logits = lin->forward(x);
+  nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+  lines()["duplicate-loss"] = __LINE__ + 1;
+  nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+}
+
+// A module used in forward but never registered under the root.
+void build_unregistered(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 9);
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  b.set_root(std::make_shared<nn::Linear>(in, in));
+  auto stray = std::make_shared<nn::Linear>(in, Dim::feature("out", 2));
+  lines()["unregistered-param"] = __LINE__ + 1;
+  stray->forward(x).mark_as_output();
+}
+
+// Names that would break out of a Python string if not escaped.
+void build_hostile_names(nn::Builder& b) {
+  Dim time = Dim::spatial("ti\"me\\\n'); import os #");
+  Dim in = Dim::feature("input", 9);
+  Dim hidden = Dim::feature("h\u00e9idd\u00ebn \u2603 \xff", 4);
+  Dim classes = Dim::feature("classes\"\"\"", 2);
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  auto y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
+  auto m = b.set_root(std::make_shared<Tagger>(in, hidden, classes));
+  auto logits = m->forward(x);
+  logits.mark_as_output();
+  nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+}
+
+}  // namespace
+
+int mistake_line(const std::string& name) {
+  // Building a model records its mistake line; build them all once.
+  if (lines().empty()) {
+    for (const ModelDef& m : test_models()) (void)build_model(m);
+  }
+  auto it = lines().find(name);
+  return it == lines().end() ? 0 : it->second;
+}
+
+std::vector<ModelDef> test_models() {
+  auto def = [](std::string name, std::string desc, void (*build)(nn::Builder&)) {
+    return ModelDef{std::move(name), std::move(desc), build, tiny_training()};
+  };
+  ModelDef hostile = def("hostile-names", "dims named to break out of strings", build_hostile_names);
+  hostile.training.train.set("comment\"'\\\n", "x\"; import os; os.system('true') #");
+  return {
+      def("tiny", "two-layer feed-forward tagger on 12AX data", build_tiny),
+      def("square", "a residual square [hidden, hidden] weight", build_square),
+      def("bad-dims", "a Linear whose in_dim does not match its input", build_bad_dims),
+      def("duplicate-loss", "two losses named 'ce'", build_duplicate_loss),
+      def("unregistered-param", "a module used in forward but not registered", build_unregistered),
+      std::move(hostile),
+  };
+}
+
+}  // namespace retc::testing

@@ -1,0 +1,62 @@
+// Unit tests of config emission: golden config, byte stability, structure.
+#include <catch2/catch.hpp>
+
+#include "compiler/model.h"
+#include "configs/bundled.h"
+#include "emit/net_dict.h"
+#include "tests/bad_models.h"
+#include "tests/golden.h"
+
+namespace retc {
+namespace {
+
+// What `retc compile MODEL -o FILE` writes.
+emit::ConfigOptions options(const ModelDef& m) { return config_options(m); }
+
+TEST_CASE("the emitted 12ax config matches its golden file") {
+  ModelDef m = configs::model_12ax();
+  auto text = compile_to_config(m, options(m));
+  REQUIRE(text.ok());
+  testing::check_golden("12ax.config", *text);
+}
+
+TEST_CASE("compiling twice gives identical bytes") {
+  for (const ModelDef& m : configs::bundled_models()) {
+    auto a = compile_to_config(m, options(m));
+    auto b = compile_to_config(m, options(m));
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(*a == *b);
+  }
+}
+
+TEST_CASE("params become variable layers named by module path") {
+  auto g = compile_model(configs::model_12ax());
+  REQUIRE(g.ok());
+  auto net = emit::emit_net_dict(*g);
+  REQUIRE(net.ok());
+  const emit::PyValue* w = net->network.get("lstm.ff_weight");
+  REQUIRE(w);
+  CHECK(*w->get("class") == emit::PyValue("variable"));
+  CHECK(*w->get("name_scope") == emit::PyValue("/lstm/ff_weight"));
+  CHECK(*w->get("param_name") == emit::PyValue("param"));
+  const emit::PyValue* lstm = net->network.get("lstm.lstm");
+  REQUIRE(lstm);
+  CHECK(*lstm->get("unit") == emit::PyValue("nativelstm2"));
+  CHECK(net->network.get("output"));
+  CHECK(*net->network.get("ce")->get("loss") == emit::PyValue("ce"));
+}
+
+TEST_CASE("hostile names are escaped in the config") {
+  for (const ModelDef& m : testing::test_models()) {
+    if (m.name != "hostile-names") continue;
+    auto text = compile_to_config(m, options(m));
+    REQUIRE(text.ok());
+    CHECK_THAT(*text, Catch::Contains("SpatialDim(\"ti\\\"me\\\\\\n'); import os #\")"));
+    CHECK_THAT(*text, Catch::Contains("\\u00e9"));
+    CHECK_THAT(*text, !Catch::Contains("\nimport os"));
+  }
+}
+
+}  // namespace
+}  // namespace retc

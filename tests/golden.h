@@ -1,0 +1,29 @@
+// Golden files: compare text with tests/golden/NAME; RETC_UPDATE_GOLDENS=1
+// rewrites the file instead (review the diff before committing).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace retc::testing {
+
+inline void check_golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(RETC_GOLDEN_DIR) + "/" + name;
+  const char* update = std::getenv("RETC_UPDATE_GOLDENS");
+  if (update && std::string(update) == "1") {
+    std::ofstream(path, std::ios::binary) << actual;
+    WARN("rewrote golden " << path);
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  INFO("golden file " << path << " (RETC_UPDATE_GOLDENS=1 rewrites it)");
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str() == actual);
+}
+
+}  // namespace retc::testing

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Bad input gives one clear line on stderr, a non-zero exit and no output file.
+source "$(dirname "$0")/lib.sh"
+
+expect_error 1 "^retc: error: unknown model 'nope'; known models: 12ax$" -- "$RETC" compile nope -o "$TMP/a.config"
+[ ! -e "$TMP/a.config" ] || fail "unknown model wrote a file"
+expect_error 1 "unknown model" -- "$RETC" check nope
+expect_error 1 "unknown model" -- "$RETC" train nope --workdir "$TMP/w"
+expect_error 1 "unknown model" -- "$RETC" dump-ir nope
+pass "unknown model"
+
+expect_error 1 "^retc: error: cannot write '$TMP/missing/dir/a.config': No such file or directory$" -- \
+  "$RETC" compile 12ax -o "$TMP/missing/dir/a.config"
+[ ! -e "$TMP/missing" ] || fail "a directory was created"
+mkdir "$TMP/ro"
+chmod 555 "$TMP/ro"
+if [ "$(id -u)" = 0 ] && touch "$TMP/ro/probe" 2>/dev/null; then
+  rm -f "$TMP/ro/probe"  # root ignores permissions; a directory path is unwritable for anyone
+  expect_error 1 "cannot write '$TMP/ro'" -- "$RETC" compile 12ax -o "$TMP/ro"
+else
+  expect_error 1 "cannot write '$TMP/ro/a.config'" -- "$RETC" compile 12ax -o "$TMP/ro/a.config"
+fi
+[ -z "$(ls -A "$TMP/ro")" ] || fail "files left in $TMP/ro: $(ls -A "$TMP/ro")"
+pass "unwritable output"
+
+line=$(grep -n 'lin->forward(x).mark_as_output();' "$RETC_SOURCE_DIR/tests/bad_models.cc" | head -1 | cut -d: -f1)
+expect_error 1 "bad_models\.cc:$line:[0-9]+: error: linear '<root>': input dim 'feat'\(512\) does not match in_dim 'hidden'\(256\)$" -- \
+  "$RETC_TEST_MODELS" compile bad-dims -o "$TMP/bad.config"
+[ ! -e "$TMP/bad.config" ] || fail "bad model wrote a file"
+expect_error 1 "bad_models\.cc:$line:" -- "$RETC_TEST_MODELS" check bad-dims
+expect_error 1 "bad_models\.cc:$line:" -- "$RETC_TEST_MODELS" train bad-dims --workdir "$TMP/w2"
+[ ! -e "$TMP/w2/returnn.config" ] || fail "train wrote a config for a bad model"
+pass "model with mismatched dims"
+
+expect_error 2 "unknown command 'frobnicate'" -- "$RETC" frobnicate
+expect_error 2 "compile needs -o FILE" -- "$RETC" compile 12ax
+expect_error 2 "unknown option '--bogus'" -- "$RETC" compile 12ax --bogus -o x
+expect_error 2 "--epochs needs a positive integer" -- "$RETC" compile 12ax -o "$TMP/e.config" --epochs zero
+[ ! -e "$TMP/e.config" ] || fail "usage error wrote a file"
+rc=0; "$RETC" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "no command should exit 2, got $rc"
+pass "usage errors"
+
+"$RETC" --help | grep -q "usage: retc COMMAND" || fail "retc --help"
+for c in list compile check train dump-ir; do
+  "$RETC" "$c" --help | grep -q "^usage: retc $c" || fail "retc $c --help"
+done
+pass "help on every command"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Compilation is deterministic, and emitted configs are plain Python data that
+# no name can break out of.
+source "$(dirname "$0")/lib.sh"
+
+"$RETC" compile 12ax -o "$TMP/a.config"
+(cd "$TMP" && LC_ALL=C "$RETC" compile 12ax -o b.config)
+LANG=de_DE.UTF-8 LC_ALL=C.UTF-8 TZ=Asia/Tokyo "$RETC" compile 12ax -o "$TMP/c.config"
+cmp "$TMP/a.config" "$TMP/b.config" || fail "compiling twice differs"
+cmp "$TMP/a.config" "$TMP/c.config" || fail "compiling under another locale differs"
+cmp "$TMP/a.config" "$RETC_SOURCE_DIR/tests/golden/12ax.config" || fail "differs from the golden config"
+pass "identical bytes across runs, directories and locales"
+
+"$RETC_TEST_MODELS" compile hostile-names -o "$TMP/hostile.config"
+"$RETC_TEST_MODELS" compile tiny -o "$TMP/tiny.config"
+"$RETC_TEST_MODELS" compile square -o "$TMP/square.config"
+grep -q 'hidden_dim.copy(match_priority=1)' "$TMP/square.config" || fail "square weight without match_priority"
+"$VENV/bin/python" - "$TMP/a.config" "$TMP/hostile.config" "$TMP/tiny.config" "$TMP/square.config" <<'PY'
+import ast, sys
+allowed_calls = {"FeatureDim", "SpatialDim"}
+for path in sys.argv[1:]:
+    src = open(path, encoding="ascii").read()  # ASCII only: non-ASCII is escaped
+    tree = ast.parse(src)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            assert stmt.module.startswith("returnn"), (path, ast.dump(stmt))
+            continue
+        assert isinstance(stmt, ast.Assign), (path, ast.dump(stmt))
+        assert len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name), path
+        for node in ast.walk(stmt.value):
+            if isinstance(node, ast.Call):
+                f = node.func
+                ok = (isinstance(f, ast.Name) and f.id in allowed_calls) or (
+                    isinstance(f, ast.Attribute) and f.attr == "copy" and isinstance(f.value, ast.Name))
+                assert ok, (path, ast.dump(node))
+                for a in node.args:
+                    assert isinstance(a, ast.Constant), (path, ast.dump(a))
+            else:
+                assert isinstance(node, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Name, ast.Load,
+                                         ast.BinOp, ast.Mult, ast.Add, ast.FloorDiv, ast.UnaryOp, ast.USub,
+                                         ast.keyword, ast.Attribute)), (path, ast.dump(node))
+    if "hostile" in path:
+        names = {}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                names[stmt.targets[0].id] = stmt.value.args[0].value
+        assert "ti\"me\\\n'); import os #" in names.values(), names
+        assert "h\u00e9idd\u00ebn \u2603 \ufffd" in names.values(), names
+        train = next(s.value for s in tree.body if isinstance(s, ast.Assign) and s.targets[0].id == "train")
+        d = ast.literal_eval(train)
+        assert d["comment\"'\\\n"] == "x\"; import os; os.system('true') #", d
+print("configs are plain data")
+PY
+pass "emitted configs hold only imports from returnn, assignments, Dim constructions and literals"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Installs everything retc needs and builds it. Safe to run again: it only
+# installs what is missing and rebuilds what changed.
+#
+#   tools/setup.sh            # Debian packages, Python venv, build in ./build
+#
+# Environment:
+#   RETC_VENV     the Python venv (default: $XDG_CACHE_HOME/retc/venv or ~/.cache/retc/venv)
+#   RETC_PYTHON   the Python 3 interpreter to embed and to make the venv from
+#                 (default: python3; it must have a shared libpython and headers)
+#   RETC_BUILD    the build directory (default: ./build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+say() { printf 'setup: %s\n' "$*"; }
+
+# --- Debian packages ----------------------------------------------------------
+pkgs=(g++ cmake make nlohmann-json3-dev libabsl-dev catch2 pybind11-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+python=${RETC_PYTHON:-python3}
+if ! command -v "$python" >/dev/null 2>&1; then
+  missing+=(python3 python3-dev python3-venv)
+  python=/usr/bin/python3
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The interpreter to embed: needs Python.h and a shared libpython.
+python=$("$python" -c 'import sys; print(sys.executable)')
+if ! "$python" - <<'PY'
+import os, sys, sysconfig
+inc = sysconfig.get_paths()["include"]
+ok = os.path.exists(os.path.join(inc, "Python.h")) and sysconfig.get_config_var("Py_ENABLE_SHARED")
+sys.exit(0 if ok else 1)
+PY
+then
+  if [ "$python" = /usr/bin/python3 ]; then
+    say "installing python3-dev python3-venv"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-dev python3-venv >/dev/null
+  else
+    echo "setup: error: $python has no headers or no shared libpython; set RETC_PYTHON" >&2
+    exit 1
+  fi
+fi
+
+# --- Python venv with RETURNN and TensorFlow ---------------------------------
+venv=${RETC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/retc/venv}
+stamp="$venv/.retc-requirements"
+if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
+  say "removing broken venv $venv"
+  rm -rf "$venv"
+fi
+if [ ! -x "$venv/bin/python" ]; then
+  say "creating venv $venv"
+  mkdir -p "$(dirname "$venv")"
+  "$python" -m venv "$venv"
+fi
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing Python packages (requirements.txt) into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+# tensorflow-cpu never runs CUDA, but RETURNN enables CUDA for its native ops
+# (the fused LSTM) whenever nvcc is on PATH, and their compilation then fails.
+# This .pth line runs at every start of the venv's Python, so `python -m
+# returnn` on an emitted config works as well as retc's embedded runtime.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo 'import os; os.environ.setdefault("DISABLE_CUDA", "1")' > "$site/retc_disable_cuda.pth"
+
+# --- build ---------------------------------------------------------------------
+build=${RETC_BUILD:-$root/build}
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -DPython3_EXECUTABLE="$python" >/dev/null
+fi
+say "building in $build"
+cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
+test -x "$build/retc" || { echo "setup: error: build failed" >&2; cmake --build "$build" -j1; exit 1; }
+say "ready: $build/retc"
