@@ -2,7 +2,10 @@
 #include "compiler/pipeline.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/passes/assign_stages.h"
 #include "compiler/passes/dce.h"
+#include "compiler/passes/expand_parametrizations.h"
+#include "compiler/passes/lower_init.h"
 #include "compiler/passes/naming.h"
 #include "ir/verifier.h"
 
@@ -19,7 +22,17 @@ absl::Status verified_after(absl::string_view pass, const ir::Graph& g) {
 }  // namespace
 
 const std::vector<PassInfo>& pass_table() {
+  // Order: initializers are lowered before parametrizations (weight norm's g
+  // is initialized from v's initial value); stages are assigned once every
+  // param-init subgraph exists; dce before naming, so removed nodes (the
+  // expanded parametrization nodes) take no names.
   static const std::vector<PassInfo> kPasses = {
+      {"lower-init", "turn initializers into seeded param-init subgraphs",
+       [](ir::Graph& g) { return passes::lower_init(g); }},
+      {"expand-parametrizations", "rewrite weight norm, weight dropout and weight noise",
+       [](ir::Graph& g) { return passes::expand_parametrizations(g); }},
+      {"assign-stages", "mark nodes that run once (param-init) or every step",
+       [](ir::Graph& g) { return passes::assign_stages(g); }},
       {"dce", "remove nodes no output, loss, param or data depends on",
        [](ir::Graph& g) { return passes::dce(g); }},
       {"naming", "give every node its RETURNN layer name",
@@ -32,7 +45,6 @@ absl::Status run_pipeline(ir::Graph& g, const PassObserver& observer) {
   // The model as built must already be well-formed: errors here are the
   // user's (e.g. a stage violation), reported with their source line.
   if (absl::Status s = ir::verify(g); !s.ok()) return s;
-  // Order: dce before naming, so removed nodes do not take names.
   for (const PassInfo& pass : pass_table()) {
     auto changed = pass.run(g);
     if (!changed.ok()) {

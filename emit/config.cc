@@ -48,6 +48,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += format_assignment("learning_rate", t.learning_rate);
   out += format_assignment("num_epochs", t.num_epochs);
   out += format_assignment("random_seed", t.random_seed);
+  if (net->decouple_weight_decay) out += format_assignment("decouple_constraints", true);
   out += format_assignment("model", opts.model_path);
   out += format_assignment("log_verbosity", opts.log_verbosity);
   for (const auto& [k, v] : t.extra) out += format_assignment(k, v);

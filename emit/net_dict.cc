@@ -50,18 +50,6 @@ PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
   return PyValue();
 }
 
-PyValue init_value(const ir::Initializer& init) {
-  switch (init.kind) {
-    case ir::Initializer::Kind::kConstant:
-      return init.value;
-    case ir::Initializer::Kind::kGlorotUniform:
-      return "glorot_uniform";
-    case ir::Initializer::Kind::kGlorotNormal:
-      return "glorot_normal";
-  }
-  return PyValue();
-}
-
 absl::Status unsupported(const ir::Node& n, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
                                                  n.module_path.empty() ? "" : " in '" + n.module_path + "'",
@@ -84,6 +72,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     for (ir::NodeId in : n.inputs) ++uses[in.index];
   }
 
+  std::optional<bool> decoupled;  // of the weight decay, once a param has some
   out.extern_data = PyValue::dict();
   out.network = PyValue::dict();
   for (size_t i = 0; i < g.size(); ++i) {
@@ -110,19 +99,75 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("class", "variable");
         layer.set("shape", dims_value(t, p.dims));
         if (p.dtype != ir::DType::kFloat32) layer.set("dtype", std::string(dtype_name(p.dtype)));
-        layer.set("init", init_value(p.options.initial));
-        if (!p.options.trainable) layer.set("trainable", false);
+        const ir::ParamOptions& o = p.options;
+        if (o.init_node >= 0) {
+          layer.set("init_by_layer", g.node(ir::NodeId{o.init_node}).name);
+        } else {
+          layer.set("init", o.initial.value);
+        }
+        if (!o.trainable) layer.set("trainable", false);
         layer.set("name_scope", "/" + absl::StrReplaceAll(p.path, {{".", "/"}}));
         layer.set("param_name", "param");
+        if (o.weight_decay.value != 0.0) {
+          if (decoupled && *decoupled == o.weight_decay.coupled) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                p.loc.str(), ": error: param '", p.path,
+                "': RETURNN applies weight decay either all coupled or all decoupled "
+                "(global decouple_constraints); this model mixes both"));
+          }
+          decoupled = !o.weight_decay.coupled;
+          layer.set("L2", o.weight_decay.value);
+        }
+        PyValue updater = PyValue::dict();
+        if (o.lr_multiplier != 1.0) {
+          updater.set("optimizer", PyValue::dict({{"learning_rate_multiplier", o.lr_multiplier}}));
+        }
+        if (o.gradient_clip != 0.0) updater.set("gradient_clip", o.gradient_clip);
+        if (!updater.items().empty()) layer.set("updater_opts", std::move(updater));
+        if (!o.device.empty()) layer.set("param_device", o.device);
+        if (o.noise != 0.0) layer.set("param_variational_noise", o.noise);
+        if (o.dropout != 0.0) layer.set("param_dropout", o.dropout);
         break;
       }
       case ir::NodeKind::kAdd:
       case ir::NodeKind::kSub:
       case ir::NodeKind::kMul:
+      case ir::NodeKind::kDiv:
         layer.set("class", "combine");
         layer.set("from", from());
-        layer.set("kind", std::string(node_kind_name(n.kind)));
+        layer.set("kind", n.kind == ir::NodeKind::kDiv ? std::string("truediv")
+                                                       : std::string(node_kind_name(n.kind)));
         break;
+      case ir::NodeKind::kNorm: {
+        const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+        layer.set("class", "math_norm");
+        layer.set("from", from());
+        layer.set("p", 2);
+        layer.set("axis", axes.size() == 1 ? dim_ref(t, axes[0]) : dims_value(t, axes));
+        break;
+      }
+      case ir::NodeKind::kRandom: {
+        // Stateless with a fixed seed: the same values whenever evaluated.
+        layer.set("class", "random");
+        layer.set("shape", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("shape")));
+        layer.set("distribution", *n.attrs.get<std::string>("distribution"));
+        for (const char* key : {"mean", "stddev", "minval", "maxval"}) {
+          if (const double* v = n.attrs.get<double>(key)) layer.set(key, *v);
+        }
+        layer.set("seed", *n.attrs.get<int64_t>("seed"));
+        layer.set("static", true);
+        break;
+      }
+      case ir::NodeKind::kConstant:
+        layer.set("class", "constant");
+        layer.set("value", *n.attrs.get<double>("value"));
+        layer.set("shape", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("shape")));
+        break;
+      case ir::NodeKind::kWeightNorm:
+      case ir::NodeKind::kWeightDropout:
+      case ir::NodeKind::kWeightNoise:
+        return absl::InternalError(absl::StrCat("emit_net_dict: unexpanded parametrization node '",
+                                                n.name, "'; run expand-parametrizations first"));
       case ir::NodeKind::kDot: {
         const auto& reduce = *n.attrs.get<std::vector<ir::Dim>>("reduce");
         layer.set("class", "dot");
@@ -182,6 +227,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     if (is_output[i] && n.name != "output") layer.set("is_output_layer", true);
     out.network.set(n.name, std::move(layer));
   }
+  out.decouple_weight_decay = decoupled.value_or(false);
   return out;
 }
 

@@ -22,6 +22,8 @@ struct NetDict {
   std::vector<std::pair<std::string, PyValue>> dims;
   PyValue extern_data;
   PyValue network;
+  /// Whether weight decay is decoupled (RETURNN's `decouple_constraints`).
+  bool decouple_weight_decay = false;
 };
 
 /// Requires: a graph after the naming pass (every node named).

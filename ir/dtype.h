@@ -6,7 +6,9 @@
 
 namespace retc::ir {
 
-enum class DType { kFloat32, kInt32, kInt64, kBool };
+enum class DType { kFloat32, kFloat16, kFloat64, kInt32, kInt64, kBool };
+
+bool is_floating(DType t);
 
 /// RETURNN / TF spelling: "float32", "int32", ...
 absl::string_view dtype_name(DType t);

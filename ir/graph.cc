@@ -2,6 +2,8 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 
 #include "absl/strings/str_cat.h"
 
@@ -14,10 +16,9 @@ absl::Status arity(NodeKind kind, const std::vector<NodeId>& inputs, size_t n) {
                                                  " inputs, got ", inputs.size()));
 }
 
-bool is_float(DType t) { return t == DType::kFloat32; }
 
 absl::StatusOr<TensorType> require_float(const TensorType& t, absl::string_view what) {
-  if (!is_float(t.dtype) || t.sparse_dim) {
+  if (!is_floating(t.dtype) || t.sparse_dim) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " must be a dense float tensor, got ", t.describe()));
   }
@@ -74,7 +75,11 @@ absl::StatusOr<TensorType> infer_dot(const Graph& g, const std::vector<NodeId>& 
     for (const Dim& r : *reduce) dims.erase(dims.begin() + index_of(dims, r));
     return dims;
   };
-  TensorType out{drop_first(a.dims), DType::kFloat32, std::nullopt};
+  if (a.dtype != b.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("dot: operands ", a.describe(), " and ", b.describe(),
+                                                   " differ in dtype"));
+  }
+  TensorType out{drop_first(a.dims), a.dtype, std::nullopt};
   for (const Dim& d : drop_first(b.dims)) {
     if (index_of(out.dims, d) < 0) out.dims.push_back(d);
   }
@@ -190,7 +195,77 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kAdd:
     case NodeKind::kSub:
     case NodeKind::kMul:
+    case NodeKind::kDiv:
       return infer_elementwise(g, kind, inputs);
+    case NodeKind::kNorm: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      auto axes = attr<std::vector<Dim>>(spec, kind, "axes");
+      if (!axes.ok()) return axes.status();
+      auto t = require_float(g.node(inputs[0]).type, "norm input");
+      if (!t.ok()) return t.status();
+      for (const Dim& a : *axes) {
+        int i = index_of(t->dims, a);
+        if (i < 0) {
+          return absl::InvalidArgumentError(absl::StrCat("norm: axis ", a.describe(), " is not in ",
+                                                         t->describe()));
+        }
+        t->dims.erase(t->dims.begin() + i);
+      }
+      return t;
+    }
+    case NodeKind::kRandom:
+    case NodeKind::kConstant: {
+      if (auto s = arity(kind, inputs, 0); !s.ok()) return s;
+      auto shape = attr<std::vector<Dim>>(spec, kind, "shape");
+      if (!shape.ok()) return shape.status();
+      for (const Dim& d : *shape) {
+        if (d.is_dynamic() || d.is_batch()) {
+          return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": shape dim ",
+                                                         d.describe(), " must be static"));
+        }
+      }
+      if (kind == NodeKind::kConstant) {
+        if (!spec.attrs.get<double>("value")) return absl::InvalidArgumentError("constant needs attribute 'value'");
+      } else {
+        auto dist = attr<std::string>(spec, kind, "distribution");
+        if (!dist.ok()) return dist.status();
+        if (*dist != "uniform" && *dist != "normal" && *dist != "truncated_normal") {
+          return absl::InvalidArgumentError(absl::StrCat("random: unknown distribution '", *dist, "'"));
+        }
+        if (!spec.attrs.get<int64_t>("seed")) return absl::InvalidArgumentError("random needs attribute 'seed'");
+      }
+      return TensorType{*shape, DType::kFloat32, std::nullopt};
+    }
+    case NodeKind::kWeightNorm:
+    case NodeKind::kWeightDropout:
+    case NodeKind::kWeightNoise: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      auto t = require_float(g.node(inputs[0]).type, "a reparametrized weight");
+      if (!t.ok()) return t.status();
+      if (kind == NodeKind::kWeightNorm) {
+        auto axes = attr<std::vector<Dim>>(spec, kind, "axes");
+        if (!axes.ok()) return axes.status();
+        if (axes->empty()) return absl::InvalidArgumentError("weight_norm needs at least one norm axis");
+        for (const Dim& a : *axes) {
+          if (index_of(t->dims, a) < 0) {
+            return absl::InvalidArgumentError(absl::StrCat("weight_norm: norm axis ", a.describe(),
+                                                           " is not in ", t->describe()));
+          }
+        }
+      } else {
+        absl::string_view key = kind == NodeKind::kWeightDropout ? "rate" : "stddev";
+        auto v = attr<double>(spec, kind, key);
+        if (!v.ok()) return v.status();
+        bool ok = kind == NodeKind::kWeightDropout ? (*v >= 0.0 && *v < 1.0) : *v >= 0.0;
+        if (!ok) {
+          return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", key, " ",
+                                                         *v, kind == NodeKind::kWeightDropout
+                                                                 ? " must be in [0, 1)"
+                                                                 : " must not be negative"));
+        }
+      }
+      return t;
+    }
     case NodeKind::kDot:
       return infer_dot(g, inputs, spec);
     case NodeKind::kActivation: {
@@ -245,6 +320,10 @@ void Graph::replace_all_uses(NodeId from, NodeId to) {
   for (Mark& m : marks_) {
     if (m.node == from) m.node = to;
   }
+  for (Param& p : params_) {
+    if (p.options.init_node == from.index) p.options.init_node = to.index;
+    if (p.options.initial.node == from.index) p.options.initial.node = to.index;
+  }
 }
 
 void Graph::compact(const std::vector<bool>& keep) {
@@ -255,11 +334,58 @@ void Graph::compact(const std::vector<bool>& keep) {
     remap[i] = static_cast<int32_t>(kept.size());
     kept.push_back(std::move(nodes_[i]));
   }
-  for (Node& n : kept) {
-    for (NodeId& in : n.inputs) in.index = remap[in.index];
+  renumber(remap, std::move(kept));
+}
+
+bool Graph::sort_topologically() {
+  const size_t n = nodes_.size();
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int32_t>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (NodeId in : nodes_[i].inputs) {
+      ++pending[i];
+      users[in.index].push_back(static_cast<int32_t>(i));
+    }
+  }
+  std::priority_queue<int32_t, std::vector<int32_t>, std::greater<>> ready;
+  for (size_t i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.push(static_cast<int32_t>(i));
+  }
+  std::vector<int32_t> remap(n, -1);
+  std::vector<Node> sorted;
+  bool moved = false;
+  while (!ready.empty()) {
+    int32_t i = ready.top();
+    ready.pop();
+    moved |= static_cast<size_t>(i) != sorted.size();
+    remap[i] = static_cast<int32_t>(sorted.size());
+    sorted.push_back(std::move(nodes_[i]));
+    for (int32_t u : users[i]) {
+      if (--pending[u] == 0) ready.push(u);
+    }
+  }
+  // Only a rewrite that made a cycle leaves nodes behind; keep them in order
+  // so that the verifier reports it.
+  for (size_t i = 0; i < n; ++i) {
+    if (remap[i] >= 0) continue;
+    moved = true;
+    remap[i] = static_cast<int32_t>(sorted.size());
+    sorted.push_back(std::move(nodes_[i]));
+  }
+  renumber(remap, std::move(sorted));
+  return moved;
+}
+
+void Graph::renumber(const std::vector<int32_t>& remap, std::vector<Node> nodes) {
+  for (Node& node : nodes) {
+    for (NodeId& in : node.inputs) in.index = remap[in.index];
   }
   for (Mark& m : marks_) m.node.index = remap[m.node.index];
-  nodes_ = std::move(kept);
+  for (Param& p : params_) {
+    if (p.options.init_node >= 0) p.options.init_node = remap[p.options.init_node];
+    if (p.options.initial.node >= 0) p.options.initial.node = remap[p.options.initial.node];
+  }
+  nodes_ = std::move(nodes);
 }
 
 bool Graph::operator==(const Graph& o) const {
@@ -283,7 +409,7 @@ bool Graph::operator==(const Graph& o) const {
     const Param& a = params_[i];
     const Param& b = o.params_[i];
     if (a.path != b.path || a.dims != b.dims || a.dtype != b.dtype || a.kind != b.kind ||
-        !(a.options == b.options)) {
+        !(a.options == b.options)) {  // everything but the source location
       return false;
     }
   }
@@ -296,6 +422,9 @@ bool is_root(const Graph& g, NodeId id) {
   for (const Mark& m : g.marks()) {
     if (m.node == id) return true;
   }
+  for (const Param& p : g.params()) {
+    if (p.options.init_node == id.index || p.options.initial.node == id.index) return true;
+  }
   return false;
 }
 
@@ -305,6 +434,10 @@ std::vector<int> use_counts(const Graph& g) {
     for (NodeId in : n.inputs) ++uses[in.index];
   }
   for (const Mark& m : g.marks()) ++uses[m.node.index];
+  for (const Param& p : g.params()) {
+    if (p.options.init_node >= 0) ++uses[p.options.init_node];
+    if (p.options.initial.node >= 0) ++uses[p.options.initial.node];
+  }
   return uses;
 }
 

@@ -90,10 +90,17 @@ class Graph {
 
   /// Sets the RETURNN layer name (an annotation, used by the naming pass).
   void set_name(NodeId id, std::string name) { nodes_[id.index].name = std::move(name); }
+  /// Sets the stage (an annotation, used by the stage assignment pass).
+  void set_stage(NodeId id, Stage s) { nodes_[id.index].stage = s; }
 
-  /// Every use of `from` (inputs and marks) now refers to `to`; `to` must be
-  /// created before every user of `from`... so it must precede them.
+  /// Every use of `from` (inputs, marks, init references) now refers to `to`.
+  /// Precondition: `to` precedes every user of `from`.
   void replace_all_uses(NodeId from, NodeId to);
+
+  /// Reorders nodes so that inputs precede users again after a rewrite
+  /// appended nodes: among the nodes whose inputs are placed, the one created
+  /// first goes next (stable and deterministic). Returns whether it moved any.
+  bool sort_topologically();
 
   /// Keeps the nodes with keep[i], renumbering ids; marks follow their node.
   /// Precondition: no kept node uses a dropped node.
@@ -102,6 +109,8 @@ class Graph {
   bool operator==(const Graph&) const;
 
  private:
+  void renumber(const std::vector<int32_t>& remap, std::vector<Node> nodes);
+
   std::vector<Node> nodes_;
   std::vector<Param> params_;
   std::vector<Mark> marks_;
@@ -111,10 +120,12 @@ class Graph {
 absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind, const std::vector<NodeId>& inputs,
                                       const NodeSpec& spec);
 
-/// Nodes that must be kept whatever uses them: params, data, marked nodes.
+/// Nodes that must be kept whatever uses them: params, data, marked nodes,
+/// and nodes giving a param's initial value.
 bool is_root(const Graph& g, NodeId id);
 
-/// Number of times each node is used as an input or marked.
+/// Number of times each node is used as an input, marked, or referenced as
+/// a param's initial value.
 std::vector<int> use_counts(const Graph& g);
 
 }  // namespace retc::ir

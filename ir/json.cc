@@ -54,7 +54,15 @@ Json to_json(const Graph& g) {
                           {"dtype", dtype_name(p.dtype)},
                           {"kind", param_kind_name(p.kind)},
                           {"init", p.options.initial.describe()},
+                          {"init_node", p.options.init_node >= 0 ? Json(p.options.init_node) : Json(nullptr)},
                           {"trainable", p.options.trainable},
+                          {"weight_decay", p.options.weight_decay.value},
+                          {"weight_decay_coupled", p.options.weight_decay.coupled},
+                          {"lr_multiplier", p.options.lr_multiplier},
+                          {"gradient_clip", p.options.gradient_clip},
+                          {"device", p.options.device},
+                          {"dropout", p.options.dropout},
+                          {"noise", p.options.noise},
                           {"loc", loc_json(p.loc)}});
   }
   out["params"] = std::move(params);

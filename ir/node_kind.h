@@ -19,7 +19,14 @@ namespace retc::ir {
   X(Activation, "activation") /* attr func */                                  \
   X(Dropout, "dropout")       /* training only; attr rate */                   \
   X(Lstm, "lstm")             /* x, W, W_re, b; attrs axis, out_dim */         \
-  X(CrossEntropy, "softmax_ce") /* logits, sparse targets; attr class_dim */
+  X(CrossEntropy, "softmax_ce") /* logits, sparse targets */                 \
+  X(Div, "div")                                                                \
+  X(Norm, "norm")             /* L2 norm over attr axes */                     \
+  X(Random, "random")         /* seeded; attrs shape, distribution, ... */     \
+  X(Constant, "constant")     /* attrs value, shape */                         \
+  X(WeightNorm, "weight_norm")       /* parametrization of a param; axes */    \
+  X(WeightDropout, "weight_dropout") /* parametrization; rate */               \
+  X(WeightNoise, "weight_noise")     /* parametrization; stddev */
 
 enum class NodeKind {
 #define RETC_X(E, S) k##E,

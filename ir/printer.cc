@@ -70,8 +70,19 @@ std::string print(const Graph& g, const PrintOptions& opts) {
     const Param& p = g.params()[i];
     absl::StrAppend(&out, "param @", i, " ", quote(p.path), " : ", dim_list(t, p.dims), " ",
                     dtype_name(p.dtype), " kind=", param_kind_name(p.kind),
-                    " init=", p.options.initial.describe(),
-                    " trainable=", p.options.trainable ? "true" : "false");
+                    " init=", p.options.initial.describe());
+    const ParamOptions& o = p.options;
+    if (o.init_node >= 0) absl::StrAppend(&out, " init_node=%", o.init_node);
+    if (!o.trainable) out += " trainable=false";
+    if (o.weight_decay.value != 0.0) {
+      absl::StrAppend(&out, " weight_decay=", format_double(o.weight_decay.value),
+                      o.weight_decay.coupled ? " coupled" : "");
+    }
+    if (o.lr_multiplier != 1.0) absl::StrAppend(&out, " lr_multiplier=", format_double(o.lr_multiplier));
+    if (o.gradient_clip != 0.0) absl::StrAppend(&out, " gradient_clip=", format_double(o.gradient_clip));
+    if (!o.device.empty()) absl::StrAppend(&out, " device=", quote(o.device));
+    if (o.dropout != 0.0) absl::StrAppend(&out, " dropout=", format_double(o.dropout));
+    if (o.noise != 0.0) absl::StrAppend(&out, " noise=", format_double(o.noise));
     if (debug) absl::StrAppend(&out, " loc=", quote(p.loc.str()));
     out += "\n";
   }

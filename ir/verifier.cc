@@ -25,13 +25,22 @@ std::string param_init_violation(const Node& in) {
         return "a param-init node may not read a param's current value";
       case NodeKind::kDropout:
         return "a param-init node may not depend on the train flag (dropout)";
+      case NodeKind::kWeightDropout:
+      case NodeKind::kWeightNoise:
+        return "a param-init node may not depend on the train flag (weight dropout or noise)";
+      case NodeKind::kWeightNorm:
+        return "a param-init node may not read a param's current (reparametrized) value";
       case NodeKind::kAdd:
       case NodeKind::kSub:
       case NodeKind::kMul:
+      case NodeKind::kDiv:
       case NodeKind::kDot:
       case NodeKind::kActivation:
       case NodeKind::kLstm:
       case NodeKind::kCrossEntropy:
+      case NodeKind::kNorm:
+      case NodeKind::kRandom:
+      case NodeKind::kConstant:
         return "a param-init node may not read a step node";
     }
   }
@@ -74,7 +83,9 @@ absl::Status verify(const Graph& g) {
       param_read[n.param.index] = true;
     }
     if (n.stage == Stage::kParamInit) {
-      if (n.kind == NodeKind::kData || n.kind == NodeKind::kParam || n.kind == NodeKind::kDropout) {
+      if (n.kind == NodeKind::kData || n.kind == NodeKind::kParam || n.kind == NodeKind::kDropout ||
+          n.kind == NodeKind::kWeightNorm || n.kind == NodeKind::kWeightDropout ||
+          n.kind == NodeKind::kWeightNoise) {
         return node_error(g, i, absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
       }
       for (NodeId in : n.inputs) {
@@ -96,6 +107,24 @@ absl::Status verify(const Graph& g) {
   if (any_named) {
     for (size_t i = 0; i < g.size(); ++i) {
       if (g.nodes()[i].name.empty()) return node_error(g, i, "node has no layer name");
+    }
+  }
+  for (const Param& p : g.params()) {
+    for (int32_t ref : {p.options.init_node, p.options.initial.node}) {
+      if (ref < 0) continue;
+      if (static_cast<size_t>(ref) >= g.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("param '", p.path, "': initial value refers to no node"));
+      }
+      const Node& n = g.nodes()[ref];
+      if (n.stage != Stage::kParamInit) {
+        return node_error(g, ref, absl::StrCat("the initial value of param '", p.path,
+                                               "' must be computed in stage param-init\n", p.loc.str(),
+                                               ": note: the param is created here"));
+      }
+      if (n.type.dims != p.dims) {
+        return node_error(g, ref, absl::StrCat("the initial value of param '", p.path, "' has dims ",
+                                               describe(n.type.dims), ", expected ", describe(p.dims)));
+      }
     }
   }
   absl::flat_hash_set<std::string> mark_names[2];

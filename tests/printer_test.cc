@@ -46,12 +46,16 @@ TEST_CASE("the JSON dump carries every node's stage, type and location") {
   REQUIRE(g.ok());
   auto j = ir::to_json(*g);
   REQUIRE(j["nodes"].size() == g->size());
+  int param_init = 0;
   for (const auto& n : j["nodes"]) {
-    CHECK(n["stage"] == "step");
+    // Random initial values run once; everything else every step.
+    CHECK(n["stage"] == (n["kind"] == "random" ? "param-init" : "step"));
+    param_init += n["stage"] == "param-init";
     CHECK(n.contains("type"));
     CHECK(!n["loc"].is_null());
     CHECK(!n["name"].get<std::string>().empty());
   }
+  CHECK(param_init == 3);  // the three weights' initial values
   REQUIRE(j["params"].size() == 5);
   CHECK(j["params"][0]["path"] == "lstm.ff_weight");
   CHECK(j["params"][0]["variable"] == "lstm/ff_weight/param");

@@ -48,22 +48,47 @@ void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location l
   if (!root) fail(l, "the root module is null");
   root_ = std::move(root);
   root_->set_paths("");
-  absl::flat_hash_map<const ir::Param*, std::string> seen;
-  for (const auto& [path, p] : root_->named_parameters()) {
+  absl::flat_hash_map<const void*, std::string> seen;
+  for (auto& [path, p] : root_->named_parameters()) {
     if (auto it = seen.find(p.identity()); it != seen.end()) {
       fail(p.ir().loc, absl::StrCat("parameter '", path, "' is also registered as '", it->second,
                                     "'; share modules, not parameters"));
     }
     seen[p.identity()] = path;
-    decls_.push_back(p.p_);
-    ir::ParamId pid = graph_.add_param(*p.p_);
+    ParamState& st = state(p);
+    st.frozen = true;
+    decls_.push_back(p);
+    ir::ParamId pid = graph_.add_param(st.param);
     ir::NodeSpec spec;
-    spec.loc = p.ir().loc;
+    spec.loc = st.param.loc;
     spec.param = pid;
     size_t dot = path.rfind('.');
     spec.module_path = dot == std::string::npos ? "" : path.substr(0, dot);
-    auto id = graph_.add(ir::NodeKind::kParam, {}, std::move(spec));
-    if (!id.ok()) fail(p.ir().loc, id.status().message());
+    auto id = graph_.add(ir::NodeKind::kParam, {}, spec);
+    if (!id.ok()) fail(st.param.loc, id.status().message());
+    // Reparametrizations, in registration order; expand_parametrizations
+    // lowers them to param-init and step subgraphs.
+    for (const Parametrization& r : st.parametrizations) {
+      ir::NodeSpec rs;
+      rs.loc = r.loc;
+      rs.module_path = spec.module_path;
+      ir::NodeKind kind = ir::NodeKind::kWeightNorm;
+      switch (r.kind) {
+        case Parametrization::Kind::kWeightNorm:
+          rs.attrs.set("axes", r.axes);
+          break;
+        case Parametrization::Kind::kWeightDropout:
+          kind = ir::NodeKind::kWeightDropout;
+          rs.attrs.set("rate", r.value);
+          break;
+        case Parametrization::Kind::kWeightNoise:
+          kind = ir::NodeKind::kWeightNoise;
+          rs.attrs.set("stddev", r.value);
+          break;
+      }
+      id = graph_.add(kind, {*id}, std::move(rs));
+      if (!id.ok()) fail(r.loc, absl::StrCat("parameter '", path, "': ", id.status().message()));
+    }
     param_nodes_[p.identity()] = *id;
   }
 }
@@ -124,7 +149,19 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const
 void Builder::finish() {
   for (size_t i = 0; i < decls_.size(); ++i) {
     // Only options change after set_root; dims and paths are fixed there.
-    graph_.mutable_param(ir::ParamId{static_cast<int32_t>(i)}).options = decls_[i]->options;
+    const ir::Param& p = state(decls_[i]).param;
+    const ir::ParamOptions& o = p.options;
+    auto bad = [&](absl::string_view what, double v) {
+      fail(p.loc, absl::StrCat("parameter '", p.path, "': ", what, ", got ", v));
+    };
+    if (o.weight_decay.value < 0) bad("weight decay must not be negative", o.weight_decay.value);
+    if (!(o.lr_multiplier >= 0)) bad("the learning-rate multiplier must not be negative", o.lr_multiplier);
+    if (o.gradient_clip < 0) bad("gradient clipping must not be negative", o.gradient_clip);
+    if (o.initial.kind == ir::Initializer::Kind::kSubgraph &&
+        (o.initial.node < 0 || static_cast<size_t>(o.initial.node) >= graph_.size())) {
+      fail(p.loc, absl::StrCat("parameter '", p.path, "': its initial value is not part of this model"));
+    }
+    graph_.mutable_param(ir::ParamId{static_cast<int32_t>(i)}).options = o;
   }
 }
 

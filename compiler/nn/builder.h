@@ -45,7 +45,8 @@ class Builder {
     return root;
   }
 
-  /// The graph node reading `p`'s current value.
+  /// The graph node reading `p`'s current value, or its reparametrized
+  /// (derived) value: one node per param, however often it is read.
   Tensor param(const Parameter& p, std::source_location loc = std::source_location::current());
 
   /// Adds a node through the graph's checking factory; a failure becomes a
@@ -57,7 +58,8 @@ class Builder {
 
   void mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc);
 
-  /// Copies the params' final options (set after construction) into the graph.
+  /// Copies the params' final options (set after construction) into the graph
+  /// and checks them.
   void finish();
 
   const ir::Graph& graph() const { return graph_; }
@@ -74,8 +76,9 @@ class Builder {
   ir::Graph& graph_;
   std::shared_ptr<Module> root_;
   std::vector<Scope> scopes_;
-  std::vector<std::shared_ptr<ir::Param>> decls_;
-  absl::flat_hash_map<const ir::Param*, ir::NodeId> param_nodes_;
+  std::vector<Parameter> decls_;
+  /// The node reading each param: its derived value if reparametrized.
+  absl::flat_hash_map<const void*, ir::NodeId> param_nodes_;
 };
 
 }  // namespace retc::nn

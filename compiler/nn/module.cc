@@ -18,6 +18,19 @@ bool is_valid_member_name(absl::string_view name) {
 
 namespace {
 
+// Construction-time defaults of the innermost DTypeScope / DeviceScope.
+// Per thread, like PyTorch's default dtype: model construction on one thread
+// never sees another's scopes.
+thread_local std::vector<ir::DType> dtype_scopes;
+thread_local std::vector<std::string> device_scopes;
+
+template <class T>
+bool take(OptionSource& current, OptionSource incoming) {
+  if (incoming < current) return false;
+  current = incoming;
+  return true;
+}
+
 void check_member_name(const Module& m, absl::string_view name, absl::string_view what,
                        const ir::SourceLoc& loc) {
   if (!is_valid_member_name(name)) {
@@ -42,13 +55,16 @@ Parameter Module::register_parameter(std::string name, std::vector<ir::Dim> dims
                            d.describe()));
     }
   }
-  auto p = std::make_shared<ir::Param>();
-  p->path = name;
-  p->dims = std::move(dims);
-  p->kind = kind;
-  p->options.initial = init;
-  p->loc = l;
-  params_.emplace_back(std::move(name), Parameter(p));
+  auto s = std::make_shared<ParamState>();
+  ir::Param& p = s->param;
+  p.path = name;
+  p.dims = std::move(dims);
+  p.kind = kind;
+  p.options.initial = init;
+  p.loc = l;
+  if (!dtype_scopes.empty()) p.dtype = dtype_scopes.back();
+  if (!device_scopes.empty()) p.options.device = device_scopes.back();
+  params_.emplace_back(std::move(name), Parameter(s));
   return params_.back().second;
 }
 
@@ -92,13 +108,105 @@ void Module::apply(const std::function<void(Module&)>& fn) {
   fn(*this);
 }
 
+void Module::apply_params(const ParamFilter& filter,
+                          const std::function<void(const std::string&, ParamSetter&)>& fn) {
+  for (auto& [path, p] : named_parameters()) {
+    if (!filter.matches(path, p.kind())) continue;
+    ParamSetter setter(p.s_, OptionSource::kApply);
+    fn(path, setter);
+  }
+}
+
+Parameter* Module::find_parameter(const std::string& name) {
+  for (auto& [n, p] : params_) {
+    if (n == name) return &p;
+  }
+  return nullptr;
+}
+
+bool ParamFilter::matches(const std::string& path, ir::ParamKind k) const {
+  if (kind && *kind != k) return false;
+  if (path_prefix.empty()) return true;
+  if (!path.starts_with(path_prefix)) return false;
+  // Whole components only: prefix "enc" matches "enc.w" and "enc", not "encoder.w".
+  return path.size() == path_prefix.size() || path[path_prefix.size()] == '.' || path_prefix.back() == '.';
+}
+
+ParamState& state(Parameter& p) { return *p.s_; }
+
+ParamSetter& ParamSetter::set_initial(ir::Initializer init) {
+  if (take<void>(s_->sources.initial, source_)) s_->param.options.initial = init;
+  return *this;
+}
+
+ParamSetter& ParamSetter::set_initial(const Tensor& value, std::source_location loc) {
+  ir::SourceLoc l = ir::SourceLoc::from(loc);
+  if (!value.defined()) fail(l, absl::StrCat("param '", s_->param.path, "': initial value is undefined"));
+  if (value.dims() != s_->param.dims) {
+    fail(l, absl::StrCat("param '", s_->param.path, "': initial value has dims ", ir::describe(value.dims()),
+                         ", expected ", ir::describe(s_->param.dims)));
+  }
+  if (value.type().dtype != s_->param.dtype) {
+    fail(l, absl::StrCat("param '", s_->param.path, "': initial value has dtype ",
+                         ir::dtype_name(value.type().dtype), ", expected ", ir::dtype_name(s_->param.dtype)));
+  }
+  if (take<void>(s_->sources.initial, source_)) {
+    ir::Initializer init;
+    init.kind = ir::Initializer::Kind::kSubgraph;
+    init.node = value.id().index;
+    s_->param.options.initial = init;
+  }
+  return *this;
+}
+
+ParamSetter& ParamSetter::set_trainable(bool trainable) {
+  if (take<void>(s_->sources.trainable, source_)) s_->param.options.trainable = trainable;
+  return *this;
+}
+
+ParamSetter& ParamSetter::set_weight_decay(double lambda, WeightDecayMode mode) {
+  if (take<void>(s_->sources.weight_decay, source_)) {
+    s_->param.options.weight_decay = ir::WeightDecay{lambda, mode == WeightDecayMode::kCoupled};
+  }
+  return *this;
+}
+
+ParamSetter& ParamSetter::set_lr_multiplier(double k) {
+  if (take<void>(s_->sources.lr_multiplier, source_)) s_->param.options.lr_multiplier = k;
+  return *this;
+}
+
+ParamSetter& ParamSetter::set_gradient_clip(double c) {
+  if (take<void>(s_->sources.gradient_clip, source_)) s_->param.options.gradient_clip = c;
+  return *this;
+}
+
+ParamSetter& ParamSetter::set_device(std::string device) {
+  if (take<void>(s_->sources.device, source_)) s_->param.options.device = std::move(device);
+  return *this;
+}
+
+ParamSetter& ParamSetter::set_dtype(ir::DType dtype, std::source_location loc) {
+  if (s_->frozen) {
+    fail(ir::SourceLoc::from(loc),
+         absl::StrCat("param '", s_->param.path, "': the dtype must be set before set_root"));
+  }
+  if (take<void>(s_->sources.dtype, source_)) s_->param.dtype = dtype;
+  return *this;
+}
+
+DTypeScope::DTypeScope(ir::DType dtype) { dtype_scopes.push_back(dtype); }
+DTypeScope::~DTypeScope() { dtype_scopes.pop_back(); }
+DeviceScope::DeviceScope(std::string device) { device_scopes.push_back(std::move(device)); }
+DeviceScope::~DeviceScope() { device_scopes.pop_back(); }
+
 std::string Module::describe() const {
   return absl::StrCat(type_name_, " '", path_.empty() ? "<root>" : path_, "'");
 }
 
 void Module::set_paths(const std::string& path) {
   path_ = path;
-  for (auto& [n, p] : params_) p.p_->path = path.empty() ? n : path + "." + n;
+  for (auto& [n, p] : params_) p.s_->param.path = path.empty() ? n : path + "." + n;
   for (auto& [n, c] : children_) c->set_paths(path.empty() ? n : path + "." + n);
 }
 

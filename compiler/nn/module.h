@@ -13,6 +13,7 @@
 
 #include "absl/strings/string_view.h"
 #include <functional>
+#include <optional>
 #include <memory>
 #include <source_location>
 #include <string>
@@ -24,34 +25,117 @@
 
 namespace retc::nn {
 
-/// Handle to a module's parameter; options set here end up in the graph.
-/// Example: `lin->weight().set_trainable(false);`
-class Parameter {
- public:
-  Parameter() = default;
-  explicit Parameter(std::shared_ptr<ir::Param> p) : p_(std::move(p)) {}
+/// Who set a param option; a setting only replaces one of the same or a
+/// lower source. Module defaults (and dtype/device scopes) < apply_params <
+/// explicit settings on the param.
+enum class OptionSource { kDefault, kApply, kExplicit };
 
-  const ir::Param& ir() const { return *p_; }
-  const std::vector<ir::Dim>& dims() const { return p_->dims; }
-  ir::ParamKind kind() const { return p_->kind; }
-  Parameter& set_initial(ir::Initializer init) {
-    p_->options.initial = init;
-    return *this;
-  }
-  Parameter& set_trainable(bool trainable) {
-    p_->options.trainable = trainable;
-    return *this;
-  }
+/// A reparametrization registered on a param (see parametrize.h).
+struct Parametrization {
+  enum class Kind { kWeightNorm, kWeightDropout, kWeightNoise };
+  Kind kind;
+  std::vector<ir::Dim> axes;  ///< weight norm: the axes ‖·‖ reduces
+  double value = 0.0;         ///< dropout rate, or noise stddev
+  ir::SourceLoc loc;
+};
+
+/// What a Parameter handle refers to.
+struct ParamState {
+  ir::Param param;
+  struct Sources {
+    OptionSource initial = OptionSource::kDefault, trainable = OptionSource::kDefault,
+                 weight_decay = OptionSource::kDefault, lr_multiplier = OptionSource::kDefault,
+                 gradient_clip = OptionSource::kDefault, device = OptionSource::kDefault,
+                 dtype = OptionSource::kDefault;
+  } sources;
+  std::vector<Parametrization> parametrizations;
+  /// Set once the root is set: dims, dtype and parametrizations are fixed.
+  bool frozen = false;
+};
+
+/// How weight decay acts; see ir::WeightDecay for the exact updates.
+enum class WeightDecayMode { kDecoupled, kCoupled };
+
+/// Sets a param's options at one precedence level (OptionSource).
+/// Parameter's setters are explicit; apply_params hands out kApply ones.
+class ParamSetter {
+ public:
+  ParamSetter(std::shared_ptr<ParamState> s, OptionSource source) : s_(std::move(s)), source_(source) {}
+
+  ParamSetter& set_initial(ir::Initializer init);
+  /// A user's param-init subgraph (random, constants and arithmetic on them),
+  /// evaluated once; its dims must equal the param's.
+  ParamSetter& set_initial(const Tensor& value, std::source_location loc = std::source_location::current());
+  ParamSetter& set_trainable(bool trainable);
+  /// Example: `p.set_weight_decay(1e-4)` (decoupled, AdamW-like).
+  ParamSetter& set_weight_decay(double lambda, WeightDecayMode mode = WeightDecayMode::kDecoupled);
+  ParamSetter& set_lr_multiplier(double k);
+  /// Clips each gradient entry to [-c, c].
+  ParamSetter& set_gradient_clip(double c);
+  /// RETURNN's `param_device`, e.g. "CPU".
+  ParamSetter& set_device(std::string device);
+  /// Only before set_root (the dtype is part of the param's type).
+  ParamSetter& set_dtype(ir::DType dtype, std::source_location loc = std::source_location::current());
+
+ protected:
+  std::shared_ptr<ParamState> s_;
+  OptionSource source_;
+};
+
+/// Handle to a module's parameter; options set here are explicit and beat
+/// module defaults and apply_params. Example: `lin->weight().set_trainable(false);`
+class Parameter : public ParamSetter {
+ public:
+  Parameter() : ParamSetter(nullptr, OptionSource::kExplicit) {}
+  explicit Parameter(std::shared_ptr<ParamState> s) : ParamSetter(std::move(s), OptionSource::kExplicit) {}
+
+  const ir::Param& ir() const { return s_->param; }
+  const std::vector<ir::Dim>& dims() const { return s_->param.dims; }
+  ir::ParamKind kind() const { return s_->param.kind; }
+  const ParamState::Sources& sources() const { return s_->sources; }
+  const std::vector<Parametrization>& parametrizations() const { return s_->parametrizations; }
+  bool is_parametrized() const { return !s_->parametrizations.empty(); }
   /// Identity of the underlying param (same for copies of this handle).
-  const ir::Param* identity() const { return p_.get(); }
+  const void* identity() const { return s_.get(); }
+  bool defined() const { return s_ != nullptr; }
 
  private:
   friend class Builder;
   friend class Module;
-  std::shared_ptr<ir::Param> p_;
+  friend ParamState& state(Parameter& p);
+};
+
+/// The state behind a handle (for parametrize.cc).
+ParamState& state(Parameter& p);
+
+/// Which params apply_params touches: all, or those of one kind and/or
+/// whose path starts with a prefix (relative to the module it is called on).
+struct ParamFilter {
+  std::optional<ir::ParamKind> kind;
+  std::string path_prefix;
+  bool matches(const std::string& path, ir::ParamKind k) const;
+};
+
+/// RAII: params created while alive get this dtype / device by default
+/// (innermost scope wins; apply_params and explicit settings beat it).
+/// Example: `{ nn::DTypeScope s(ir::DType::kFloat16); enc = make_shared<Enc>(...); }`
+class DTypeScope {
+ public:
+  explicit DTypeScope(ir::DType dtype);
+  ~DTypeScope();
+  DTypeScope(const DTypeScope&) = delete;
+  DTypeScope& operator=(const DTypeScope&) = delete;
+};
+class DeviceScope {
+ public:
+  explicit DeviceScope(std::string device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
 };
 
 class Module;
+class Builder;
 
 /// RAII: while alive, nodes created are attributed to a module call.
 class ModuleScope {
@@ -91,6 +175,13 @@ class Module {
   std::vector<std::pair<std::string, const Module*>> named_modules() const;
   /// Calls `fn` on every descendant and then on this module (post-order).
   void apply(const std::function<void(Module&)>& fn);
+  /// Overrides options of every param that `filter` matches, after
+  /// construction: beats module defaults, never an explicit setting.
+  /// Example: `model->apply_params({ir::ParamKind::kBias}, [](auto&, auto& p) { p.set_initial(ir::Initializer::constant(0)); });`
+  void apply_params(const ParamFilter& filter,
+                    const std::function<void(const std::string& path, ParamSetter& p)>& fn);
+  /// The param registered here as `name`, or nullptr.
+  Parameter* find_parameter(const std::string& name);
 
   /// `linear`, `lstm`, ...: for messages and pretty_print.
   const std::string& type_name() const { return type_name_; }

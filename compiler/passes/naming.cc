@@ -26,6 +26,12 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
       case ir::NodeKind::kParam:
         wanted[i] = g.param(n.param).path;
         break;
+      case ir::NodeKind::kRandom:
+        // A param's initial value: `<param path>.init`.
+        for (const ir::Param& p : g.params()) {
+          if (p.options.init_node == static_cast<int32_t>(i) && wanted[i].empty()) wanted[i] = p.path + ".init";
+        }
+        break;
       case ir::NodeKind::kAdd:
       case ir::NodeKind::kSub:
       case ir::NodeKind::kMul:
@@ -34,6 +40,12 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
       case ir::NodeKind::kDropout:
       case ir::NodeKind::kLstm:
       case ir::NodeKind::kCrossEntropy:
+      case ir::NodeKind::kDiv:
+      case ir::NodeKind::kNorm:
+      case ir::NodeKind::kConstant:
+      case ir::NodeKind::kWeightNorm:
+      case ir::NodeKind::kWeightDropout:
+      case ir::NodeKind::kWeightNoise:
         break;
     }
   }

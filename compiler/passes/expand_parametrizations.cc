@@ -1,0 +1,164 @@
+#include "compiler/passes/expand_parametrizations.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace retc::passes {
+namespace {
+
+// Adds a node or returns an internal error naming this pass.
+absl::StatusOr<ir::NodeId> add(ir::Graph& g, ir::NodeKind kind, std::vector<ir::NodeId> inputs,
+                               ir::NodeSpec spec) {
+  auto id = g.add(kind, std::move(inputs), std::move(spec));
+  if (!id.ok()) {
+    return absl::InternalError(absl::StrCat("expand_parametrizations: ", id.status().message()));
+  }
+  return id;
+}
+
+absl::Status user_error(const ir::Node& n, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
+                                                 n.module_path.empty() ? "" : " in '" + n.module_path + "'",
+                                                 ": ", what));
+}
+
+absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
+  const ir::Node n = g.node(id);  // copy: g.add may reallocate
+  const ir::Node& x = g.node(n.inputs[0]);
+  if (x.kind != ir::NodeKind::kParam) {
+    return user_error(n, "weight norm applies to a param directly (register it before other reparametrizations)");
+  }
+  const std::vector<ir::Dim> axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+  const ir::ParamId vid = x.param;
+  const ir::Param v = g.param(vid);
+  ir::NodeSpec base;
+  base.loc = n.loc;
+  base.module_path = n.module_path;
+
+  // Param-init: the initial value of v (its node, or its constant), and ‖·‖.
+  ir::NodeId v_init;
+  if (v.options.init_node >= 0) {
+    v_init = ir::NodeId{v.options.init_node};
+  } else {
+    ir::NodeSpec c = base;
+    c.stage = ir::Stage::kParamInit;
+    c.attrs = {{"value", v.options.initial.value}, {"shape", v.dims}};
+    auto cid = add(g, ir::NodeKind::kConstant, {}, std::move(c));
+    if (!cid.ok()) return cid.status();
+    v_init = *cid;
+  }
+  ir::NodeSpec norm_init = base;
+  norm_init.stage = ir::Stage::kParamInit;
+  norm_init.attrs = {{"axes", axes}};
+  auto g_init = add(g, ir::NodeKind::kNorm, {v_init}, std::move(norm_init));
+  if (!g_init.ok()) return g_init.status();
+
+  // The new param g.
+  ir::Param gp;
+  gp.path = v.path + "_g";
+  gp.dims = g.node(*g_init).type.dims;
+  gp.dtype = v.dtype;
+  gp.kind = ir::ParamKind::kNormScale;
+  gp.loc = n.loc;
+  gp.options.initial = ir::Initializer::constant(1.0);  // replaced by init_node
+  gp.options.init_node = g_init->index;
+  gp.options.trainable = v.options.trainable;
+  gp.options.lr_multiplier = v.options.lr_multiplier;
+  gp.options.gradient_clip = v.options.gradient_clip;
+  gp.options.device = v.options.device;
+  for (const ir::Param& p : g.params()) {
+    if (p.path == gp.path) {
+      return user_error(n, absl::StrCat("weight norm needs the param name '", gp.path, "', which is taken"));
+    }
+  }
+  ir::ParamId gid = g.add_param(std::move(gp));
+  ir::NodeSpec read = base;
+  read.param = gid;
+  auto g_node = add(g, ir::NodeKind::kParam, {}, std::move(read));
+  if (!g_node.ok()) return g_node.status();
+
+  // Step: g · v / ‖v‖.
+  ir::NodeSpec norm_step = base;
+  norm_step.attrs = {{"axes", axes}};
+  auto v_norm = add(g, ir::NodeKind::kNorm, {n.inputs[0]}, std::move(norm_step));
+  if (!v_norm.ok()) return v_norm.status();
+  auto unit = add(g, ir::NodeKind::kDiv, {n.inputs[0], *v_norm}, base);
+  if (!unit.ok()) return unit.status();
+  auto w = add(g, ir::NodeKind::kMul, {*unit, *g_node}, base);
+  if (!w.ok()) return w.status();
+  g.replace_all_uses(id, *w);
+  return absl::OkStatus();
+}
+
+absl::Status expand_weight_noise_or_dropout(ir::Graph& g, ir::NodeId id) {
+  const ir::Node n = g.node(id);
+  const ir::Node& x = g.node(n.inputs[0]);
+  const bool dropout = n.kind == ir::NodeKind::kWeightDropout;
+  const double value = *n.attrs.get<double>(dropout ? "rate" : "stddev");
+  if (x.kind == ir::NodeKind::kParam) {
+    ir::ParamOptions& o = g.mutable_param(x.param).options;
+    // RETURNN applies a variable's noise before its dropout; fold only in
+    // that order.
+    if (dropout && o.dropout == 0.0) {
+      o.dropout = value;
+      g.replace_all_uses(id, n.inputs[0]);
+      return absl::OkStatus();
+    }
+    if (!dropout && o.noise == 0.0 && o.dropout == 0.0) {
+      o.noise = value;
+      g.replace_all_uses(id, n.inputs[0]);
+      return absl::OkStatus();
+    }
+  }
+  if (!dropout) {
+    return user_error(n, "weight noise applies to a param directly (register it before other reparametrizations)");
+  }
+  ir::NodeSpec spec;
+  spec.loc = n.loc;
+  spec.module_path = n.module_path;
+  spec.attrs = {{"rate", value}};
+  auto d = add(g, ir::NodeKind::kDropout, {n.inputs[0]}, std::move(spec));
+  if (!d.ok()) return d.status();
+  g.replace_all_uses(id, *d);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<bool> expand_parametrizations(ir::Graph& g, const ExpandParametrizationsOptions&) {
+  bool changed = false;
+  const size_t n = g.size();  // nodes added here need no expansion
+  for (size_t i = 0; i < n; ++i) {
+    ir::NodeId id = g.id_of(i);
+    absl::Status s;
+    switch (g.node(id).kind) {
+      case ir::NodeKind::kWeightNorm:
+        s = expand_weight_norm(g, id);
+        break;
+      case ir::NodeKind::kWeightDropout:
+      case ir::NodeKind::kWeightNoise:
+        s = expand_weight_noise_or_dropout(g, id);
+        break;
+      case ir::NodeKind::kData:
+      case ir::NodeKind::kParam:
+      case ir::NodeKind::kAdd:
+      case ir::NodeKind::kSub:
+      case ir::NodeKind::kMul:
+      case ir::NodeKind::kDiv:
+      case ir::NodeKind::kDot:
+      case ir::NodeKind::kActivation:
+      case ir::NodeKind::kDropout:
+      case ir::NodeKind::kLstm:
+      case ir::NodeKind::kCrossEntropy:
+      case ir::NodeKind::kNorm:
+      case ir::NodeKind::kRandom:
+      case ir::NodeKind::kConstant:
+        continue;
+    }
+    if (!s.ok()) return s;
+    changed = true;
+  }
+  if (changed) g.sort_topologically();
+  return changed;
+}
+
+}  // namespace retc::passes
