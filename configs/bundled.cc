@@ -2,6 +2,6 @@
 
 namespace retc::configs {
 
-std::vector<ModelDef> bundled_models() { return {model_12ax()}; }
+std::vector<ModelDef> bundled_models() { return {model_12ax(), model_12ax_wn()}; }
 
 }  // namespace retc::configs

@@ -11,5 +11,6 @@ namespace retc::configs {
 std::vector<ModelDef> bundled_models();
 
 ModelDef model_12ax();
+ModelDef model_12ax_wn();
 
 }  // namespace retc::configs

@@ -106,6 +106,7 @@ std::string print(const Graph& g, const PrintOptions& opts) {
     out += "\n";
   }
   for (const Mark& m : g.marks()) {
+    if (opts.only_stage && g.node(m.node).stage != *opts.only_stage) continue;
     absl::StrAppend(&out, m.kind == Mark::Kind::kOutput ? "output " : "loss ", quote(m.name), " = %",
                     m.node.index, "\n");
   }

@@ -48,9 +48,11 @@ const std::vector<Command>& commands() {
        "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL). Running it\n"
        "again continues from the last finished epoch. The last line printed is the final\n"
        "dev frame error."},
-      {"dump-ir", "dump-ir MODEL [--format text|json] [--debug]",
+      {"dump-ir", "dump-ir MODEL [--format text|json] [--debug] [--stage param-init|step]",
        "Prints MODEL's IR after the pass pipeline: canonical text (default), text with\n"
-       "source locations (--debug), or JSON with every node's stage and location."},
+       "source locations (--debug), or JSON with every node's stage and location.\n"
+       "--stage prints only the nodes of one stage: param-init (run once, when variables\n"
+       "are initialized) or step (run at every step); dims and params are always shown."},
   };
   return kCommands;
 }
@@ -272,13 +274,23 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
   std::string format = a.flags.contains("--format") ? a.flags.at("--format") : "text";
   if (format != "text" && format != "json") return usage_error("--format must be text or json");
+  ir::PrintOptions po;
+  if (a.flags.contains("--debug")) po.mode = ir::PrintMode::kDebug;
+  if (auto it = a.flags.find("--stage"); it != a.flags.end()) {
+    if (it->second == "param-init") {
+      po.only_stage = ir::Stage::kParamInit;
+    } else if (it->second == "step") {
+      po.only_stage = ir::Stage::kStep;
+    } else {
+      return usage_error("--stage must be param-init or step");
+    }
+    if (format == "json") return usage_error("--stage applies to the text format");
+  }
   auto graph = compile_model(**m);
   if (!graph.ok()) return error(graph.status());
   if (format == "json") {
     std::cout << ir::to_json(*graph).dump(2) << "\n";
   } else {
-    ir::PrintOptions po;
-    if (a.flags.contains("--debug")) po.mode = ir::PrintMode::kDebug;
     std::cout << ir::print(*graph, po);
   }
   return kOk;
@@ -305,7 +317,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs"};
   if (cmd == "train") valued = {"--workdir", "--epochs"};
   if (cmd == "dump-ir") {
-    valued = {"--format"};
+    valued = {"--format", "--stage"};
     boolean = {"--debug"};
   }
   auto args = parse_args(argc, argv, 2, valued, boolean);

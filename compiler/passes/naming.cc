@@ -16,6 +16,11 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
     std::string& w = wanted[m.node.index];
     if (w.empty() && g.node(m.node).name.empty()) w = m.name;
   }
+  // A param's initial value: `<param path>.init`.
+  for (const ir::Param& p : g.params()) {
+    int32_t i = p.options.init_node;
+    if (i >= 0 && wanted[i].empty() && g.nodes()[i].name.empty()) wanted[i] = p.path + ".init";
+  }
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& n = g.nodes()[i];
     if (!n.name.empty() || !wanted[i].empty()) continue;
@@ -27,11 +32,6 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
         wanted[i] = g.param(n.param).path;
         break;
       case ir::NodeKind::kRandom:
-        // A param's initial value: `<param path>.init`.
-        for (const ir::Param& p : g.params()) {
-          if (p.options.init_node == static_cast<int32_t>(i) && wanted[i].empty()) wanted[i] = p.path + ".init";
-        }
-        break;
       case ir::NodeKind::kAdd:
       case ir::NodeKind::kSub:
       case ir::NodeKind::kMul:

@@ -1,0 +1,26 @@
+// 12ax-wn: the 12ax demo with weight norm (LSTM input weights and the output
+// layer), weight dropout (LSTM recurrent weights) and decoupled weight decay
+// on every weight, all set after construction.
+#include "compiler/nn/parametrize.h"
+#include "configs/bundled.h"
+#include "configs/model_12ax.h"
+
+namespace retc::configs {
+
+ModelDef model_12ax_wn() {
+  ModelDef def = model_12ax();
+  def.name = "12ax-wn";
+  def.description = "12ax with weight norm, weight dropout and decoupled weight decay";
+  def.build = [](nn::Builder& b) {
+    build_12ax(b, [](Model12ax& m) {
+      nn::weight_norm(*m.lstm, "ff_weight");
+      nn::weight_norm(*m.out, "weight");
+      nn::weight_dropout(*m.lstm, "rec_weight", 0.1);
+      m.apply_params({ir::ParamKind::kWeight, ""},
+                     [](const std::string&, nn::ParamSetter& p) { p.set_weight_decay(1e-5); });
+    });
+  };
+  return def;
+}
+
+}  // namespace retc::configs
