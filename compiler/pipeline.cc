@@ -22,17 +22,18 @@ absl::Status verified_after(absl::string_view pass, const ir::Graph& g) {
 }  // namespace
 
 const std::vector<PassInfo>& pass_table() {
-  // Order: initializers are lowered before parametrizations (weight norm's g
-  // is initialized from v's initial value); stages are assigned once every
-  // param-init subgraph exists; dce before naming, so removed nodes (the
-  // expanded parametrization nodes) take no names.
+  // Order: stages first (users' initializer subgraphs become param-init; the
+  // passes after it make their param-init nodes as such); initializers are
+  // lowered before parametrizations (weight norm's g is initialized from v's
+  // initial value); dce before naming, so removed nodes (the expanded
+  // parametrization nodes) take no names.
   static const std::vector<PassInfo> kPasses = {
+      {"assign-stages", "mark nodes that run once (param-init) or every step",
+       [](ir::Graph& g) { return passes::assign_stages(g); }},
       {"lower-init", "turn initializers into seeded param-init subgraphs",
        [](ir::Graph& g) { return passes::lower_init(g); }},
       {"expand-parametrizations", "rewrite weight norm, weight dropout and weight noise",
        [](ir::Graph& g) { return passes::expand_parametrizations(g); }},
-      {"assign-stages", "mark nodes that run once (param-init) or every step",
-       [](ir::Graph& g) { return passes::assign_stages(g); }},
       {"dce", "remove nodes no output, loss, param or data depends on",
        [](ir::Graph& g) { return passes::dce(g); }},
       {"naming", "give every node its RETURNN layer name",

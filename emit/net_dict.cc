@@ -127,6 +127,9 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         if (!o.device.empty()) layer.set("param_device", o.device);
         if (o.noise != 0.0) layer.set("param_variational_noise", o.noise);
         if (o.dropout != 0.0) layer.set("param_dropout", o.dropout);
+        // RETURNN constructs only layers that outputs and losses need; a
+        // param nothing reads must still become a variable (checkpoint).
+        if (uses[i] == 0) layer.set("is_output_layer", true);
         break;
       }
       case ir::NodeKind::kAdd:

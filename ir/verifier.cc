@@ -116,7 +116,8 @@ absl::Status verify(const Graph& g) {
         return absl::InvalidArgumentError(absl::StrCat("param '", p.path, "': initial value refers to no node"));
       }
       const Node& n = g.nodes()[ref];
-      if (n.stage != Stage::kParamInit) {
+      // The user's subgraph (initial.node) becomes param-init in assign-stages.
+      if (ref == p.options.init_node && n.stage != Stage::kParamInit) {
         return node_error(g, ref, absl::StrCat("the initial value of param '", p.path,
                                                "' must be computed in stage param-init\n", p.loc.str(),
                                                ": note: the param is created here"));

@@ -4,7 +4,7 @@
 #include "compiler/model.h"
 #include "configs/bundled.h"
 #include "emit/net_dict.h"
-#include "tests/bad_models.h"
+#include "tests/test_models.h"
 #include "tests/golden.h"
 
 namespace retc {

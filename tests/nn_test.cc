@@ -4,7 +4,7 @@
 #include "compiler/model.h"
 #include "compiler/nn/error.h"
 #include "compiler/nn/modules.h"
-#include "tests/bad_models.h"
+#include "tests/test_models.h"
 
 namespace retc::nn {
 namespace {
@@ -74,7 +74,7 @@ TEST_CASE("a dim mismatch names the user's file:line and the module") {
     auto g = build_model(m);
     REQUIRE(!g.ok());
     std::string msg(g.status().message());
-    CHECK_THAT(msg, Catch::Contains("bad_models.cc:" + std::to_string(testing::mistake_line("bad-dims")) + ":"));
+    CHECK_THAT(msg, Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line("bad-dims")) + ":"));
     CHECK_THAT(msg, Catch::Contains("error: linear '<root>': input dim 'feat'(512) does not match "
                                     "in_dim 'hidden'(256)"));
   }
@@ -88,7 +88,7 @@ TEST_CASE("model mistakes are user errors at the user's line") {
       INFO(name);
       REQUIRE(!g.ok());
       CHECK_THAT(std::string(g.status().message()),
-                 Catch::Contains("bad_models.cc:" + std::to_string(testing::mistake_line(name)) + ":"));
+                 Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line(name)) + ":"));
     }
   }
 }

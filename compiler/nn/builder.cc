@@ -48,6 +48,7 @@ void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location l
   if (!root) fail(l, "the root module is null");
   root_ = std::move(root);
   root_->set_paths("");
+  root_->attribute_to(l);
   absl::flat_hash_map<const void*, std::string> seen;
   for (auto& [path, p] : root_->named_parameters()) {
     if (auto it = seen.find(p.identity()); it != seen.end()) {

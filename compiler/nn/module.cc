@@ -31,6 +31,16 @@ bool take(OptionSource& current, OptionSource incoming) {
   return true;
 }
 
+// The directory of retc's model API sources. Locations inside it (e.g. a
+// Linear's own register_parameter call) are not the user's code.
+bool is_library_loc(const ir::SourceLoc& loc) {
+  static const std::string kDir = [] {
+    std::string f = std::source_location::current().file_name();
+    return f.substr(0, f.rfind('/') + 1);
+  }();
+  return loc.file.empty() || loc.file.starts_with(kDir) || loc.file.starts_with("/usr/include/");
+}
+
 void check_member_name(const Module& m, absl::string_view name, absl::string_view what,
                        const ir::SourceLoc& loc) {
   if (!is_valid_member_name(name)) {
@@ -68,6 +78,14 @@ Parameter Module::register_parameter(std::string name, std::vector<ir::Dim> dims
   return params_.back().second;
 }
 
+void Module::attribute_to(const ir::SourceLoc& loc) {
+  if (is_library_loc(loc)) return;
+  for (auto& [n, p] : params_) {
+    if (is_library_loc(p.s_->param.loc)) p.s_->param.loc = loc;
+  }
+  for (auto& [n, c] : children_) c->attribute_to(loc);
+}
+
 void Module::add_child(std::string name, std::shared_ptr<Module> m, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_member_name(*this, name, "module", l);
@@ -80,6 +98,7 @@ void Module::add_child(std::string name, std::shared_ptr<Module> m, std::source_
       fail(l, absl::StrCat(type_name_, ": module '", name, "' clashes with a parameter name"));
     }
   }
+  m->attribute_to(l);
   children_.emplace_back(std::move(name), std::move(m));
 }
 

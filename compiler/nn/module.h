@@ -201,6 +201,9 @@ class Module {
   friend class Builder;
   void add_child(std::string name, std::shared_ptr<Module> m, std::source_location loc);
   void set_paths(const std::string& path);
+  /// Params whose location is inside retc's own modules (a Linear's
+  /// register_parameter call) take `loc`, where the user registered the module.
+  void attribute_to(const ir::SourceLoc& loc);
   void pretty_print_into(std::string& out, const std::string& name, int indent) const;
 
   std::string type_name_;

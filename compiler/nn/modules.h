@@ -2,7 +2,8 @@
 // functions in compiler/nn/tensor.h).
 //
 // Default initial values (returnn_common's conventions): weights Glorot
-// uniform, biases zero.
+// uniform, biases zero. A module's params are attributed to the source line
+// where the user registers the module (register_module or set_root).
 #pragma once
 
 #include "absl/strings/string_view.h"
@@ -17,8 +18,7 @@ namespace retc::nn {
 /// Example: `auto lin = std::make_shared<nn::Linear>(hidden, classes);`
 class Linear : public Module {
  public:
-  Linear(ir::Dim in_dim, ir::Dim out_dim, bool with_bias = true,
-         std::source_location loc = std::source_location::current());
+  Linear(ir::Dim in_dim, ir::Dim out_dim, bool with_bias = true);
   Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
 
   const ir::Dim& in_dim() const { return in_dim_; }
@@ -38,7 +38,7 @@ class Linear : public Module {
 /// Example: `auto y = lstm->forward(x, time);`
 class Lstm : public Module {
  public:
-  Lstm(ir::Dim in_dim, ir::Dim out_dim, std::source_location loc = std::source_location::current());
+  Lstm(ir::Dim in_dim, ir::Dim out_dim);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
 

@@ -54,6 +54,30 @@ Tensor dropout(const Tensor& x, double rate, std::source_location loc) {
   return builder_of(x, "dropout", L(loc)).add(ir::NodeKind::kDropout, {x}, {{"rate", rate}}, L(loc));
 }
 
+Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape, std::source_location loc) {
+  return b.add(ir::NodeKind::kConstant, {}, {{"value", value}, {"shape", std::move(shape)}}, L(loc));
+}
+
+Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev, int64_t seed,
+                     std::source_location loc) {
+  if (!(stddev >= 0)) fail(L(loc), absl::StrCat("random_normal: stddev must not be negative, got ", stddev));
+  return b.add(ir::NodeKind::kRandom, {},
+               {{"shape", std::move(shape)}, {"distribution", std::string("normal")}, {"mean", mean},
+                {"stddev", stddev}, {"seed", seed}},
+               L(loc));
+}
+
+Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval, int64_t seed,
+                      std::source_location loc) {
+  if (!(minval <= maxval)) {
+    fail(L(loc), absl::StrCat("random_uniform: minval ", minval, " exceeds maxval ", maxval));
+  }
+  return b.add(ir::NodeKind::kRandom, {},
+               {{"shape", std::move(shape)}, {"distribution", std::string("uniform")}, {"minval", minval},
+                {"maxval", maxval}, {"seed", seed}},
+               L(loc));
+}
+
 Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, std::source_location loc) {
   return builder_of(logits, "softmax_cross_entropy", L(loc))
       .add(ir::NodeKind::kCrossEntropy, {logits, targets}, {}, L(loc));

@@ -58,6 +58,17 @@ Tensor sigmoid(const Tensor& x, std::source_location loc = std::source_location:
 Tensor dropout(const Tensor& x, double rate,
                std::source_location loc = std::source_location::current());
 
+/// A constant tensor (of the given static dims; a scalar by default).
+Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape = {},
+                std::source_location loc = std::source_location::current());
+/// Seeded random values: the same values whenever evaluated (meant for
+/// initial values, see Parameter::set_initial). `seed` must differ between
+/// tensors that should differ.
+Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev, int64_t seed,
+                     std::source_location loc = std::source_location::current());
+Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
+                      int64_t seed, std::source_location loc = std::source_location::current());
+
 /// Per-frame softmax cross-entropy of `logits` against sparse `targets`
 /// (class indices whose sparse dim is in the logits). RETURNN also reports
 /// the frame error rate of this loss.

@@ -23,12 +23,12 @@ fi
 [ -z "$(ls -A "$TMP/ro")" ] || fail "files left in $TMP/ro: $(ls -A "$TMP/ro")"
 pass "unwritable output"
 
-line=$(grep -n 'lin->forward(x).mark_as_output();' "$RETC_SOURCE_DIR/tests/bad_models.cc" | head -1 | cut -d: -f1)
-expect_error 1 "bad_models\.cc:$line:[0-9]+: error: linear '<root>': input dim 'feat'\(512\) does not match in_dim 'hidden'\(256\)$" -- \
+line=$(grep -n 'lin->forward(x).mark_as_output();' "$RETC_SOURCE_DIR/tests/test_models.cc" | head -1 | cut -d: -f1)
+expect_error 1 "test_models\.cc:$line:[0-9]+: error: linear '<root>': input dim 'feat'\(512\) does not match in_dim 'hidden'\(256\)$" -- \
   "$RETC_TEST_MODELS" compile bad-dims -o "$TMP/bad.config"
 [ ! -e "$TMP/bad.config" ] || fail "bad model wrote a file"
-expect_error 1 "bad_models\.cc:$line:" -- "$RETC_TEST_MODELS" check bad-dims
-expect_error 1 "bad_models\.cc:$line:" -- "$RETC_TEST_MODELS" train bad-dims --workdir "$TMP/w2"
+expect_error 1 "test_models\.cc:$line:" -- "$RETC_TEST_MODELS" check bad-dims
+expect_error 1 "test_models\.cc:$line:" -- "$RETC_TEST_MODELS" train bad-dims --workdir "$TMP/w2"
 [ ! -e "$TMP/w2/returnn.config" ] || fail "train wrote a config for a bad model"
 pass "model with mismatched dims"
 

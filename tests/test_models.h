@@ -12,6 +12,10 @@ namespace retc::testing {
 /// The source line of the mistake in model `name`, or 0.
 int mistake_line(const std::string& name);
 
+/// Every test model: the ones of test_models.cc and param_test_models().
 std::vector<ModelDef> test_models();
+
+/// Models for parameter options and reparametrizations (param_models.cc).
+std::vector<ModelDef> param_test_models();
 
 }  // namespace retc::testing

@@ -1,4 +1,4 @@
-#include "tests/bad_models.h"
+#include "tests/test_models.h"
 
 #include <map>
 
@@ -139,7 +139,7 @@ std::vector<ModelDef> test_models() {
   };
   ModelDef hostile = def("hostile-names", "dims named to break out of strings", build_hostile_names);
   hostile.training.train.set("comment\"'\\\n", "x\"; import os; os.system('true') #");
-  return {
+  std::vector<ModelDef> models = {
       def("tiny", "two-layer feed-forward tagger on 12AX data", build_tiny),
       def("square", "a residual square [hidden, hidden] weight", build_square),
       def("bad-dims", "a Linear whose in_dim does not match its input", build_bad_dims),
@@ -147,6 +147,8 @@ std::vector<ModelDef> test_models() {
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
       std::move(hostile),
   };
+  for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
+  return models;
 }
 
 }  // namespace retc::testing

@@ -1,0 +1,245 @@
+"""Parameter options and reparametrizations, read back from RETURNN.
+
+Run by ctest as `python test_params.py NAME`, one test per NAME.
+"""
+
+import math
+import re
+import subprocess
+import sys
+
+import numpy
+
+from returnn_probe import Net, close, compile_model
+
+FAN_IN, FAN_OUT = 200.0, 300.0
+N = FAN_IN * FAN_OUT
+
+
+def test_init_schemes():
+    """Empirical mean and variance of each initializer match its formula.
+
+    Tolerance: with N = 60000 samples, the standard error of the mean is
+    sigma/sqrt(N) and of the variance about var*sqrt(2/N) (0.58%); we allow 5
+    standard errors: |mean - mu| <= 5 sigma/sqrt(N), |var/v - 1| <= 5 sqrt(2/N)
+    (2.9%; uniform distributions have a smaller error, so this is looser).
+    """
+    net = Net(compile_model("inits"))
+    p = net.params()
+    avg = (FAN_IN + FAN_OUT) / 2
+    trunc = 0.87962566103423978
+    expected = {
+        # name: (mean, variance, (min, max) or None)
+        "glorot_uniform": (0.0, 1.0 / avg, (-math.sqrt(3 / avg), math.sqrt(3 / avg))),
+        "glorot_normal": (0.0, 1.0 / avg, (-2 * math.sqrt(1 / avg) / trunc, 2 * math.sqrt(1 / avg) / trunc)),
+        "he_normal": (0.0, 2.0 / FAN_IN, (-2 * math.sqrt(2 / FAN_IN) / trunc, 2 * math.sqrt(2 / FAN_IN) / trunc)),
+        "he_uniform": (0.0, 2.0 / FAN_IN, (-math.sqrt(6 / FAN_IN), math.sqrt(6 / FAN_IN))),
+        "vs_fan_out_normal": (0.0, 0.5 / FAN_OUT, None),
+        "vs_fan_in_truncated": (0.0, 3.0 / FAN_IN, (-2 * math.sqrt(3 / FAN_IN) / trunc, 2 * math.sqrt(3 / FAN_IN) / trunc)),
+        "normal": (0.3, 0.2 ** 2, None),
+        "uniform": (0.1, 0.4 ** 2 / 12, (-0.1, 0.3)),
+        "subgraph": (1.0, 4.0, None),
+    }
+    for name, (mean, var, bounds) in expected.items():
+        w = p["%s/weight/param:0" % name].astype("float64")
+        assert w.shape == (200, 300), (name, w.shape)
+        m, v = w.mean(), w.var()
+        assert abs(m - mean) <= 5 * math.sqrt(var / N), (name, "mean", m, mean)
+        assert abs(v / var - 1) <= 5 * math.sqrt(2 / N), (name, "variance", v, var)
+        if bounds:
+            assert w.min() >= bounds[0] - 1e-6 and w.max() <= bounds[1] + 1e-6, (name, w.min(), w.max(), bounds)
+        print("%-20s mean %+.5f (want %+.5f)  var %.6f (want %.6f)" % (name, m, mean, v, var))
+    assert (p["constant/weight/param:0"] == numpy.float32(0.7)).all()
+    # Seeds come from param paths: two schemes never share values.
+    assert not numpy.allclose(p["glorot_uniform/weight/param:0"], p["he_uniform/weight/param:0"] / math.sqrt(2 * avg / FAN_IN))
+
+
+def test_init_is_seeded_by_path():
+    """The same model compiled twice initializes identically; inits do not
+    depend on other params (rep-plain and rep-weight-norm share ff2's)."""
+    a = Net(compile_model("rep-plain")).params()
+    b = Net(compile_model("rep-plain")).params()
+    for k in a:
+        assert (a[k] == b[k]).all(), k
+    c = Net(compile_model("rep-weight-norm")).params()
+    assert (a["ff2/weight/param:0"] == c["ff2/weight/param:0"]).all()
+
+
+def _steps(model, n, lr=0.1, seed=1):
+    net = Net(compile_model(model), with_updater=True, learning_rate=lr)
+    feed = net.feed(seed)
+    before = net.params()
+    for _ in range(n):
+        net.step(feed)
+    return net, before, net.params()
+
+
+def test_weight_decay_decoupled():
+    """Decoupled: with the gradient held at zero, w shrinks by (1 - 2*lambda) per step."""
+    lam, steps = 0.01, 5
+    net, before, after = _steps("wd-decoupled", steps)
+    w0, w5 = before["decayed/weight/param:0"], after["decayed/weight/param:0"]
+    factor = (1 - 2 * lam) ** steps
+    close(w5, w0 * factor, 1e-6, "decayed weight")
+    print("w_5 / w_0 = %.6f, documented (1 - 2*0.01)^5 = %.6f" % ((w5 / w0).mean(), factor))
+    # Without decay a zero-gradient weight would not move: the trained one does.
+    assert not numpy.allclose(before["lin/weight/param:0"], after["lin/weight/param:0"])
+
+
+def test_weight_decay_coupled():
+    """Coupled: RETURNN adds lambda * sum(w^2) to the loss; decoupled adds nothing."""
+    lam = 0.01
+    net = Net(compile_model("wd-coupled"))
+    w = net.variable("decayed/weight/param:0").astype("float64")
+    term = net.run(net.net.get_total_constraints, {})
+    close(term, lam * (w ** 2).sum(), 1e-5, "constraint term")
+    feed = net.feed()
+    total, loss = net.run(lambda: [net.net.get_objective(), net.net.get_total_loss()], feed)
+    close(total - loss, lam * (w ** 2).sum(), 1e-4, "objective - loss")
+    print("loss term %.6f = 0.01 * sum(w^2) = %.6f" % (term, lam * (w ** 2).sum()))
+    dec = Net(compile_model("wd-decoupled"))
+    assert float(dec.run(dec.net.get_total_constraints, {})) == 0.0
+
+
+def test_trainable_false():
+    _, before, after = _steps("opt-frozen", 3)
+    assert (before["weight/param:0"] == after["weight/param:0"]).all()
+    assert not numpy.allclose(before["bias/param:0"], after["bias/param:0"])
+
+
+def test_lr_multiplier():
+    """With SGD, the first update of a param with multiplier k is k times the plain one."""
+    _, b1, a1 = _steps("opt-plain", 1)
+    _, b3, a3 = _steps("opt-lr-mult", 1)
+    d1 = a1["weight/param:0"] - b1["weight/param:0"]
+    d3 = a3["weight/param:0"] - b3["weight/param:0"]
+    assert numpy.abs(d1).max() > 1e-4
+    close(d3, 3 * d1, 1e-6, "update with multiplier 3")
+    close(a3["bias/param:0"] - b3["bias/param:0"], a1["bias/param:0"] - b1["bias/param:0"], 1e-7, "bias")
+    print("measured update ratio %.6f (want 3)" % (numpy.abs(d3).sum() / numpy.abs(d1).sum()))
+
+
+def test_gradient_clip():
+    """Clipping at c caps each gradient entry: |update| <= lr*c, and the
+    update is the plain one clipped entry-wise."""
+    lr, c = 0.1, 0.01
+    _, b1, a1 = _steps("opt-plain", 1, lr)
+    _, bc, ac = _steps("opt-clip", 1, lr)
+    d1 = a1["weight/param:0"] - b1["weight/param:0"]
+    dc = ac["weight/param:0"] - bc["weight/param:0"]
+    assert numpy.abs(d1).max() > lr * c * 1.5, "the plain gradient must exceed the clip for this test"
+    assert numpy.abs(dc).max() <= lr * c * (1 + 1e-5)
+    close(dc, numpy.clip(d1, -lr * c, lr * c), 1e-7, "clipped update")
+    print("max |update| plain %.5f, clipped %.5f (cap %.5f)" % (numpy.abs(d1).max(), numpy.abs(dc).max(), lr * c))
+
+
+def _derived(g, v, axes=(0,)):
+    return g * v / numpy.sqrt((v.astype("float64") ** 2).sum(axis=axes, keepdims=True))
+
+
+def test_weight_norm():
+    plain = Net(compile_model("rep-plain")).params()
+    net, before, after = _steps("rep-weight-norm", 5, lr=0.5)
+    for name in ["out", "ff1"]:
+        v0, g0 = before[name + "/weight/param:0"], before[name + "/weight_g/param:0"]
+        # v keeps the plain weight's name and initial value; g = ||v0||.
+        assert (v0 == plain[name + "/weight/param:0"]).all(), name
+        close(g0, numpy.sqrt((v0.astype("float64") ** 2).sum(axis=0)), 1e-5, name + " g0")
+        # The effective initial weight equals the plain model's.
+        close(_derived(g0, v0), plain[name + "/weight/param:0"], 1e-5, name + " initial weight")
+        v5, g5 = after[name + "/weight/param:0"], after[name + "/weight_g/param:0"]
+        assert not numpy.allclose(v5, v0) and not numpy.allclose(g5, g0), name + " did not train"
+    # w = g v / ||v|| holds on the read-back values after training; the
+    # derived weight as RETURNN computes it:
+    w = net.layer("out.mul")
+    close(w, _derived(after["out/weight_g/param:0"], after["out/weight/param:0"]), 1e-5, "derived weight")
+    print("weight norm: initial weights equal, g and v trained, w = g*v/||v|| holds")
+
+
+def test_weight_norm_computed_once():
+    """out.weight has two consumers; its derived weight appears once per step."""
+    import ast
+    src = open(compile_model("rep-weight-norm")).read()
+    tree = ast.parse(src)
+    network = next(s.value for s in tree.body if isinstance(s, ast.Assign) and s.targets[0].id == "network")
+    layers = {ast.literal_eval(k): v for k, v in zip(network.keys, network.values)}
+
+    def field(layer, key):
+        for k, v in zip(layer.keys, layer.values):
+            if ast.literal_eval(k) == key:
+                return v
+
+    def reads(layer, name):
+        f = field(layer, "from")
+        if f is None:
+            return False
+        return name in ([ast.literal_eval(f)] if isinstance(f, ast.Constant) else [ast.literal_eval(e) for e in f.elts])
+
+    norms_of_v = [n for n, l in layers.items() if ast.literal_eval(field(l, "class")) == "math_norm" and reads(l, "out.weight")]
+    users_of_w = [n for n, l in layers.items() if reads(l, "out.mul")]
+    g_inits = [n for n, l in layers.items() if n == "out.weight_g.init"]
+    assert len(norms_of_v) == 1, norms_of_v
+    assert len(users_of_w) == 2, users_of_w
+    assert len(g_inits) == 1
+    print("derived out weight: 1 norm layer per step, read by %d layers: %s" % (len(users_of_w), users_of_w))
+
+
+def _outputs(model, train, feed_seed=3):
+    net = Net(compile_model(model), train_flag=train)
+    feed = net.feed(feed_seed)
+    return net.layer("output", feed), net.layer("output", feed)
+
+
+def test_weight_dropout_and_noise():
+    plain, _ = _outputs("rep-plain", train=False)
+    for model in ["rep-dropout", "rep-noise"]:
+        a, b = _outputs(model, train=True)
+        assert not numpy.allclose(a, b), model + ": two training runs gave the same output"
+        e1, e2 = _outputs(model, train=False)
+        assert (e1 == plain).all() and (e2 == plain).all(), model + ": eval output differs from the plain weight's"
+        print("%s: training runs differ (max diff %.4f); eval equals plain exactly" % (model, numpy.abs(a - b).max()))
+
+
+def _variables(model, binary=None):
+    import os
+    out = subprocess.run([binary or os.environ["RETC_TEST_MODELS"], "check", model],
+                         check=True, capture_output=True, text=True).stdout
+    return sorted(re.findall(r"^variable (\S+) ", out, re.M))
+
+
+def test_variable_names():
+    """Pinned variable names: weight dropout and noise rename nothing, weight
+    norm adds <param>_g."""
+    import os
+    plain = ["ff1/bias/param:0", "ff1/weight/param:0", "ff2/bias/param:0", "ff2/weight/param:0",
+             "out/bias/param:0", "out/weight/param:0"]
+    assert _variables("rep-plain") == plain
+    assert _variables("rep-dropout") == plain
+    assert _variables("rep-noise") == plain
+    assert _variables("rep-weight-norm") == sorted(plain + ["ff1/weight_g/param:0", "out/weight_g/param:0"])
+    demo = ["lstm/bias/param:0", "lstm/ff_weight/param:0", "lstm/rec_weight/param:0", "out/bias/param:0",
+            "out/weight/param:0"]
+    assert _variables("12ax", os.environ["RETC"]) == demo
+    assert _variables("12ax-wn", os.environ["RETC"]) == sorted(demo + ["lstm/ff_weight_g/param:0", "out/weight_g/param:0"])
+    print("variable names pinned")
+
+
+def test_scopes_in_returnn():
+    """dtype and device scopes reach RETURNN's variables."""
+    net = Net(compile_model("scoped"))
+    vs = {v.name: v for v in net.net.get_params_list()}
+    for name in ["double_outer/param:0", "double_inner/param:0", "explicit_device/param:0"]:
+        assert vs[name].dtype.base_dtype.name == "float64", (name, vs[name].dtype)
+    assert vs["lin/weight/param:0"].dtype.base_dtype.name == "float32"
+    src = open(compile_model("scoped")).read()
+    assert re.search(r'"double_outer": \{[^}]*"param_device": "CPU:0"', src), src
+    assert re.search(r'"double_inner": \{[^}]*"param_device": "CPU"', src)
+    assert re.search(r'"explicit_device": \{[^}]*"param_device": "CPU:0"', src)
+    for name in ["double_outer/param:0", "double_inner/param:0"]:
+        assert "CPU" in vs[name].device, (name, vs[name].device)
+    print("float64 params under the dtype scope; devices per innermost scope")
+
+
+if __name__ == "__main__":
+    globals()["test_" + sys.argv[1]]()
+    print("ok:", sys.argv[1])
