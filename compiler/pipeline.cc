@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "compiler/pipeline.h"
 
 #include "absl/strings/str_cat.h"
@@ -49,8 +48,11 @@ absl::Status run_pipeline(ir::Graph& g, const PassObserver& observer) {
   for (const PassInfo& pass : pass_table()) {
     auto changed = pass.run(g);
     if (!changed.ok()) {
+      // A user error (InvalidArgument) already names the user's line; an
+      // internal one names the pass.
+      if (absl::IsInvalidArgument(changed.status())) return changed.status();
       return absl::Status(changed.status().code(),
-                          absl::StrCat("pass '", pass.name, "': ", changed.status().message()));
+                          absl::StrCat("internal error in pass '", pass.name, "': ", changed.status().message()));
     }
     if (!*changed) continue;
     if (absl::Status s = verified_after(pass.name, g); !s.ok()) return s;

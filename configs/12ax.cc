@@ -12,11 +12,12 @@ Model12ax::Model12ax(Dim in, Dim hidden, Dim classes) : Module("model_12ax") {
   out = register_module("out", std::make_shared<nn::Linear>(hidden, classes));
 }
 
-nn::Tensor Model12ax::forward(const nn::Tensor& x, const Dim& time) const {
-  auto scope = enter(x);
-  nn::Tensor h = lstm->forward(x, time);
-  h = nn::dropout(h, 0.1);
-  return out->forward(h);
+nn::Tensor Model12ax::forward(const nn::Tensor& input, const Dim& time) const {
+  return call(input, std::source_location::current(), [&](const nn::Tensor& x) {
+    nn::Tensor h = lstm->forward(x, time);
+    h = nn::dropout(h, 0.1);
+    return out->forward(h);
+  });
 }
 
 void build_12ax(nn::Builder& b, const std::function<void(Model12ax&)>& customize) {

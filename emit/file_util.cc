@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "emit/file_util.h"
 
 #include <fcntl.h>

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "emit/net_dict.h"
 
 #include "absl/strings/str_cat.h"
@@ -184,9 +183,17 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("activation", *n.attrs.get<std::string>("func"));
         break;
       case ir::NodeKind::kDropout:
+        // RETURNN's default mask is shared over batch and time; the IR
+        // names the axes along which it varies.
         layer.set("class", "dropout");
         layer.set("from", from());
         layer.set("dropout", *n.attrs.get<double>("rate"));
+        layer.set("dropout_axis", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("axes")));
+        break;
+      case ir::NodeKind::kScaleGrad:
+        layer.set("class", "scaled_grad");
+        layer.set("from", from());
+        layer.set("scale", *n.attrs.get<double>("scale"));
         break;
       case ir::NodeKind::kLstm:
         layer.set("class", "rec");

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "emit/py_value.h"
 
 #include <cmath>

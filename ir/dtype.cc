@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "ir/dtype.h"
 
 namespace retc::ir {

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "ir/graph.h"
 
 #include <algorithm>
@@ -286,7 +285,22 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
         return absl::InvalidArgumentError(
             absl::StrCat("dropout rate must be in [0, 1), got ", *rate));
       }
-      return require_float(g.node(inputs[0]).type, "dropout input");
+      auto axes = attr<std::vector<Dim>>(spec, kind, "axes");
+      if (!axes.ok()) return axes.status();
+      const TensorType& t = g.node(inputs[0]).type;
+      if (axes->empty()) return absl::InvalidArgumentError("dropout: axes (where the mask varies) is empty");
+      for (const Dim& a : *axes) {
+        if (index_of(t.dims, a) < 0) {
+          return absl::InvalidArgumentError(absl::StrCat("dropout: mask axis ", a.describe(), " is not in ",
+                                                         t.describe()));
+        }
+      }
+      return require_float(t, "dropout input");
+    }
+    case NodeKind::kScaleGrad: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      if (!spec.attrs.get<double>("scale")) return absl::InvalidArgumentError("scale_grad needs attribute 'scale'");
+      return require_float(g.node(inputs[0]).type, "scale_grad input");
     }
     case NodeKind::kLstm:
       return infer_lstm(g, inputs, spec);

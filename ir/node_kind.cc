@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "ir/node_kind.h"
 
 namespace retc::ir {

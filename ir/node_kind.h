@@ -17,7 +17,7 @@ namespace retc::ir {
   X(Mul, "mul")                                                                \
   X(Dot, "dot")               /* contraction; attr reduce (dims) */            \
   X(Activation, "activation") /* attr func */                                  \
-  X(Dropout, "dropout")       /* training only; attr rate */                   \
+  X(Dropout, "dropout")       /* training only; attrs rate, axes (mask varies) */ \
   X(Lstm, "lstm")             /* x, W, W_re, b; attrs axis, out_dim */         \
   X(CrossEntropy, "softmax_ce") /* logits, sparse targets */                 \
   X(Div, "div")                                                                \
@@ -26,7 +26,8 @@ namespace retc::ir {
   X(Constant, "constant")     /* attrs value, shape */                         \
   X(WeightNorm, "weight_norm")       /* parametrization of a param; axes */    \
   X(WeightDropout, "weight_dropout") /* parametrization; rate */               \
-  X(WeightNoise, "weight_noise")     /* parametrization; stddev */
+  X(WeightNoise, "weight_noise")     /* parametrization; stddev */          \
+  X(ScaleGrad, "scale_grad")  /* identity forward; gradient times attr scale */
 
 enum class NodeKind {
 #define RETC_X(E, S) k##E,

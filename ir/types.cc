@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "ir/types.h"
 
 namespace retc::ir {

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "ir/verifier.h"
 
 #include "absl/container/flat_hash_set.h"
@@ -41,6 +40,7 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kNorm:
       case NodeKind::kRandom:
       case NodeKind::kConstant:
+      case NodeKind::kScaleGrad:
         return "a param-init node may not read a step node";
     }
   }
@@ -49,7 +49,30 @@ std::string param_init_violation(const Node& in) {
 
 }  // namespace
 
+absl::Status verify_stage_rules(const Graph& g) {
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.stage == Stage::kParamInit) {
+      if (n.kind == NodeKind::kData || n.kind == NodeKind::kParam || n.kind == NodeKind::kDropout ||
+          n.kind == NodeKind::kWeightNorm || n.kind == NodeKind::kWeightDropout ||
+          n.kind == NodeKind::kWeightNoise) {
+        return node_error(g, i, absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
+      }
+      for (NodeId in : n.inputs) {
+        std::string v = param_init_violation(g.node(in));
+        if (!v.empty()) {
+          const Node& src = g.node(in);
+          return node_error(g, i, absl::StrCat(v, "\n", src.loc.str(), ": note: %", in.index, " (",
+                                               node_kind_name(src.kind), ") is created here"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status verify(const Graph& g) {
+  if (absl::Status s = verify_stage_rules(g); !s.ok()) return s;
   absl::flat_hash_set<std::string> paths;
   for (const Param& p : g.params()) {
     if (p.path.empty()) return absl::InvalidArgumentError("a param has an empty path");
@@ -81,21 +104,6 @@ absl::Status verify(const Graph& g) {
         return node_error(g, i, absl::StrCat("param '", g.param(n.param).path, "' is read by two nodes"));
       }
       param_read[n.param.index] = true;
-    }
-    if (n.stage == Stage::kParamInit) {
-      if (n.kind == NodeKind::kData || n.kind == NodeKind::kParam || n.kind == NodeKind::kDropout ||
-          n.kind == NodeKind::kWeightNorm || n.kind == NodeKind::kWeightDropout ||
-          n.kind == NodeKind::kWeightNoise) {
-        return node_error(g, i, absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
-      }
-      for (NodeId in : n.inputs) {
-        std::string v = param_init_violation(g.node(in));
-        if (!v.empty()) {
-          const Node& src = g.node(in);
-          return node_error(g, i, absl::StrCat(v, "\n", src.loc.str(), ": note: %", in.index, " (",
-                                               node_kind_name(src.kind), ") is read here"));
-        }
-      }
     }
     if (!n.name.empty()) {
       any_named = true;

@@ -13,6 +13,10 @@
 
 namespace retc::ir {
 
+/// The stage rules alone (see above): a violation is the user's mistake
+/// (e.g. an initializer computed from data), reported at their source line.
+absl::Status verify_stage_rules(const Graph& g);
+
 /// OK, or InvalidArgument naming the first offending node, its module and the
 /// user's source line: `model.cc:42:7: error: node %3 (dot in 'enc'): ...`.
 absl::Status verify(const Graph& g);

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "runtime/returnn_session.h"
 
 #include <pybind11/embed.h>

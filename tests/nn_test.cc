@@ -4,6 +4,7 @@
 #include "compiler/model.h"
 #include "compiler/nn/error.h"
 #include "compiler/nn/modules.h"
+#include "compiler/nn/parametrize.h"
 #include "tests/test_models.h"
 
 namespace retc::nn {
@@ -124,6 +125,227 @@ TEST_CASE("pretty_print shows the module tree") {
   Net net(Dim::feature("d", 4));
   std::string s = net.pretty_print();
   CHECK_THAT(s, Catch::Contains("net\n  first: block\n    scale: ['d'(4)] norm-scale\n    ff: linear\n"));
+}
+
+}  // namespace
+}  // namespace retc::nn
+
+namespace retc::nn {
+namespace {
+
+using ir::Dim;
+
+// Builds a model from `body` and returns its graph after the pipeline.
+ir::Graph compiled(const std::function<void(Builder&)>& body) {
+  auto g = compile_model(ModelDef{"t", "", body, {}});
+  if (!g.ok()) FAIL(g.status().message());
+  return *std::move(g);
+}
+
+const ir::Param& param_at(const ir::Graph& g, const std::string& path) {
+  for (const ir::Param& p : g.params()) {
+    if (p.path == path) return p;
+  }
+  FAIL("no param " << path);
+  return g.params()[0];
+}
+
+struct Small {
+  Dim t = Dim::spatial("t"), d = Dim::feature("d", 4), e = Dim::feature("e", 3);
+};
+
+TEST_CASE("precedence: apply_params beats module defaults") {
+  Small s;
+  auto g = compiled([&](Builder& b) {
+    auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
+    auto lin = std::make_shared<Linear>(s.d, s.e);
+    lin->apply_params({ir::ParamKind::kWeight, ""},
+                      [](const std::string&, ParamSetter& p) { p.set_initial(ir::Initializer::he_normal()); });
+    lin->apply_params({ir::ParamKind::kBias, ""},
+                      [](const std::string&, ParamSetter& p) { p.set_initial(ir::Initializer::constant(0.5)); });
+    b.set_root(lin);
+    lin->forward(x).mark_as_output();
+  });
+  CHECK(param_at(g, "weight").options.initial == ir::Initializer::he_normal());
+  CHECK(param_at(g, "bias").options.initial == ir::Initializer::constant(0.5));
+}
+
+TEST_CASE("precedence: an explicit setting beats apply_params, before or after it") {
+  Small s;
+  auto g = compiled([&](Builder& b) {
+    auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
+    auto lin = std::make_shared<Linear>(s.d, s.e);
+    lin->weight().set_weight_decay(0.1);  // explicit, before
+    lin->apply_params({}, [](const std::string&, ParamSetter& p) {
+      p.set_weight_decay(0.5).set_lr_multiplier(2.0).set_trainable(false);
+    });
+    lin->bias().set_lr_multiplier(4.0);  // explicit, after
+    b.set_root(lin);
+    lin->forward(x).mark_as_output();
+  });
+  CHECK(param_at(g, "weight").options.weight_decay.value == 0.1);
+  CHECK(param_at(g, "bias").options.weight_decay.value == 0.5);
+  CHECK(param_at(g, "weight").options.lr_multiplier == 2.0);
+  CHECK(param_at(g, "bias").options.lr_multiplier == 4.0);
+  CHECK(!param_at(g, "weight").options.trainable);
+}
+
+TEST_CASE("precedence: a later apply_params beats an earlier one; filters select by kind and path") {
+  Small s;
+  auto g = compiled([&](Builder& b) {
+    auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
+    auto net = std::make_shared<Net>(s.d);
+    net->apply_params({}, [](const std::string&, ParamSetter& p) { p.set_gradient_clip(1.0); });
+    net->apply_params({std::nullopt, "first"},
+                      [](const std::string&, ParamSetter& p) { p.set_gradient_clip(2.0); });
+    net->apply_params({ir::ParamKind::kNormScale, "second"},
+                      [](const std::string&, ParamSetter& p) { p.set_gradient_clip(3.0); });
+    b.set_root(net);
+    net->first->ff->forward(x).mark_as_output();
+  });
+  CHECK(param_at(g, "first.ff.weight").options.gradient_clip == 2.0);
+  CHECK(param_at(g, "first.scale").options.gradient_clip == 2.0);
+  CHECK(param_at(g, "second.ff.weight").options.gradient_clip == 1.0);
+  CHECK(param_at(g, "second.scale").options.gradient_clip == 3.0);
+  ParamFilter f{std::nullopt, "enc"};
+  CHECK(f.matches("enc.w", ir::ParamKind::kWeight));
+  CHECK(!f.matches("encoder.w", ir::ParamKind::kWeight));
+}
+
+TEST_CASE("scopes: innermost wins, explicit beats scope, apply beats scope") {
+  Dim d = Dim::feature("d", 4);
+  Module m("m");
+  Parameter outer, inner, expl, applied, plain;
+  {
+    DTypeScope f64(ir::DType::kFloat64);
+    DeviceScope dev("CPU:0");
+    outer = m.register_parameter("outer", {d}, ir::ParamKind::kWeight, {});
+    {
+      DTypeScope f16(ir::DType::kFloat16);
+      DeviceScope cpu("CPU");
+      inner = m.register_parameter("inner", {d}, ir::ParamKind::kWeight, {});
+      expl = m.register_parameter("expl", {d}, ir::ParamKind::kWeight, {});
+      expl.set_dtype(ir::DType::kFloat32).set_device("CPU:1");
+      applied = m.register_parameter("applied", {d}, ir::ParamKind::kBias, {});
+    }
+  }
+  plain = m.register_parameter("plain", {d}, ir::ParamKind::kWeight, {});
+  m.apply_params({ir::ParamKind::kBias, ""}, [](const std::string&, ParamSetter& p) { p.set_device("GPU"); });
+  CHECK(outer.ir().dtype == ir::DType::kFloat64);
+  CHECK(outer.ir().options.device == "CPU:0");
+  CHECK(inner.ir().dtype == ir::DType::kFloat16);
+  CHECK(inner.ir().options.device == "CPU");
+  CHECK(expl.ir().dtype == ir::DType::kFloat32);
+  CHECK(expl.ir().options.device == "CPU:1");
+  CHECK(applied.ir().options.device == "GPU");
+  CHECK(plain.ir().dtype == ir::DType::kFloat32);
+  CHECK(plain.ir().options.device.empty());
+}
+
+TEST_CASE("hooks: a forward hook adds dropout to a submodule's output after construction") {
+  Small s;
+  auto build = [&](bool with_hook, bool remove) {
+    return compiled([&](Builder& b) {
+      auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
+      auto net = std::make_shared<Net>(s.d);
+      int h = net->first->ff->register_forward_hook(
+          [](const Module&, const Tensor&, const Tensor& y) { return dropout(y, 0.25); });
+      if (!with_hook) net->first->ff->remove_hook(h);
+      if (remove) CHECK(!net->first->ff->remove_hook(h + 100));
+      b.set_root(net);
+      net->first->ff->forward(x).mark_as_output();
+    });
+  };
+  auto count = [](const ir::Graph& g, ir::NodeKind k) {
+    int n = 0;
+    for (const ir::Node& node : g.nodes()) n += node.kind == k;
+    return n;
+  };
+  ir::Graph hooked = build(true, true);
+  REQUIRE(count(hooked, ir::NodeKind::kDropout) == 1);
+  const ir::Node& out = hooked.node(hooked.marks()[0].node);
+  CHECK(out.kind == ir::NodeKind::kDropout);
+  CHECK(out.module_path == "first.ff");  // hooks run inside the module's scope
+  CHECK(count(build(false, false), ir::NodeKind::kDropout) == 0);
+}
+
+TEST_CASE("hooks: a pre-hook replaces the input") {
+  Small s;
+  auto g = compiled([&](Builder& b) {
+    auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
+    auto lin = std::make_shared<Linear>(s.d, s.e);
+    lin->register_forward_pre_hook([](const Module&, const Tensor& in) { return tanh(in); });
+    b.set_root(lin);
+    lin->forward(x).mark_as_output();
+  });
+  bool dot_reads_tanh = false;
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind == ir::NodeKind::kDot) dot_reads_tanh = g.node(n.inputs[0]).kind == ir::NodeKind::kActivation;
+  }
+  CHECK(dot_reads_tanh);
+}
+
+TEST_CASE("stochastic depth drops the branch per sequence; gradient scale and stop") {
+  Small s;
+  auto g = compiled([&](Builder& b) {
+    auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
+    auto lin = std::make_shared<Linear>(s.d, s.d);
+    b.set_root(lin);
+    auto y = stochastic_depth(x, lin->forward(x), 0.3);
+    (scale_gradient(y, 0.5) + stop_gradient(y)).mark_as_output();
+  });
+  bool found = false;
+  int scales = 0;
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind == ir::NodeKind::kDropout) {
+      found = true;
+      CHECK(*n.attrs.get<double>("rate") == 0.3);
+      CHECK(*n.attrs.get<std::vector<Dim>>("axes") == std::vector<Dim>{Dim::batch()});
+    }
+    if (n.kind == ir::NodeKind::kScaleGrad) {
+      double sc = *n.attrs.get<double>("scale");
+      CHECK((sc == 0.5 || sc == 0.0));
+      ++scales;
+    }
+  }
+  CHECK(found);
+  CHECK(scales == 2);
+}
+
+TEST_CASE("parametrization API: register, query, remove, and misuse") {
+  Dim d = Dim::feature("d", 4), e = Dim::feature("e", 3);
+  Linear lin(d, e);
+  CHECK(!is_parametrized(lin, "weight"));
+  weight_norm(lin, "weight");
+  CHECK(is_parametrized(lin, "weight"));
+  CHECK(lin.weight().parametrizations()[0].axes == std::vector<Dim>{d});
+  CHECK_THROWS_AS(weight_norm(lin, "weight"), ModelError);  // twice
+  CHECK_THROWS_AS(weight_norm(lin, "nonexistent"), ModelError);
+  CHECK_THROWS_AS(weight_dropout(lin, "bias", 1.5), ModelError);
+  CHECK_THROWS_AS(weight_noise(lin, "bias", -1.0), ModelError);
+  CHECK_THROWS_AS(weight_norm(lin, "weight_other", {d}), ModelError);
+  CHECK_THROWS_AS(weight_norm(lin, "bias"), ModelError);  // 1-D: axes needed
+  remove_parametrizations(lin, "weight");
+  CHECK(!is_parametrized(lin, "weight"));
+  try {
+    weight_norm(lin, "weight");
+    weight_norm(lin, "weight");
+    FAIL("expected an error");
+  } catch (const ModelError& err) {
+    CHECK_THAT(std::string(err.status().message()), Catch::Contains("already has weight norm"));
+    CHECK_THAT(std::string(err.status().message()), Catch::Contains("note: registered here"));
+  }
+}
+
+TEST_CASE("a param-init subgraph reading data is rejected at the user's line") {
+  for (const ModelDef& m : testing::test_models()) {
+    if (m.name != "init-reads-data") continue;
+    auto g = compile_model(m);
+    REQUIRE(!g.ok());
+    std::string msg(g.status().message());
+    CHECK_THAT(msg, Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line("init-reads-data")) + ":"));
+    CHECK_THAT(msg, Catch::Contains("a param-init node may not read data"));
+  }
 }
 
 }  // namespace

@@ -184,6 +184,28 @@ void build_scoped(nn::Builder& b) {
   io.finish(m->lin->forward(io.x));
 }
 
+// logits = x·W_res + stochastic_depth over a square residual branch.
+void build_stochastic_depth(nn::Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<TwoLinear>(io.in, io.in));
+  nn::Tensor h = nn::stochastic_depth(io.x, m->lin->forward(io.x), 0.5);
+  h.mark_as_output("residual");
+  nn::Tensor logits = nn::dot(h, nn::constant(b, 1.0, {io.in, io.classes}), {io.in});
+  io.finish(logits);
+}
+
+enum class Grad { kPlain, kScaled, kStopped };
+
+template <Grad kGrad>
+void build_grad(nn::Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<TwoLinear>(io.in, io.classes));
+  nn::Tensor y = m->lin->forward(io.x);
+  if (kGrad == Grad::kScaled) y = nn::scale_gradient(y, 0.25);
+  if (kGrad == Grad::kStopped) y = nn::stop_gradient(y);
+  io.finish(y + m->decayed->forward(io.x));
+}
+
 }  // namespace
 
 std::vector<ModelDef> param_test_models() {
@@ -203,6 +225,10 @@ std::vector<ModelDef> param_test_models() {
       def("rep-dropout", build_rep<Rep::kDropout>),
       def("rep-noise", build_rep<Rep::kNoise>),
       def("scoped", build_scoped),
+      def("stochastic-depth", build_stochastic_depth),
+      def("grad-plain", build_grad<Grad::kPlain>),
+      def("grad-scaled", build_grad<Grad::kScaled>),
+      def("grad-stopped", build_grad<Grad::kStopped>),
   };
 }
 

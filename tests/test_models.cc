@@ -108,6 +108,19 @@ void build_unregistered(nn::Builder& b) {
   stray->forward(x).mark_as_output();
 }
 
+// An initial value computed from data: not possible once, before training.
+void build_init_reads_data(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 9), out = Dim::feature("out", 2);
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  auto aux = b.extern_data("aux", {Dim::batch(), time, out});
+  auto lin = b.set_root(std::make_shared<nn::Linear>(in, out));
+  lines()["init-reads-data"] = __LINE__ + 1;
+  nn::Tensor init = nn::dot(x, aux, {Dim::batch(), time});  // [in, out], from data
+  lin->weight().set_initial(init);
+  lin->forward(x).mark_as_output();
+}
+
 // Names that would break out of a Python string if not escaped.
 void build_hostile_names(nn::Builder& b) {
   Dim time = Dim::spatial("ti\"me\\\n'); import os #");
@@ -144,6 +157,7 @@ std::vector<ModelDef> test_models() {
       def("square", "a residual square [hidden, hidden] weight", build_square),
       def("bad-dims", "a Linear whose in_dim does not match its input", build_bad_dims),
       def("duplicate-loss", "two losses named 'ce'", build_duplicate_loss),
+      def("init-reads-data", "an initial value computed from data", build_init_reads_data),
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
       std::move(hostile),
   };

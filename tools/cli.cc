@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "tools/cli.h"
 
 #include <unistd.h>

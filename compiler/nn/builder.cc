@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "compiler/nn/builder.h"
 
 #include "absl/strings/str_cat.h"

@@ -1,5 +1,6 @@
-#include "absl/strings/string_view.h"
 #include "compiler/nn/module.h"
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
@@ -134,6 +135,26 @@ void Module::apply_params(const ParamFilter& filter,
     ParamSetter setter(p.s_, OptionSource::kApply);
     fn(path, setter);
   }
+}
+
+int Module::register_forward_pre_hook(ForwardPreHook hook) {
+  pre_hooks_.emplace_back(next_hook_, std::move(hook));
+  return next_hook_++;
+}
+
+int Module::register_forward_hook(ForwardHook hook) {
+  hooks_.emplace_back(next_hook_, std::move(hook));
+  return next_hook_++;
+}
+
+bool Module::remove_hook(int handle) {
+  auto drop = [&](auto& v) {
+    auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == handle; });
+    if (it == v.end()) return false;
+    v.erase(it);
+    return true;
+  };
+  return drop(pre_hooks_) || drop(hooks_);
 }
 
 Parameter* Module::find_parameter(const std::string& name) {

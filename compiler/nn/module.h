@@ -183,6 +183,18 @@ class Module {
   /// The param registered here as `name`, or nullptr.
   Parameter* find_parameter(const std::string& name);
 
+  /// Runs before forward() and may replace its input.
+  using ForwardPreHook = std::function<Tensor(const Module&, const Tensor& input)>;
+  /// Runs after forward() and may replace its output.
+  using ForwardHook = std::function<Tensor(const Module&, const Tensor& input, const Tensor& output)>;
+  /// Hooks on this module's calls, in registration order; they run inside
+  /// the module's scope. Returns a handle for remove_hook.
+  /// Example: `lin->register_forward_hook([](auto&, auto&, const nn::Tensor& y) { return nn::dropout(y, 0.1); });`
+  int register_forward_pre_hook(ForwardPreHook hook);
+  int register_forward_hook(ForwardHook hook);
+  /// Removes a hook; returns whether the handle was registered.
+  bool remove_hook(int handle);
+
   /// `linear`, `lstm`, ...: for messages and pretty_print.
   const std::string& type_name() const { return type_name_; }
   /// Dotted path from the root; set when the root is handed to the Builder.
@@ -197,6 +209,20 @@ class Module {
   /// Example: `auto scope = enter(x, loc);` at the start of forward().
   ModuleScope enter(const Tensor& x, std::source_location loc = std::source_location::current()) const;
 
+  /// A module call: opens the scope, runs the pre-hooks on `x`, then
+  /// `forward(x')`, then the hooks on the output. Modules implement their
+  /// forward() through it so that hooks apply:
+  ///   `return call(x, loc, [&](const nn::Tensor& x) { return ...; });`
+  template <class F>
+  Tensor call(const Tensor& x, std::source_location loc, F&& forward) const {
+    auto scope = enter(x, loc);
+    Tensor in = x;
+    for (const auto& [id, hook] : pre_hooks_) in = hook(*this, in);
+    Tensor out = forward(in);
+    for (const auto& [id, hook] : hooks_) out = hook(*this, in, out);
+    return out;
+  }
+
  private:
   friend class Builder;
   void add_child(std::string name, std::shared_ptr<Module> m, std::source_location loc);
@@ -210,6 +236,9 @@ class Module {
   std::string path_;
   std::vector<std::pair<std::string, Parameter>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<int, ForwardPreHook>> pre_hooks_;
+  std::vector<std::pair<int, ForwardHook>> hooks_;
+  int next_hook_ = 0;
 };
 
 /// Whether `name` can name a param or child module: [A-Za-z0-9_]+, so that

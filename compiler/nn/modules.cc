@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "compiler/nn/modules.h"
 
 #include "absl/strings/str_cat.h"
@@ -32,14 +31,15 @@ Linear::Linear(ir::Dim in_dim, ir::Dim out_dim, bool with_bias)
   }
 }
 
-Tensor Linear::forward(const Tensor& x, std::source_location loc) const {
-  ir::SourceLoc l = ir::SourceLoc::from(loc);
-  auto scope = enter(x, loc);
-  check_input_dim(*this, x, in_dim_, "in_dim", l);
-  Builder& b = x.builder();
-  Tensor y = b.add(ir::NodeKind::kDot, {x, b.param(weight_)}, {{"reduce", std::vector{in_dim_}}}, l);
-  if (with_bias_) y = b.add(ir::NodeKind::kAdd, {y, b.param(bias_)}, {}, l);
-  return y;
+Tensor Linear::forward(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    Builder& b = x.builder();
+    Tensor y = b.add(ir::NodeKind::kDot, {x, b.param(weight_)}, {{"reduce", std::vector{in_dim_}}}, l);
+    if (with_bias_) y = b.add(ir::NodeKind::kAdd, {y, b.param(bias_)}, {}, l);
+    return y;
+  });
 }
 
 Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim)
@@ -52,9 +52,11 @@ Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim)
   bias_ = register_parameter("bias", {gates}, ir::ParamKind::kBias, ir::Initializer::constant(0.0));
 }
 
-Tensor Lstm::forward(const Tensor& x, const ir::Dim& axis, std::source_location loc) const {
-  ir::SourceLoc l = ir::SourceLoc::from(loc);
-  auto scope = enter(x, loc);
+Tensor Lstm::forward(const Tensor& input, const ir::Dim& axis, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) { return run(x, axis, ir::SourceLoc::from(loc)); });
+}
+
+Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) const {
   check_input_dim(*this, x, in_dim_, "in_dim", l);
   if (ir::index_of(x.dims(), axis) < 0) {
     fail(l, absl::StrCat(describe(), ": input ", ir::describe(x.dims()), " has no loop axis ",

@@ -49,6 +49,8 @@ class Lstm : public Module {
   Parameter& bias() { return bias_; }
 
  private:
+  Tensor run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) const;
+
   ir::Dim in_dim_, out_dim_;
   Parameter ff_weight_, rec_weight_, bias_;
 };

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "compiler/nn/tensor.h"
 
 #include "absl/strings/str_cat.h"
@@ -50,9 +49,27 @@ Tensor relu(const Tensor& x, std::source_location loc) { return activation(x, "r
 Tensor tanh(const Tensor& x, std::source_location loc) { return activation(x, "tanh", loc); }
 Tensor sigmoid(const Tensor& x, std::source_location loc) { return activation(x, "sigmoid", loc); }
 
-Tensor dropout(const Tensor& x, double rate, std::source_location loc) {
-  return builder_of(x, "dropout", L(loc)).add(ir::NodeKind::kDropout, {x}, {{"rate", rate}}, L(loc));
+Tensor dropout(const Tensor& x, double rate, std::vector<ir::Dim> axes, std::source_location loc) {
+  Builder& b = builder_of(x, "dropout", L(loc));
+  if (axes.empty()) axes = x.dims();
+  return b.add(ir::NodeKind::kDropout, {x}, {{"rate", rate}, {"axes", std::move(axes)}}, L(loc));
 }
+
+Tensor stochastic_depth(const Tensor& x, const Tensor& branch, double p, std::source_location loc) {
+  builder_of(branch, "stochastic_depth", L(loc));
+  if (ir::index_of(branch.dims(), ir::Dim::batch()) < 0) {
+    fail(L(loc), absl::StrCat("stochastic_depth: the branch ", ir::describe(branch.dims()),
+                              " has no batch dim to drop per sequence"));
+  }
+  Tensor dropped = dropout(branch, p, {ir::Dim::batch()}, loc);
+  return x.builder().add(ir::NodeKind::kAdd, {x, dropped}, {}, L(loc));
+}
+
+Tensor scale_gradient(const Tensor& x, double scale, std::source_location loc) {
+  return builder_of(x, "scale_gradient", L(loc)).add(ir::NodeKind::kScaleGrad, {x}, {{"scale", scale}}, L(loc));
+}
+
+Tensor stop_gradient(const Tensor& x, std::source_location loc) { return scale_gradient(x, 0.0, loc); }
 
 Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape, std::source_location loc) {
   return b.add(ir::NodeKind::kConstant, {}, {{"value", value}, {"shape", std::move(shape)}}, L(loc));

@@ -54,9 +54,24 @@ Tensor relu(const Tensor& x, std::source_location loc = std::source_location::cu
 Tensor tanh(const Tensor& x, std::source_location loc = std::source_location::current());
 Tensor sigmoid(const Tensor& x, std::source_location loc = std::source_location::current());
 
-/// Dropout with drop probability `rate`, applied in training only.
-Tensor dropout(const Tensor& x, double rate,
+/// Dropout with drop probability `rate` (kept values scaled by 1/(1-rate)),
+/// applied in training only. The mask varies along `axes` and is shared
+/// along the other dims; by default it varies along every dim (elementwise,
+/// as in PyTorch).
+Tensor dropout(const Tensor& x, double rate, std::vector<ir::Dim> axes = {},
                std::source_location loc = std::source_location::current());
+
+/// Stochastic depth (row mode): in training, each sequence (batch entry)
+/// drops the residual `branch` with probability `p` and scales it by
+/// 1/(1-p) otherwise; in evaluation, `x + branch`.
+Tensor stochastic_depth(const Tensor& x, const Tensor& branch, double p,
+                        std::source_location loc = std::source_location::current());
+
+/// Identity in the forward pass; multiplies the gradient by `scale`.
+Tensor scale_gradient(const Tensor& x, double scale,
+                      std::source_location loc = std::source_location::current());
+/// Identity in the forward pass; no gradient flows back through it.
+Tensor stop_gradient(const Tensor& x, std::source_location loc = std::source_location::current());
 
 /// A constant tensor (of the given static dims; a scalar by default).
 Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape = {},

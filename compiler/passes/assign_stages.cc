@@ -1,5 +1,7 @@
 #include "compiler/passes/assign_stages.h"
 
+#include "ir/verifier.h"
+
 namespace retc::passes {
 namespace {
 
@@ -23,6 +25,7 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kWeightNorm:
     case ir::NodeKind::kWeightDropout:
     case ir::NodeKind::kWeightNoise:
+    case ir::NodeKind::kScaleGrad:
       return false;
   }
   return false;
@@ -65,6 +68,9 @@ absl::StatusOr<bool> assign_stages(ir::Graph& g, const AssignStagesOptions&) {
       changed = true;
     }
   }
+  // A param-init node that reads data, the train flag or a param's current
+  // value is the user's mistake; report it here, at their line.
+  if (absl::Status s = ir::verify_stage_rules(g); !s.ok()) return s;
   return changed;
 }
 

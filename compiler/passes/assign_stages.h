@@ -8,7 +8,9 @@
 // flag or a param's current value, the verifier reports the user's line.
 //
 // Requires: a graph in topological order.
-// Ensures: stages as above. Returns whether any stage changed.
+// Ensures: stages as above, and the stage rules hold: a violation is returned
+//   as the user's error (InvalidArgument at their line). Returns whether any
+//   stage changed.
 #pragma once
 
 #include "absl/status/statusor.h"

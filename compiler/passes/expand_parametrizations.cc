@@ -115,7 +115,7 @@ absl::Status expand_weight_noise_or_dropout(ir::Graph& g, ir::NodeId id) {
   ir::NodeSpec spec;
   spec.loc = n.loc;
   spec.module_path = n.module_path;
-  spec.attrs = {{"rate", value}};
+  spec.attrs = {{"rate", value}, {"axes", g.node(n.inputs[0]).type.dims}};
   auto d = add(g, ir::NodeKind::kDropout, {n.inputs[0]}, std::move(spec));
   if (!d.ok()) return d.status();
   g.replace_all_uses(id, *d);
@@ -152,6 +152,7 @@ absl::StatusOr<bool> expand_parametrizations(ir::Graph& g, const ExpandParametri
       case ir::NodeKind::kNorm:
       case ir::NodeKind::kRandom:
       case ir::NodeKind::kConstant:
+      case ir::NodeKind::kScaleGrad:
         continue;
     }
     if (!s.ok()) return s;

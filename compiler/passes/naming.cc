@@ -46,6 +46,7 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
       case ir::NodeKind::kWeightNorm:
       case ir::NodeKind::kWeightDropout:
       case ir::NodeKind::kWeightNoise:
+      case ir::NodeKind::kScaleGrad:
         break;
     }
   }

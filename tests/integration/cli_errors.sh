@@ -2,7 +2,7 @@
 # Bad input gives one clear line on stderr, a non-zero exit and no output file.
 source "$(dirname "$0")/lib.sh"
 
-expect_error 1 "^retc: error: unknown model 'nope'; known models: 12ax$" -- "$RETC" compile nope -o "$TMP/a.config"
+expect_error 1 "^retc: error: unknown model 'nope'; known models: 12ax, 12ax-wn$" -- "$RETC" compile nope -o "$TMP/a.config"
 [ ! -e "$TMP/a.config" ] || fail "unknown model wrote a file"
 expect_error 1 "unknown model" -- "$RETC" check nope
 expect_error 1 "unknown model" -- "$RETC" train nope --workdir "$TMP/w"
@@ -31,6 +31,12 @@ expect_error 1 "test_models\.cc:$line:" -- "$RETC_TEST_MODELS" check bad-dims
 expect_error 1 "test_models\.cc:$line:" -- "$RETC_TEST_MODELS" train bad-dims --workdir "$TMP/w2"
 [ ! -e "$TMP/w2/returnn.config" ] || fail "train wrote a config for a bad model"
 pass "model with mismatched dims"
+
+line=$(grep -n 'nn::Tensor init = nn::dot(x, aux' "$RETC_SOURCE_DIR/tests/test_models.cc" | cut -d: -f1)
+NOTES=1 expect_error 1 "test_models\.cc:$line:[0-9]+: error: node %[0-9]+ \(dot\): a param-init node may not read data" -- \
+  "$RETC_TEST_MODELS" compile init-reads-data -o "$TMP/init.config"
+[ ! -e "$TMP/init.config" ] || fail "stage violation wrote a file"
+pass "an initial value computed from data (stage violation)"
 
 expect_error 2 "unknown command 'frobnicate'" -- "$RETC" frobnicate
 expect_error 2 "compile needs -o FILE" -- "$RETC" compile 12ax

@@ -11,7 +11,7 @@ pass() { echo "ok: $*"; }
 
 # expect_error CODE STDERR_PATTERN -- COMMAND...: the command exits with CODE
 # (or any non-zero code if CODE is "nonzero"), prints exactly one line to
-# stderr, and that line matches the pattern.
+# stderr (or NOTES more "note:" lines), and the first line matches the pattern.
 expect_error() {
   local code=$1 pattern=$2
   shift 3
@@ -22,6 +22,7 @@ expect_error() {
   else
     [ "$rc" -eq "$code" ] || fail "expected exit $code, got $rc: $* ($(cat "$TMP/err"))"
   fi
-  [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "expected one line on stderr from $*, got: $(cat "$TMP/err")"
-  grep -qE -- "$pattern" "$TMP/err" || fail "stderr of $* does not match '$pattern': $(cat "$TMP/err")"
+  [ "$(wc -l <"$TMP/err")" -eq $((1 + ${NOTES:-0})) ] || fail "expected $((1 + ${NOTES:-0})) line(s) on stderr from $*, got: $(cat "$TMP/err")"
+  [ "$(grep -vc ': note: ' "$TMP/err")" -eq 1 ] || fail "extra lines on stderr from $*: $(cat "$TMP/err")"
+  head -n 1 "$TMP/err" | grep -qE -- "$pattern" || fail "stderr of $* does not match '$pattern': $(cat "$TMP/err")"
 }

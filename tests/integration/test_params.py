@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy
+import tensorflow as tf
 
 from returnn_probe import Net, close, compile_model
 
@@ -238,6 +239,57 @@ def test_scopes_in_returnn():
     for name in ["double_outer/param:0", "double_inner/param:0"]:
         assert "CPU" in vs[name].device, (name, vs[name].device)
     print("float64 params under the dtype scope; devices per innermost scope")
+
+
+def test_stochastic_depth():
+    """Eval: x + branch exactly. Training: each sequence gets either x or
+    x + branch / (1 - p), and runs differ."""
+    ev = Net(compile_model("stochastic-depth"), train_flag=False)
+    feed = ev.feed(5)
+    x = ev.layer("data:data", feed)
+    branch = ev.layer("lin.add", feed)
+    assert (ev.layer("residual", feed) == x + branch).all()
+    tr = Net(compile_model("stochastic-depth"), train_flag=True)
+    feed = tr.feed(5)
+    x, branch = tr.layer("data:data", feed), tr.layer("lin.add", feed)
+    kept = dropped = 0
+    outs = []
+    for _ in range(8):
+        y = tr.layer("residual", feed)
+        outs.append(y)
+        for i in range(y.shape[0]):
+            if numpy.allclose(y[i], x[i], atol=1e-6):
+                dropped += 1
+            else:
+                close(y[i], x[i] + branch[i] / 0.5, 1e-5, "kept branch of sequence %d" % i)
+                kept += 1
+    assert kept and dropped, (kept, dropped)
+    assert any(not numpy.allclose(outs[0], o) for o in outs[1:])
+    print("stochastic depth, 24 sequences: %d kept (scaled 1/(1-p)), %d dropped; eval = x + branch" % (kept, dropped))
+
+
+def _grad(model, var):
+    net = Net(compile_model(model))
+    feed = net.feed(2)
+
+    def make():
+        v = next(p for p in net.net.get_params_list() if p.name == var)
+        (g,) = tf.gradients(net.net.get_objective(), [v])
+        return g if g is not None else tf.zeros_like(v)
+
+    return net.run(make, feed)
+
+
+def test_gradient_scale_and_stop():
+    plain = _grad("grad-plain", "lin/weight/param:0")
+    scaled = _grad("grad-scaled", "lin/weight/param:0")
+    stopped = _grad("grad-stopped", "lin/weight/param:0")
+    assert numpy.abs(plain).max() > 1e-4
+    close(scaled, 0.25 * plain, 1e-6, "scaled gradient")
+    assert (stopped == 0).all()
+    # The other branch's gradient is untouched.
+    close(_grad("grad-stopped", "decayed/weight/param:0"), _grad("grad-plain", "decayed/weight/param:0"), 1e-6, "other")
+    print("gradient x0.25 and stopped, measured on lin.weight")
 
 
 if __name__ == "__main__":
