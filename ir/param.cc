@@ -114,6 +114,21 @@ std::string Initializer::describe() const {
   return "?";
 }
 
+Initializer default_initializer(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::kWeight:
+    case ParamKind::kEmbedding:
+      return Initializer::glorot_uniform();
+    case ParamKind::kNormScale:
+      return Initializer::constant(1.0);
+    case ParamKind::kBias:
+    case ParamKind::kNormShift:
+    case ParamKind::kAuxiliary:
+      return Initializer::constant(0.0);
+  }
+  return Initializer::constant(0.0);
+}
+
 std::pair<double, double> fans(const std::vector<Dim>& dims) {
   auto size = [](const Dim& d) { return static_cast<double>(d.size().value_or(1)); };
   if (dims.empty()) return {1.0, 1.0};

@@ -59,6 +59,11 @@ struct Initializer {
   bool operator==(const Initializer&) const = default;
 };
 
+/// The default initial value of a param of this kind (see README, "Parameters"):
+/// weights and embeddings Glorot uniform; biases, norm shifts and auxiliary
+/// params 0; norm scales 1.
+Initializer default_initializer(ParamKind kind);
+
 /// (fan_in, fan_out) of a param of these dims, TF's convention.
 std::pair<double, double> fans(const std::vector<Dim>& dims);
 

@@ -97,12 +97,12 @@ TEST_CASE("model mistakes are user errors at the user's line") {
 TEST_CASE("invalid and duplicate member names are rejected") {
   Dim d = Dim::feature("d", 4);
   Module m("m");
-  CHECK_THROWS_AS(m.register_parameter("a.b", {d}, ir::ParamKind::kWeight, {}), ModelError);
-  CHECK_THROWS_AS(m.register_parameter("", {d}, ir::ParamKind::kWeight, {}), ModelError);
-  m.register_parameter("w", {d}, ir::ParamKind::kWeight, {});
-  CHECK_THROWS_AS(m.register_parameter("w", {d}, ir::ParamKind::kWeight, {}), ModelError);
+  CHECK_THROWS_AS(m.register_parameter("a.b", {d}, ir::ParamKind::kWeight), ModelError);
+  CHECK_THROWS_AS(m.register_parameter("", {d}, ir::ParamKind::kWeight), ModelError);
+  m.register_parameter("w", {d}, ir::ParamKind::kWeight);
+  CHECK_THROWS_AS(m.register_parameter("w", {d}, ir::ParamKind::kWeight), ModelError);
   CHECK_THROWS_AS(m.register_module("w", std::make_shared<Linear>(d, d)), ModelError);
-  CHECK_THROWS_AS(m.register_parameter("t", {Dim::spatial("t")}, ir::ParamKind::kWeight, {}),
+  CHECK_THROWS_AS(m.register_parameter("t", {Dim::spatial("t")}, ir::ParamKind::kWeight),
                   ModelError);
   try {
     m.register_module("x/y", std::make_shared<Linear>(d, d));
@@ -219,17 +219,17 @@ TEST_CASE("scopes: innermost wins, explicit beats scope, apply beats scope") {
   {
     DTypeScope f64(ir::DType::kFloat64);
     DeviceScope dev("CPU:0");
-    outer = m.register_parameter("outer", {d}, ir::ParamKind::kWeight, {});
+    outer = m.register_parameter("outer", {d}, ir::ParamKind::kWeight);
     {
       DTypeScope f16(ir::DType::kFloat16);
       DeviceScope cpu("CPU");
-      inner = m.register_parameter("inner", {d}, ir::ParamKind::kWeight, {});
-      expl = m.register_parameter("expl", {d}, ir::ParamKind::kWeight, {});
+      inner = m.register_parameter("inner", {d}, ir::ParamKind::kWeight);
+      expl = m.register_parameter("expl", {d}, ir::ParamKind::kWeight);
       expl.set_dtype(ir::DType::kFloat32).set_device("CPU:1");
-      applied = m.register_parameter("applied", {d}, ir::ParamKind::kBias, {});
+      applied = m.register_parameter("applied", {d}, ir::ParamKind::kBias);
     }
   }
-  plain = m.register_parameter("plain", {d}, ir::ParamKind::kWeight, {});
+  plain = m.register_parameter("plain", {d}, ir::ParamKind::kWeight);
   m.apply_params({ir::ParamKind::kBias, ""}, [](const std::string&, ParamSetter& p) { p.set_device("GPU"); });
   CHECK(outer.ir().dtype == ir::DType::kFloat64);
   CHECK(outer.ir().options.device == "CPU:0");
@@ -346,6 +346,28 @@ TEST_CASE("a param-init subgraph reading data is rejected at the user's line") {
     CHECK_THAT(msg, Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line("init-reads-data")) + ":"));
     CHECK_THAT(msg, Catch::Contains("a param-init node may not read data"));
   }
+}
+
+}  // namespace
+}  // namespace retc::nn
+
+namespace retc::nn {
+namespace {
+
+TEST_CASE("per-kind default initializers") {
+  ir::Dim d = ir::Dim::feature("d", 4);
+  Module m("m");
+  CHECK(m.register_parameter("w", {d, d}, ir::ParamKind::kWeight).ir().options.initial ==
+        ir::Initializer::glorot_uniform());
+  CHECK(m.register_parameter("e", {d, d}, ir::ParamKind::kEmbedding).ir().options.initial ==
+        ir::Initializer::glorot_uniform());
+  CHECK(m.register_parameter("b", {d}, ir::ParamKind::kBias).ir().options.initial == ir::Initializer::constant(0));
+  CHECK(m.register_parameter("s", {d}, ir::ParamKind::kNormScale).ir().options.initial ==
+        ir::Initializer::constant(1));
+  CHECK(m.register_parameter("h", {d}, ir::ParamKind::kNormShift).ir().options.initial ==
+        ir::Initializer::constant(0));
+  CHECK(m.register_parameter("a", {d}, ir::ParamKind::kAuxiliary).ir().options.initial ==
+        ir::Initializer::constant(0));
 }
 
 }  // namespace

@@ -160,6 +160,12 @@ class Module {
   Parameter register_parameter(std::string name, std::vector<ir::Dim> dims, ir::ParamKind kind,
                                ir::Initializer init,
                                std::source_location loc = std::source_location::current());
+  /// The same, with the kind's default initializer (ir::default_initializer).
+  /// Example: `bias_ = register_parameter("bias", {out}, ir::ParamKind::kBias);`
+  Parameter register_parameter(std::string name, std::vector<ir::Dim> dims, ir::ParamKind kind,
+                               std::source_location loc = std::source_location::current()) {
+    return register_parameter(std::move(name), std::move(dims), kind, ir::default_initializer(kind), loc);
+  }
 
   /// Registers a child module under `name` and returns it.
   template <class M>

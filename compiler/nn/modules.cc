@@ -23,11 +23,9 @@ void check_input_dim(const Module& m, const Tensor& x, const ir::Dim& dim,
 
 Linear::Linear(ir::Dim in_dim, ir::Dim out_dim, bool with_bias)
     : Module("linear"), in_dim_(in_dim), out_dim_(out_dim), with_bias_(with_bias) {
-  weight_ = register_parameter("weight", {in_dim, out_dim}, ir::ParamKind::kWeight,
-                               ir::Initializer::glorot_uniform());
+  weight_ = register_parameter("weight", {in_dim, out_dim}, ir::ParamKind::kWeight);
   if (with_bias) {
-    bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias,
-                               ir::Initializer::constant(0.0));
+    bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias);
   }
 }
 
@@ -45,11 +43,9 @@ Tensor Linear::forward(const Tensor& input, std::source_location loc) const {
 Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim)
     : Module("lstm"), in_dim_(in_dim), out_dim_(out_dim) {
   const ir::Dim gates = 4 * out_dim;
-  ff_weight_ = register_parameter("ff_weight", {in_dim, gates}, ir::ParamKind::kWeight,
-                                  ir::Initializer::glorot_uniform());
-  rec_weight_ = register_parameter("rec_weight", {out_dim, gates}, ir::ParamKind::kWeight,
-                                   ir::Initializer::glorot_uniform());
-  bias_ = register_parameter("bias", {gates}, ir::ParamKind::kBias, ir::Initializer::constant(0.0));
+  ff_weight_ = register_parameter("ff_weight", {in_dim, gates}, ir::ParamKind::kWeight);
+  rec_weight_ = register_parameter("rec_weight", {out_dim, gates}, ir::ParamKind::kWeight);
+  bias_ = register_parameter("bias", {gates}, ir::ParamKind::kBias);
 }
 
 Tensor Lstm::forward(const Tensor& input, const ir::Dim& axis, std::source_location loc) const {

@@ -1,8 +1,8 @@
 // The module library: Linear and LSTM (modules own params; stateless ops are
 // functions in compiler/nn/tensor.h).
 //
-// Default initial values (returnn_common's conventions): weights Glorot
-// uniform, biases zero. A module's params are attributed to the source line
+// Default initial values: per param kind (ir::default_initializer): weights
+// Glorot uniform, biases zero, as in returnn_common. A module's params are attributed to the source line
 // where the user registers the module (register_module or set_root).
 #pragma once
 
