@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "ir/format.h"
+
 namespace retc::ir {
 
 struct Dim::Impl {
@@ -20,11 +22,11 @@ Dim Dim::batch() {
 }
 
 Dim Dim::feature(std::string name, int64_t size) {
-  return Dim(std::make_shared<const Impl>(Impl{Kind::kFeature, Op::kNone, std::move(name), size, {}, 0}));
+  return Dim(std::make_shared<const Impl>(Impl{Kind::kFeature, Op::kNone, valid_utf8(name), size, {}, 0}));
 }
 
 Dim Dim::spatial(std::string name, std::optional<int64_t> size) {
-  return Dim(std::make_shared<const Impl>(Impl{Kind::kSpatial, Op::kNone, std::move(name), size, {}, 0}));
+  return Dim(std::make_shared<const Impl>(Impl{Kind::kSpatial, Op::kNone, valid_utf8(name), size, {}, 0}));
 }
 
 Dim::Kind Dim::kind() const { return impl_->kind; }

@@ -24,6 +24,7 @@ class Dim {
   /// The one batch dim.
   static Dim batch();
   /// A static feature dim. Example: `Dim::feature("hidden", 512)`.
+  /// Names are UTF-8; invalid byte sequences become U+FFFD.
   static Dim feature(std::string name, int64_t size);
   /// A spatial dim, dynamic (per-sequence length) unless a size is given.
   /// Example: `Dim::spatial("time")`.

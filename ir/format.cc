@@ -119,6 +119,23 @@ std::string quote(absl::string_view s) {
   return out + "\"";
 }
 
+std::string valid_utf8(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    size_t len = decode_utf8(s, i, &cp);
+    if (len == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s.data() + i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
 bool is_identifier(absl::string_view s) {
   static constexpr absl::string_view kKeywords[] = {
       "False", "None",   "True",    "and",      "as",   "assert", "async",  "await",

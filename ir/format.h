@@ -16,6 +16,10 @@ std::string format_double(double v);
 /// become U+FFFD. The result can never close the literal early.
 std::string quote(absl::string_view s);
 
+/// `s` with every byte sequence that is not valid UTF-8 replaced by U+FFFD,
+/// so that quote() and the parser round-trip it exactly.
+std::string valid_utf8(absl::string_view s);
+
 /// Whether `s` is a Python identifier made of ASCII letters, digits and '_'
 /// (and not a keyword).
 bool is_identifier(absl::string_view s);

@@ -402,34 +402,6 @@ void Graph::renumber(const std::vector<int32_t>& remap, std::vector<Node> nodes)
   nodes_ = std::move(nodes);
 }
 
-bool Graph::operator==(const Graph& o) const {
-  if (nodes_.size() != o.nodes_.size() || marks_.size() != o.marks_.size()) return false;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& a = nodes_[i];
-    const Node& b = o.nodes_[i];
-    if (a.kind != b.kind || a.inputs != b.inputs || !(a.attrs == b.attrs) || !(a.type == b.type) ||
-        a.stage != b.stage || a.module_path != b.module_path || a.param != b.param ||
-        a.name != b.name) {
-      return false;
-    }
-  }
-  for (size_t i = 0; i < marks_.size(); ++i) {
-    const Mark& a = marks_[i];
-    const Mark& b = o.marks_[i];
-    if (a.kind != b.kind || a.node != b.node || a.name != b.name) return false;
-  }
-  if (params_.size() != o.params_.size()) return false;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Param& a = params_[i];
-    const Param& b = o.params_[i];
-    if (a.path != b.path || a.dims != b.dims || a.dtype != b.dtype || a.kind != b.kind ||
-        !(a.options == b.options)) {  // everything but the source location
-      return false;
-    }
-  }
-  return true;
-}
-
 bool is_root(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
   if (n.kind == NodeKind::kParam || n.kind == NodeKind::kData) return true;

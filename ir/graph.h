@@ -106,7 +106,7 @@ class Graph {
   /// Precondition: no kept node uses a dropped node.
   void compact(const std::vector<bool>& keep);
 
-  bool operator==(const Graph&) const;
+  // Equality up to dim identity: ir::equivalent (parser.h).
 
  private:
   void renumber(const std::vector<int32_t>& remap, std::vector<Node> nodes);

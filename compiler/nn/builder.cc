@@ -5,6 +5,22 @@
 
 namespace retc::nn {
 
+namespace {
+
+// Names RETURNN uses in layer references ("data:<key>", "from": "<name>"):
+// no '/', ':' or quotes.
+bool is_layer_name(absl::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void fail(const ir::SourceLoc& loc, absl::string_view message) {
   throw ModelError(absl::InvalidArgumentError(absl::StrCat(loc.str(), ": error: ", message)));
 }
@@ -12,7 +28,9 @@ void fail(const ir::SourceLoc& loc, absl::string_view message) {
 Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DType dtype,
                             std::optional<ir::Dim> sparse_dim, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
-  if (key.empty()) fail(l, "extern data needs a non-empty key");
+  if (!is_layer_name(key)) {
+    fail(l, absl::StrCat("extern data key '", key, "' is invalid; expected letters, digits, '_', '.' and '-'"));
+  }
   for (const ir::Node& n : graph_.nodes()) {
     if (n.kind == ir::NodeKind::kData && *n.attrs.get<std::string>("key") == key) {
       fail(l, absl::StrCat("extern data '", key, "' is declared twice"));
@@ -133,7 +151,9 @@ Tensor Builder::add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, i
 }
 
 void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc) {
-  if (name.empty()) fail(loc, "an output or loss needs a non-empty name");
+  if (!is_layer_name(name)) {
+    fail(loc, absl::StrCat("output or loss name '", name, "' is invalid; expected letters, digits, '_', '.' and '-'"));
+  }
   for (const ir::Mark& m : graph_.marks()) {
     if (m.kind == kind && m.name == name) {
       fail(loc, absl::StrCat(kind == ir::Mark::Kind::kLoss ? "loss" : "output", " name '", name,

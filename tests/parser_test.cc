@@ -1,0 +1,86 @@
+// The IR text parser: round trips over every bundled and test model and
+// after every pass, and errors with line:col.
+#include <catch2/catch.hpp>
+
+#include "compiler/nn/builder.h"
+#include "compiler/pipeline.h"
+#include "configs/bundled.h"
+#include "ir/format.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "tests/test_models.h"
+
+namespace retc {
+namespace {
+
+std::vector<ModelDef> all_models() {
+  std::vector<ModelDef> all = configs::bundled_models();
+  for (ModelDef& m : testing::test_models()) all.push_back(std::move(m));
+  return all;
+}
+
+void check_round_trip(const ir::Graph& g, const std::string& what) {
+  INFO(what);
+  for (ir::PrintMode mode : {ir::PrintMode::kCanonical, ir::PrintMode::kDebug}) {
+    std::string text = ir::print(g, {mode, std::nullopt});
+    auto parsed = ir::parse(text, what);
+    if (!parsed.ok()) FAIL(parsed.status().message() << "\n" << text);
+    CHECK(ir::equivalent(*parsed, g));
+    CHECK(ir::verify(*parsed).ok() == ir::verify(g).ok());
+    if (mode == ir::PrintMode::kDebug) CHECK(ir::print(*parsed, {mode, std::nullopt}) == text);
+  }
+}
+
+TEST_CASE("parse(print(g)) == g for every model, as built and after every pass") {
+  int checked = 0;
+  for (const ModelDef& m : all_models()) {
+    auto g = build_model(m);
+    if (!g.ok()) continue;  // the bad models
+    check_round_trip(*g, m.name + " (as built)");
+    ++checked;
+    absl::Status s = run_pipeline(*g, [&](absl::string_view pass, const ir::Graph& after) {
+      check_round_trip(after, m.name + " after " + std::string(pass));
+      ++checked;
+    });
+    (void)s;
+  }
+  CHECK(checked > 20);
+}
+
+TEST_CASE("strings round-trip through quote and unquote") {
+  for (std::string s : {std::string(""), std::string("plain"), std::string("q\"uo'te\\"), std::string("nl\n\r\t"),
+                        std::string("caf\u00e9 \u2603 \U0001F600"), std::string("nul\0x", 5)}) {
+    auto back = ir::unquote(ir::quote(s));
+    REQUIRE(back.ok());
+    CHECK(*back == s);
+  }
+  CHECK(!ir::unquote("\"abc").ok());
+  CHECK(!ir::unquote("\"a\\q\"").ok());
+  CHECK(!ir::unquote("\"a\\u12\"").ok());
+  CHECK(!ir::unquote("\"\\ud800\"").ok());
+}
+
+TEST_CASE("parse errors name line and column") {
+  auto err = [](const std::string& text) {
+    auto g = ir::parse(text, "t.ir");
+    REQUIRE(!g.ok());
+    return std::string(g.status().message());
+  };
+  CHECK_THAT(err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, b] float32 stage=step\n"),
+             Catch::StartsWith("t.ir:2:") && Catch::Contains("unknown dim 'b'"));
+  CHECK_THAT(err("%0 = frobnicate : [] float32 stage=step\n"), Catch::StartsWith("t.ir:1:6: error: unknown node kind"));
+  CHECK_THAT(err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, a] float32 stage=step\n"
+                 "%1 = add %0, %2 : [batch_dim, a] float32 stage=step\n"),
+             Catch::Contains("t.ir:3:") && Catch::Contains("not defined before %1"));
+  CHECK_THAT(err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, a] float32 stage=step\n"
+                 "%1 = activation %0 {func=\"relu\"} : [batch_dim] float32 stage=step\n"),
+             Catch::Contains("differs from the inferred type"));
+  CHECK_THAT(err("dim a = feature \"a\" 3\ndim a = feature \"b\" 4\n"), Catch::Contains("declared twice"));
+  CHECK_THAT(err("%1 = data {key=\"x\"} : [batch_dim] float32 stage=step\n"), Catch::Contains("expected node %0"));
+  CHECK_THAT(err("output \"o\" = %3\n"), Catch::Contains("node %3 is not defined"));
+  CHECK_THAT(err("dim a = feature \"a\\q\" 3\n"), Catch::Contains("unknown escape"));
+}
+
+}  // namespace
+}  // namespace retc
