@@ -1,6 +1,7 @@
 #include "compiler/pipeline.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/passes/assign_stages.h"
 #include "compiler/passes/dce.h"
 #include "compiler/passes/expand_parametrizations.h"
@@ -41,22 +42,47 @@ const std::vector<PassInfo>& pass_table() {
   return kPasses;
 }
 
+absl::StatusOr<std::vector<std::string>> pipeline_up_to(absl::string_view last) {
+  std::vector<std::string> names;
+  for (const PassInfo& p : pass_table()) {
+    names.emplace_back(p.name);
+    if (p.name == last) return names;
+  }
+  if (last.empty()) return names;
+  std::vector<std::string> all;
+  for (const PassInfo& p : pass_table()) all.emplace_back(p.name);
+  return absl::NotFoundError(absl::StrCat("unknown pass '", last, "'; passes: ", absl::StrJoin(all, ", ")));
+}
+
 absl::Status run_pipeline(ir::Graph& g, const PassObserver& observer) {
+  return run_passes(g, *pipeline_up_to(""), observer);
+}
+
+absl::Status run_passes(ir::Graph& g, const std::vector<std::string>& names, const PassObserver& observer) {
+  std::vector<const PassInfo*> passes;
+  for (const std::string& name : names) {
+    const PassInfo* found = nullptr;
+    for (const PassInfo& p : pass_table()) {
+      if (p.name == name) found = &p;
+    }
+    if (!found) return absl::InvalidArgumentError(pipeline_up_to(name).status().message());
+    passes.push_back(found);
+  }
   // The model as built must already be well-formed: errors here are the
   // user's (e.g. a stage violation), reported with their source line.
   if (absl::Status s = ir::verify(g); !s.ok()) return s;
-  for (const PassInfo& pass : pass_table()) {
-    auto changed = pass.run(g);
+  for (const PassInfo* pass : passes) {
+    auto changed = pass->run(g);
     if (!changed.ok()) {
       // A user error (InvalidArgument) already names the user's line; an
       // internal one names the pass.
       if (absl::IsInvalidArgument(changed.status())) return changed.status();
       return absl::Status(changed.status().code(),
-                          absl::StrCat("internal error in pass '", pass.name, "': ", changed.status().message()));
+                          absl::StrCat("internal error in pass '", pass->name, "': ", changed.status().message()));
     }
     if (!*changed) continue;
-    if (absl::Status s = verified_after(pass.name, g); !s.ok()) return s;
-    if (observer) observer(pass.name, g);
+    if (absl::Status s = verified_after(pass->name, g); !s.ok()) return s;
+    if (observer) observer(pass->name, g);
   }
   return absl::OkStatus();
 }

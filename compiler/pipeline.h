@@ -20,6 +20,15 @@ using PassObserver = std::function<void(absl::string_view pass, const ir::Graph&
 /// and after every pass that changed it; a failure names the pass.
 absl::Status run_pipeline(ir::Graph& g, const PassObserver& observer = {});
 
+/// Runs the named passes (see pass_table) in the given order, verifying as
+/// run_pipeline does. An unknown name is an InvalidArgument error.
+absl::Status run_passes(ir::Graph& g, const std::vector<std::string>& names,
+                        const PassObserver& observer = {});
+
+/// The names of the standard pipeline's passes up to and including `last`
+/// (all of them if `last` is empty); NotFound for an unknown name.
+absl::StatusOr<std::vector<std::string>> pipeline_up_to(absl::string_view last);
+
 struct PassInfo {
   absl::string_view name;
   absl::string_view summary;

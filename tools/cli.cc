@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -12,8 +14,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "compiler/pipeline.h"
 #include "emit/file_util.h"
+#include "ir/dot.h"
 #include "ir/json.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "runtime/returnn_session.h"
 
@@ -47,11 +53,20 @@ const std::vector<Command>& commands() {
        "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL). Running it\n"
        "again continues from the last finished epoch. The last line printed is the final\n"
        "dev frame error."},
-      {"dump-ir", "dump-ir MODEL [--format text|json] [--debug] [--stage param-init|step]",
-       "Prints MODEL's IR after the pass pipeline: canonical text (default), text with\n"
-       "source locations (--debug), or JSON with every node's stage and location.\n"
-       "--stage prints only the nodes of one stage: param-init (run once, when variables\n"
-       "are initialized) or step (run at every step); dims and params are always shown."},
+      {"dump-ir",
+       "dump-ir MODEL [--format text|json|dot|svg] [--debug] [--stage param-init|step]\n"
+       "                  [--after PASS] [-o FILE]",
+       "Prints MODEL's IR after the pass pipeline (or after PASS; 'build' is the IR as the\n"
+       "model code built it): canonical text (default), text with source locations\n"
+       "(--debug), JSON with every node's stage and location, Graphviz dot (modules as\n"
+       "clusters, stages as colours), or SVG rendered by Graphviz's 'dot'. --stage prints\n"
+       "only the nodes of one stage: param-init (run once, when variables are initialized)\n"
+       "or step (run at every step). -o writes FILE atomically instead of stdout."},
+      {"opt", "opt FILE.ir [--passes P1,P2,...] [--print-after-all] [-o FILE]",
+       "Reads IR text, runs the passes (default: the whole pipeline) and prints the result.\n"
+       "The IR is verified first and after every pass that changed it; errors name the\n"
+       "IR file's line and column, or the pass. --print-after-all prints the IR after each\n"
+       "pass that changed it."},
   };
   return kCommands;
 }
@@ -268,11 +283,41 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   return kOk;
 }
 
+// Writes `text` to `-o FILE` (atomically) or stdout.
+int output(const Args& a, const std::string& text) {
+  if (auto it = a.flags.find("-o"); it != a.flags.end()) {
+    if (absl::Status s = emit::write_file_atomic(it->second, text); !s.ok()) return error(s);
+    return kOk;
+  }
+  std::cout << text;
+  return kOk;
+}
+
+// Renders dot text to SVG with Graphviz.
+absl::StatusOr<std::string> render_svg(const std::string& dot) {
+  TempDir tmp;
+  if (tmp.path().empty()) return absl::InternalError("cannot create a temp directory");
+  const std::string in = tmp.path() + "/graph.dot", out = tmp.path() + "/graph.svg";
+  if (absl::Status s = emit::write_file_atomic(in, dot); !s.ok()) return s;
+  std::string cmd = "dot -Tsvg -o '" + out + "' '" + in + "' 2>'" + tmp.path() + "/err'";
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) {
+    return absl::FailedPreconditionError(
+        "Graphviz 'dot' failed or is not installed (Debian package graphviz); use --format dot");
+  }
+  std::ifstream f(out, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
   std::string format = a.flags.contains("--format") ? a.flags.at("--format") : "text";
-  if (format != "text" && format != "json") return usage_error("--format must be text or json");
+  if (format != "text" && format != "json" && format != "dot" && format != "svg") {
+    return usage_error("--format must be text, json, dot or svg");
+  }
   ir::PrintOptions po;
   if (a.flags.contains("--debug")) po.mode = ir::PrintMode::kDebug;
   if (auto it = a.flags.find("--stage"); it != a.flags.end()) {
@@ -283,16 +328,51 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
     } else {
       return usage_error("--stage must be param-init or step");
     }
-    if (format == "json") return usage_error("--stage applies to the text format");
+    if (format != "text") return usage_error("--stage applies to the text format");
   }
-  auto graph = compile_model(**m);
+  std::string after = a.flags.contains("--after") ? a.flags.at("--after") : "";
+  std::vector<std::string> passes;
+  if (after != "build") {
+    auto names = pipeline_up_to(after);
+    if (!names.ok()) return usage_error(names.status().message());
+    passes = *names;
+  }
+  auto graph = build_model(**m);
   if (!graph.ok()) return error(graph.status());
-  if (format == "json") {
-    std::cout << ir::to_json(*graph).dump(2) << "\n";
-  } else {
-    std::cout << ir::print(*graph, po);
+  if (absl::Status s = run_passes(*graph, passes); !s.ok()) return error(s);
+  if (format == "json") return output(a, ir::to_json(*graph).dump(2) + "\n");
+  if (format == "dot") return output(a, ir::to_dot(*graph));
+  if (format == "svg") {
+    auto svg = render_svg(ir::to_dot(*graph));
+    if (!svg.ok()) return error(svg.status());
+    return output(a, *svg);
   }
-  return kOk;
+  return output(a, ir::print(*graph, po));
+}
+
+int cmd_opt(const Args& a) {
+  if (a.positional.size() != 1) return usage_error("opt needs exactly one FILE.ir");
+  const std::string& file = a.positional[0];
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return error(absl::NotFoundError(absl::StrCat("cannot read '", file, "'")));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto graph = ir::parse(ss.str(), file);
+  if (!graph.ok()) return error(graph.status());
+  std::vector<std::string> passes = *pipeline_up_to("");
+  if (auto it = a.flags.find("--passes"); it != a.flags.end()) {
+    passes = absl::StrSplit(it->second, ',', absl::SkipEmpty());
+  }
+  std::string log;
+  PassObserver print_after = [&](absl::string_view pass, const ir::Graph& g) {
+    absl::StrAppend(&log, "# after ", pass, "\n", ir::print(g), "\n");
+  };
+  if (absl::Status s = run_passes(*graph, passes, a.flags.contains("--print-after-all") ? print_after : PassObserver());
+      !s.ok()) {
+    std::cout << log;
+    return error(s);
+  }
+  return output(a, log + ir::print(*graph));
 }
 
 }  // namespace
@@ -316,8 +396,12 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs"};
   if (cmd == "train") valued = {"--workdir", "--epochs"};
   if (cmd == "dump-ir") {
-    valued = {"--format", "--stage"};
+    valued = {"--format", "--stage", "--after", "-o"};
     boolean = {"--debug"};
+  }
+  if (cmd == "opt") {
+    valued = {"--passes", "-o"};
+    boolean = {"--print-after-all"};
   }
   auto args = parse_args(argc, argv, 2, valued, boolean);
   if (!args.ok()) return usage_error(args.status().message());
@@ -329,6 +413,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "compile") return cmd_compile(models, *args);
   if (cmd == "check") return cmd_check(models, *args);
   if (cmd == "train") return cmd_train(models, *args);
+  if (cmd == "opt") return cmd_opt(*args);
   return cmd_dump_ir(models, *args);
 }
 
