@@ -137,6 +137,8 @@ class Parser {
       line_ = line_no;
       toks_.clear();
       pos_ = 0;
+      size_t first = line.find_first_not_of(" \t\r");
+      if (first == absl::string_view::npos || line[first] == '#') continue;
       Lexer lex(line);
       while (true) {
         auto t = lex.next();
@@ -147,9 +149,6 @@ class Parser {
         }
         toks_.push_back(*std::move(t));
       }
-      if (toks_.empty()) continue;
-      size_t first = line.find_first_not_of(" \t");
-      if (first != absl::string_view::npos && line[first] == '#') continue;
       absl::Status s = statement();
       if (!s.ok()) return s;
     }
@@ -415,6 +414,7 @@ class Parser {
     if (!init.ok()) return init.status();
     p.options.initial = *init;
     ParamOptions& o = p.options;
+    bool has_loc = false;
     while (pos_ < toks_.size()) {
       auto key = take(Tok::kId, "an option");
       if (!key.ok()) return key.status();
@@ -457,12 +457,14 @@ class Parser {
         auto v = take(Tok::kStr, "a location string");
         if (!v.ok()) return v.status();
         p.loc = parse_loc(*v);
+        has_loc = true;
       } else {
         pos_ -= 2;
         return error(absl::StrCat("unknown param option '", *key, "'"));
       }
       if (!s.ok()) return s;
     }
+    if (!has_loc) p.loc = SourceLoc{file_, static_cast<uint32_t>(line_), 1};
     g_.add_param(std::move(p));
     return absl::OkStatus();
   }
@@ -571,6 +573,7 @@ class Parser {
       return error(absl::StrCat("unknown stage '", *stage, "'"));
     }
     std::string name;
+    bool has_loc = false;  // `loc="<unknown>"` stays unknown
     while (pos_ < toks_.size()) {
       auto key = take(Tok::kId, "module=, name= or loc=");
       if (!key.ok()) return key.status();
@@ -583,10 +586,12 @@ class Parser {
         name = *v;
       } else if (*key == "loc") {
         spec.loc = parse_loc(*v);
+        has_loc = true;
       } else {
         return error(absl::StrCat("unknown node field '", *key, "'"));
       }
     }
+    if (!has_loc) spec.loc = SourceLoc{file_, static_cast<uint32_t>(line_), 1};
     if (*kind == NodeKind::kData) spec.type = *ty;
     auto id = g_.add(*kind, std::move(inputs), std::move(spec));
     if (!id.ok()) {

@@ -1,7 +1,8 @@
 // Reads the IR text form back: parse(print(g)) is equivalent to g.
 //
 // Accepts the canonical and the debug form (with `loc=` fields); `#` starts
-// a comment line. Node types are recomputed by the checking factory and must
+// a comment line. Nodes and params without `loc=` are located at their line
+// in the IR file, so verifier errors point into it. Node types are recomputed by the checking factory and must
 // equal the printed ones, so a hand-edited file cannot lie about types.
 #pragma once
 

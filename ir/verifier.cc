@@ -38,10 +38,11 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kLstm:
       case NodeKind::kCrossEntropy:
       case NodeKind::kNorm:
-      case NodeKind::kRandom:
-      case NodeKind::kConstant:
       case NodeKind::kScaleGrad:
         return "a param-init node may not read a step node";
+      case NodeKind::kRandom:
+      case NodeKind::kConstant:
+        return "";  // depend on nothing: the same value in either stage
     }
   }
   return "";
@@ -83,7 +84,6 @@ absl::Status verify(const Graph& g) {
   }
   std::vector<bool> param_read(g.params().size(), false);
   absl::flat_hash_set<std::string> names;
-  bool any_named = false;
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes()[i];
     for (NodeId in : n.inputs) {
@@ -106,15 +106,9 @@ absl::Status verify(const Graph& g) {
       param_read[n.param.index] = true;
     }
     if (!n.name.empty()) {
-      any_named = true;
       if (!names.insert(n.name).second) {
         return node_error(g, i, absl::StrCat("layer name '", n.name, "' is used twice"));
       }
-    }
-  }
-  if (any_named) {
-    for (size_t i = 0; i < g.size(); ++i) {
-      if (g.nodes()[i].name.empty()) return node_error(g, i, "node has no layer name");
     }
   }
   for (const Param& p : g.params()) {

@@ -5,7 +5,8 @@
 // param-init node never reads data, the train flag or a param's current
 // value, nor any step node); params have unique, non-empty paths and at most
 // one read node each; marks refer to existing nodes with unique names; layer
-// names, once assigned, are unique and non-empty.
+// names that are set are unique. Constants and seeded random nodes depend on
+// nothing, so nodes of either stage may read them.
 #pragma once
 
 #include "absl/status/status.h"
