@@ -162,6 +162,7 @@ std::vector<ModelDef> test_models() {
       std::move(hostile),
   };
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
+  for (ModelDef& m : bad_model_cases()) models.push_back(std::move(m));
   return models;
 }
 

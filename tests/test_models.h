@@ -18,4 +18,8 @@ std::vector<ModelDef> test_models();
 /// Models for parameter options and reparametrizations (param_models.cc).
 std::vector<ModelDef> param_test_models();
 
+/// Models with one mistake each, named "bad:...", whose description is the
+/// expected error message (bad_model_cases.cc).
+std::vector<ModelDef> bad_model_cases();
+
 }  // namespace retc::testing

@@ -150,6 +150,13 @@ Tensor Builder::add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, i
   return add(kind, inputs, std::move(attrs), scopes_.empty() ? ir::SourceLoc{} : scopes_.back().loc);
 }
 
+Tensor Builder::add_operator(ir::NodeKind kind, const Tensor& a, const Tensor& b) {
+  if (!scopes_.empty()) return add(kind, {a, b}, {}, scopes_.back().loc);
+  ir::SourceLoc loc;
+  if (b.defined() && &b.builder() == this) loc = graph_.node(std::max(a.id(), b.id())).loc;
+  return add(kind, {a, b}, {}, loc);
+}
+
 void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc) {
   if (!is_layer_name(name)) {
     fail(loc, absl::StrCat("output or loss name '", name, "' is invalid; expected letters, digits, '_', '.' and '-'"));

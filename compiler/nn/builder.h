@@ -55,6 +55,9 @@ class Builder {
              const ir::SourceLoc& loc);
   /// Like add(), with the source location of the innermost module call.
   Tensor add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs);
+  /// An operator (a + b): no caller location exists, so it takes the
+  /// innermost module call's, or else that of the later-made operand.
+  Tensor add_operator(ir::NodeKind kind, const Tensor& a, const Tensor& b);
 
   void mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc);
 

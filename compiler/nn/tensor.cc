@@ -14,9 +14,10 @@ Builder& builder_of(const Tensor& t, absl::string_view op, const ir::SourceLoc& 
   return t.builder();
 }
 
-Tensor binary(ir::NodeKind kind, const Tensor& a, const Tensor& b) {
-  Builder& bld = builder_of(a, ir::node_kind_name(kind), {});
-  return bld.add_here(kind, {a, b}, {});
+Tensor binary(ir::NodeKind kind, const Tensor& a, const Tensor& b, const ir::SourceLoc* loc) {
+  Builder& bld = builder_of(a, ir::node_kind_name(kind), loc ? *loc : ir::SourceLoc{});
+  if (loc) return bld.add(kind, {a, b}, {}, *loc);
+  return bld.add_operator(kind, a, b);
 }
 
 }  // namespace
@@ -33,9 +34,26 @@ const Tensor& Tensor::mark_as_loss(std::string name, std::source_location loc) c
   return *this;
 }
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kAdd, a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kSub, a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kMul, a, b); }
+Tensor add(const Tensor& a, const Tensor& b, std::source_location loc) {
+  ir::SourceLoc l = L(loc);
+  return binary(ir::NodeKind::kAdd, a, b, &l);
+}
+Tensor sub(const Tensor& a, const Tensor& b, std::source_location loc) {
+  ir::SourceLoc l = L(loc);
+  return binary(ir::NodeKind::kSub, a, b, &l);
+}
+Tensor mul(const Tensor& a, const Tensor& b, std::source_location loc) {
+  ir::SourceLoc l = L(loc);
+  return binary(ir::NodeKind::kMul, a, b, &l);
+}
+Tensor div(const Tensor& a, const Tensor& b, std::source_location loc) {
+  ir::SourceLoc l = L(loc);
+  return binary(ir::NodeKind::kDiv, a, b, &l);
+}
+Tensor operator+(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kAdd, a, b, nullptr); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kSub, a, b, nullptr); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kMul, a, b, nullptr); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kDiv, a, b, nullptr); }
 
 Tensor dot(const Tensor& a, const Tensor& b, std::vector<ir::Dim> reduce, std::source_location loc) {
   return builder_of(a, "dot", L(loc)).add(ir::NodeKind::kDot, {a, b}, {{"reduce", std::move(reduce)}}, L(loc));

@@ -38,10 +38,17 @@ class Tensor {
   ir::NodeId id_;
 };
 
-// Elementwise arithmetic, broadcasting by dim identity.
+// Elementwise arithmetic, broadcasting by dim identity. The named functions
+// report errors at the caller's line; the operators at the line of the
+// enclosing module call, or else where the later operand was made.
+Tensor add(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
+Tensor sub(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
+Tensor mul(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
+Tensor div(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
 
 /// Contracts `reduce` dims shared by `a` and `b`. Example: `dot(x, w, {in_dim})`.
 Tensor dot(const Tensor& a, const Tensor& b, std::vector<ir::Dim> reduce,

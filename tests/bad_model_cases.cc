@@ -1,0 +1,255 @@
+// Bad models, one mistake each. The mistake's line is marked with a
+// `MISTAKE: <name>` comment; the expected message is the model's
+// description. tests/integration/bad_models.sh compiles each with the CLI
+// (non-zero exit, the message at file:line, no output file), and
+// nn_test.cc checks the same through the API.
+#include "compiler/nn/parametrize.h"
+#include "compiler/nn/modules.h"
+#include "tests/test_models.h"
+
+namespace retc::testing {
+namespace {
+
+using ir::Dim;
+using nn::Builder;
+using nn::Tensor;
+
+struct Setup {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 4);
+  Dim out = Dim::feature("out", 3);
+  Tensor x, y;
+  explicit Setup(Builder& b) {
+    x = b.extern_data("data", {Dim::batch(), time, in});
+    y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, out);
+  }
+};
+
+class Pair : public nn::Module {
+ public:
+  Pair(Dim in, Dim out) : Module("pair") {
+    a = register_module("a", std::make_shared<nn::Linear>(in, out));
+    b = register_module("b", std::make_shared<nn::Linear>(in, out));
+  }
+  std::shared_ptr<nn::Linear> a, b;
+};
+
+struct Case {
+  const char* name;
+  const char* expected;
+  void (*build)(Builder&);
+};
+
+const Case kCases[] = {
+    {"bad:linear-dim", "input dim 'hidden'(8) does not match in_dim 'input'(4)",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       Tensor h = b.extern_data("hidden", {Dim::batch(), s.time, Dim::feature("hidden", 8)});
+       lin->forward(h).mark_as_output();  // MISTAKE: bad:linear-dim
+     }},
+    {"bad:duplicate-output", "output name 'output' is already used",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       Tensor y = lin->forward(s.x);
+       y.mark_as_output();
+       nn::tanh(y).mark_as_output();  // MISTAKE: bad:duplicate-output
+     }},
+    {"bad:duplicate-module", "module 'a' is registered twice",
+     [](Builder& b) {
+       Setup s(b);
+       auto m = std::make_shared<Pair>(s.in, s.out);
+       m->register_module("a", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:duplicate-module
+     }},
+    {"bad:duplicate-param", "parameter 'w' is registered twice",
+     [](Builder& b) {
+       Setup s(b);
+       nn::Module m("m");
+       m.register_parameter("w", {s.in}, ir::ParamKind::kWeight);
+       m.register_parameter("w", {s.in}, ir::ParamKind::kWeight);  // MISTAKE: bad:duplicate-param
+     }},
+    {"bad:module-name", "module name 'enc/ff' is invalid",
+     [](Builder& b) {
+       Setup s(b);
+       nn::Module m("m");
+       m.register_module("enc/ff", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:module-name
+     }},
+    {"bad:param-dynamic-dim", "needs static dims",
+     [](Builder& b) {
+       Setup s(b);
+       nn::Module m("m");
+       m.register_parameter("w", {s.time}, ir::ParamKind::kWeight);  // MISTAKE: bad:param-dynamic-dim
+     }},
+    {"bad:negative-dropout", "dropout rate must be in [0, 1), got -0.1",
+     [](Builder& b) {
+       Setup s(b);
+       nn::dropout(s.x, -0.1).mark_as_output();  // MISTAKE: bad:negative-dropout
+     }},
+    {"bad:dropout-one", "dropout rate must be in [0, 1), got 1",
+     [](Builder& b) {
+       Setup s(b);
+       nn::dropout(s.x, 1.0).mark_as_output();  // MISTAKE: bad:dropout-one
+     }},
+    {"bad:weight-norm-twice", "already has weight norm",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       nn::weight_norm(*lin, "weight");
+       nn::weight_norm(*lin, "weight");  // MISTAKE: bad:weight-norm-twice
+     }},
+    {"bad:reparametrize-non-param", "has no parameter 'forward'; reparametrizations apply to parameters only",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       nn::weight_dropout(*lin, "forward", 0.1);  // MISTAKE: bad:reparametrize-non-param
+     }},
+    {"bad:weight-norm-axis", "weight norm axis 'time'(dyn) is not a dim of 'weight'",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       nn::weight_norm(*lin, "weight", {s.time});  // MISTAKE: bad:weight-norm-axis
+     }},
+    {"bad:weight-dropout-rate", "weight dropout rate must be in [0, 1), got 2",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       nn::weight_dropout(*lin, "weight", 2.0);  // MISTAKE: bad:weight-dropout-rate
+     }},
+    {"bad:weight-noise-negative", "weight noise stddev must not be negative",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       nn::weight_noise(*lin, "weight", -0.5);  // MISTAKE: bad:weight-noise-negative
+     }},
+    {"bad:reparametrize-after-root", "register reparametrizations before set_root",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::weight_norm(*lin, "weight");  // MISTAKE: bad:reparametrize-after-root
+     }},
+    {"bad:data-without-batch", "extern data 'feats' must start with the batch dim",
+     [](Builder& b) {
+       b.extern_data("feats", {Dim::feature("f", 3)});  // MISTAKE: bad:data-without-batch
+     }},
+    {"bad:data-twice", "extern data 'data' is declared twice",
+     [](Builder& b) {
+       Setup s(b);
+       b.extern_data("data", {Dim::batch(), s.time, s.in});  // MISTAKE: bad:data-twice
+     }},
+    {"bad:data-dim-twice", "has the dim 'time'(dyn) twice",
+     [](Builder& b) {
+       Dim t = Dim::spatial("time");
+       b.extern_data("data", {Dim::batch(), t, t});  // MISTAKE: bad:data-dim-twice
+     }},
+    {"bad:sparse-float-data", "is sparse and needs an integer dtype",
+     [](Builder& b) {
+       Dim t = Dim::spatial("time");
+       b.extern_data("classes", {Dim::batch(), t}, ir::DType::kFloat32, Dim::feature("c", 2));  // MISTAKE: bad:sparse-float-data
+     }},
+    {"bad:data-key", "extern data key 'data:x' is invalid",
+     [](Builder& b) {
+       b.extern_data("data:x", {Dim::batch(), Dim::spatial("t")});  // MISTAKE: bad:data-key
+     }},
+    {"bad:loss-not-ce", "only a softmax_cross_entropy result can be a loss",
+     [](Builder& b) {
+       Setup s(b);
+       nn::tanh(s.x).mark_as_loss("l");  // MISTAKE: bad:loss-not-ce
+     }},
+    {"bad:ce-dense-targets", "targets must be sparse (class indices)",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::softmax_cross_entropy(lin->forward(s.x), s.x);  // MISTAKE: bad:ce-dense-targets
+     }},
+    {"bad:ce-no-class-dim", "lack the class dim 'out'(3)",
+     [](Builder& b) {
+       Setup s(b);
+       nn::softmax_cross_entropy(s.x, s.y);  // MISTAKE: bad:ce-no-class-dim
+     }},
+    {"bad:lstm-axis-missing", "has no loop axis 'other'(dyn)",
+     [](Builder& b) {
+       Setup s(b);
+       auto lstm = b.set_root(std::make_shared<nn::Lstm>(s.in, s.out));
+       lstm->forward(s.x, Dim::spatial("other"));  // MISTAKE: bad:lstm-axis-missing
+     }},
+    {"bad:lstm-axis-feature", "loop axis 'input'(4) must be a spatial dim",
+     [](Builder& b) {
+       Setup s(b);
+       auto lstm = b.set_root(std::make_shared<nn::Lstm>(s.in, s.out));
+       lstm->forward(s.x, s.in);  // MISTAKE: bad:lstm-axis-feature
+     }},
+    {"bad:unknown-activation", "unknown activation 'relu6'",
+     [](Builder& b) {
+       Setup s(b);
+       nn::activation(s.x, "relu6");  // MISTAKE: bad:unknown-activation
+     }},
+    {"bad:dot-reduce", "reduce dim 'out'(3) must be in both operands",
+     [](Builder& b) {
+       Setup s(b);
+       nn::dot(s.x, nn::constant(b, 1.0, {s.in}), {s.out});  // MISTAKE: bad:dot-reduce
+     }},
+    {"bad:dtype-mismatch", "do not combine",
+     [](Builder& b) {
+       Setup s(b);
+       auto root = std::make_shared<nn::Linear>(s.in, s.out);
+       root->register_parameter("extra", {s.in}, ir::ParamKind::kWeight).set_dtype(ir::DType::kFloat64);
+       b.set_root(root);
+       nn::add(s.x, b.param(*root->find_parameter("extra")));  // MISTAKE: bad:dtype-mismatch
+     }},
+    {"bad:initial-dims", "initial value has dims",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       lin->weight().set_initial(nn::constant(b, 1.0, {s.in}));  // MISTAKE: bad:initial-dims
+     }},
+    {"bad:negative-weight-decay", "weight decay must not be negative",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       lin->weight().set_weight_decay(-1e-4);
+       b.set_root(lin);  // MISTAKE: bad:negative-weight-decay
+     }},
+    {"bad:root-twice", "the root module is already set",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:root-twice
+     }},
+    {"bad:dtype-after-root", "the dtype must be set before set_root",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       lin->weight().set_dtype(ir::DType::kFloat64);  // MISTAKE: bad:dtype-after-root
+     }},
+    {"bad:mixed-weight-decay", "mixes both",
+     [](Builder& b) {
+       Setup s(b);
+       auto m = std::make_shared<nn::Module>("pair");
+       auto first = m->register_module("first", std::make_shared<nn::Linear>(s.in, s.out));
+       auto second = m->register_module("second", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:mixed-weight-decay
+       first->weight().set_weight_decay(1e-4);
+       second->weight().set_weight_decay(1e-4, nn::WeightDecayMode::kCoupled);
+       b.set_root(m);
+       nn::softmax_cross_entropy(first->forward(s.x) + second->forward(s.x), s.y).mark_as_loss("ce");
+     }},
+    {"bad:stage-violation", "a param-init node may not read data",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.in);
+       Tensor from_data = nn::dot(s.x, s.x, {Dim::batch(), s.time});  // MISTAKE: bad:stage-violation
+       lin->weight().set_initial(nn::constant(b, 0.0, {s.in, s.in}) * from_data);
+       b.set_root(lin);
+       lin->forward(s.x).mark_as_output();
+     }},
+};
+
+}  // namespace
+
+std::vector<ModelDef> bad_model_cases() {
+  std::vector<ModelDef> out;
+  for (const Case& c : kCases) out.push_back(ModelDef{c.name, c.expected, c.build, {}});
+  return out;
+}
+
+}  // namespace retc::testing
