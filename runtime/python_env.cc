@@ -53,6 +53,7 @@ absl::Status start_python() {
   config.use_environment = 0;          // PYTHONHOME/PYTHONPATH must not redirect the venv
   config.parse_argv = 0;
   config.user_site_directory = 0;
+  config.buffered_stdio = 0;  // RETURNN's progress lines appear as they happen
   PyStatus st = PyConfig_SetBytesString(&config, &config.program_name, python.c_str());
   const char* argv[] = {"retc"};
   if (!PyStatus_Exception(st)) st = PyConfig_SetBytesArgv(&config, 1, const_cast<char**>(argv));

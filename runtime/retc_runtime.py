@@ -14,6 +14,38 @@ os.environ["DISABLE_CUDA"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+_interrupted = False
+
+
+def _on_sigint(signum, frame):
+    """Ctrl-C: remember it (RETURNN turns the KeyboardInterrupt into
+    sys.exit(1) after saving nothing of the unfinished epoch), then raise."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def run_logged(func_name, error_log, *args):
+    """Calls `func_name(*args)`; on an exception, appends the full traceback
+    to `error_log` and re-raises (as KeyboardInterrupt after Ctrl-C)."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        return globals()[func_name](*args)
+    except BaseException as exc:
+        import traceback
+
+        with open(error_log, "a") as f:
+            f.write(traceback.format_exc())
+        if _interrupted and not isinstance(exc, KeyboardInterrupt):
+            raise KeyboardInterrupt from exc
+        raise
+    finally:
+        _flush()
+
+
 def _flush():
     for f in (sys.stdout, sys.stderr):
         try:

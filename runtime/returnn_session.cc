@@ -1,6 +1,10 @@
 #include "runtime/returnn_session.h"
 
+#include <fcntl.h>
 #include <pybind11/embed.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/python_env.h"
@@ -28,8 +32,33 @@ absl::StatusOr<py::module_> runtime_module() {
   }
 }
 
+// While alive, file descriptor 2 (TensorFlow's native logging, Python's
+// sys.stderr) writes to a log file; our own one-line errors come after.
+class StderrToFile {
+ public:
+  explicit StderrToFile(const std::string& path) {
+    std::fflush(stderr);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    saved_ = ::dup(2);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~StderrToFile() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+  }
+  StderrToFile(const StderrToFile&) = delete;
+  StderrToFile& operator=(const StderrToFile&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
 // One line: "ExceptionType: message" (the last line if multi-line).
-absl::Status python_error(const py::error_already_set& e, absl::string_view what) {
+absl::Status python_error(const py::error_already_set& e, absl::string_view what, const std::string& log_path) {
   std::string type = "Exception";
   std::string msg;
   try {
@@ -42,7 +71,8 @@ absl::Status python_error(const py::error_already_set& e, absl::string_view what
   std::string line = msg;
   while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
   if (size_t nl = line.rfind('\n'); nl != std::string::npos) line = line.substr(nl + 1);
-  return absl::InternalError(absl::StrCat(what, ": ", type, line.empty() ? "" : ": ", line));
+  return absl::InternalError(absl::StrCat(what, ": ", type, line.empty() ? "" : ": ", line,
+                                          " (traceback: ", log_path, ")"));
 }
 
 void flush_python() {
@@ -67,24 +97,26 @@ std::vector<Variable> to_variables(const py::handle& list) {
 
 }  // namespace
 
-absl::StatusOr<CheckResult> check_config(const std::string& config_path) {
+absl::StatusOr<CheckResult> check_config(const std::string& config_path, const std::string& log_path) {
+  StderrToFile redirect(log_path);
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
-    py::tuple r = m->attr("check")(config_path);
+    py::tuple r = m->attr("run_logged")("check", log_path, config_path);
     flush_python();
     return CheckResult{to_variables(r[0]), to_variables(r[1])};
   } catch (const py::error_already_set& e) {
     flush_python();
-    return python_error(e, "RETURNN check failed");
+    return python_error(e, "RETURNN check failed", log_path);
   }
 }
 
-absl::StatusOr<TrainResult> train_config(const std::string& config_path) {
+absl::StatusOr<TrainResult> train_config(const std::string& config_path, const std::string& log_path) {
+  StderrToFile redirect(log_path);
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
-    py::tuple r = m->attr("train")(config_path);
+    py::tuple r = m->attr("run_logged")("train", log_path, config_path);
     flush_python();
     TrainResult out;
     out.last_epoch = r[0].cast<int64_t>();
@@ -95,7 +127,7 @@ absl::StatusOr<TrainResult> train_config(const std::string& config_path) {
     return out;
   } catch (const py::error_already_set& e) {
     flush_python();
-    return python_error(e, "RETURNN training failed");
+    return python_error(e, "RETURNN training failed", log_path);
   }
 }
 

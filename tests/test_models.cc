@@ -3,6 +3,7 @@
 #include <map>
 
 #include "compiler/nn/modules.h"
+#include "configs/bundled.h"
 
 namespace retc::testing {
 namespace {
@@ -161,6 +162,18 @@ std::vector<ModelDef> test_models() {
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
       std::move(hostile),
   };
+  // 12ax with a dataset option RETURNN rejects.
+  ModelDef bad_dataset = def("bad-dataset", "a dataset option RETURNN rejects", build_tiny);
+  bad_dataset.training.train.set("no_such_option", 1);
+  models.push_back(std::move(bad_dataset));
+  // 12ax with longer epochs and per-step log lines, to interrupt mid-epoch.
+  ModelDef slow = configs::model_12ax();
+  slow.name = "slow-12ax";
+  slow.description = "12ax, 4 epochs of 3000 sequences, per-step log lines";
+  slow.training.train.set("num_seqs", 3000);
+  slow.training.num_epochs = 4;
+  slow.training.extra.emplace_back("log_verbosity", 5);
+  models.push_back(std::move(slow));
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : bad_model_cases()) models.push_back(std::move(m));
   return models;

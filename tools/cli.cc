@@ -47,11 +47,14 @@ const std::vector<Command>& commands() {
       {"check", "check MODEL",
        "Compiles MODEL, constructs its network in RETURNN (TFNetwork.construct_from_dict),\n"
        "runs one step on random data and prints every variable with its name and shape.\n"
-       "Fails if RETURNN's variables differ from the model's named parameters."},
+       "Fails if RETURNN's variables differ from the model's named parameters.\n"
+       "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
       {"train", "train MODEL [--workdir DIR] [--epochs N]",
        "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
-       "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL). Running it\n"
-       "again continues from the last finished epoch. The last line printed is the final\n"
+       "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL);\n"
+       "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
+       "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
+       "and keeps the finished epochs' checkpoints. The last line printed is the final\n"
        "dev frame error."},
       {"dump-ir",
        "dump-ir MODEL [--format text|json|dot|svg] [--debug] [--stage param-init|step]\n"
@@ -216,13 +219,17 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   auto graph = compile_model(**m);
   if (!graph.ok()) return error(graph.status());
   TempDir tmp;
+  std::error_code ec;
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
   emit::ConfigOptions opts = config_options(**m, tmp.path() + "/model");
   auto text = emit::write_config(*graph, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
-  auto r = runtime::check_config(path);
+  // Kept after the run: TensorFlow's stderr, and the traceback of an error.
+  const std::string log = (std::filesystem::temp_directory_path() / ("retc-check-" + (*m)->name + ".log")).string();
+  std::filesystem::remove(log, ec);
+  auto r = runtime::check_config(path, log);
   if (!r.ok()) return error(r.status());
   int64_t total = 0;
   for (const runtime::Variable& v : r->variables) {
@@ -269,7 +276,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << (*m)->name << "' with " << path << std::endl;
-  auto r = runtime::train_config(path);
+  auto r = runtime::train_config(path, abs + "/retc-stderr.log");
   std::cout.flush();
   if (!r.ok()) return error(r.status());
   const std::pair<std::string, double>* dev_error = nullptr;
