@@ -72,7 +72,9 @@ Json to_json(const Graph& g) {
     Json inputs = Json::array();
     for (NodeId in : n.inputs) inputs.push_back(in.index);
     Json attrs = Json::object();
-    for (const auto& [k, v] : n.attrs.items()) {
+    for (const auto& item : n.attrs.items()) {
+      const std::string& k = item.first;  // not a structured binding: lambdas capture it
+      const AttrValue& v = item.second;
       std::visit(
           [&](const auto& x) {
             using T = std::decay_t<decltype(x)>;

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
-#include <source_location>
 #include <string>
+#include <version>
+#if __cpp_lib_source_location  // not with clang 14 + libstdc++ (the fuzz build)
+#include <source_location>
+#endif
 
 namespace retc::ir {
 
@@ -14,10 +17,12 @@ struct SourceLoc {
   uint32_t line = 0;
   uint32_t column = 0;
 
+#if __cpp_lib_source_location
   static SourceLoc from(const std::source_location& loc) {
     return SourceLoc{loc.file_name(), static_cast<uint32_t>(loc.line()),
                      static_cast<uint32_t>(loc.column())};
   }
+#endif
   bool known() const { return !file.empty(); }
   /// `file:line:col`, or `<unknown>`.
   std::string str() const {

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (in build-fuzz/) and runs each for
+# SECONDS (default 30), seeded with the IR files of tests/; prints how many
+# inputs each ran. A finding fails the run and leaves the input in build-fuzz/.
+#   tools/fuzz.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+build=${RETC_FUZZ_BUILD:-$(pwd)/build-fuzz}
+if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  echo "fuzz: installing clang and libFuzzer (Debian: clang, libclang-rt-14-dev)"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
+fi
+python=$("${RETC_PYTHON:-python3}" -c 'import sys; print(sys.executable)')
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  CXX=clang++ cmake -S . -B "$build" -DRETC_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$python" >/dev/null
+fi
+cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning: " || true
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+mkdir -p "$corpus/parser" "$corpus/writer"
+cp tests/passes/*.ir tests/golden/*.ir "$corpus/parser/"
+for f in parser_fuzz py_writer_fuzz; do
+  dir=$corpus/writer
+  [ "$f" = parser_fuzz ] && dir=$corpus/parser
+  (cd "$build" && "./$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 "$dir" >"$build/$f.log" 2>&1) ||
+    { tail -n 40 "$build/$f.log"; echo "fuzz: $f found a failure (input saved in $build)" >&2; exit 1; }
+  runs=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$build/$f.log" | tail -1)
+  echo "fuzz: $f: ${runs:-?}s without a finding"
+done
