@@ -16,7 +16,7 @@ root=$(pwd)
 say() { printf 'setup: %s\n' "$*"; }
 
 # --- Debian packages ----------------------------------------------------------
-pkgs=(g++ cmake make nlohmann-json3-dev libabsl-dev catch2 pybind11-dev)
+pkgs=(g++ cmake make nlohmann-json3-dev libabsl-dev catch2 pybind11-dev graphviz)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
