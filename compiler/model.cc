@@ -33,7 +33,8 @@ absl::StatusOr<ir::Graph> compile_model(const ModelDef& def) {
   return g;
 }
 
-absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const emit::ConfigOptions& opts) {
+absl::StatusOr<std::string> compile_to_config(const ModelDef& def,
+                                              const emit::ConfigOptions& opts) {
   auto g = compile_model(def);
   if (!g.ok()) return g.status();
   return emit::write_config(*g, opts);

@@ -28,7 +28,8 @@ struct ModelDef {
 /// The config options `retc compile` uses: the model's training setup, with
 /// checkpoints at `model_dir/network` and RETURNN's per-epoch scores in
 /// `model_dir/learning_rates` (so a resumed run knows the finished epochs).
-emit::ConfigOptions config_options(const ModelDef& def, const std::string& model_dir = "retc-model");
+emit::ConfigOptions config_options(const ModelDef& def,
+                                   const std::string& model_dir = "retc-model");
 
 /// Runs `def.build` into a fresh graph. User errors come back as
 /// InvalidArgument with `file:line:col: error: ...`.

@@ -15,8 +15,8 @@ namespace {
 absl::Status verified_after(absl::string_view pass, const ir::Graph& g) {
   absl::Status s = ir::verify(g);
   if (s.ok()) return s;
-  return absl::InternalError(absl::StrCat("internal error: the graph fails verification after pass '",
-                                          pass, "': ", s.message()));
+  return absl::InternalError(absl::StrCat(
+      "internal error: the graph fails verification after pass '", pass, "': ", s.message()));
 }
 
 }  // namespace
@@ -51,14 +51,16 @@ absl::StatusOr<std::vector<std::string>> pipeline_up_to(absl::string_view last) 
   if (last.empty()) return names;
   std::vector<std::string> all;
   for (const PassInfo& p : pass_table()) all.emplace_back(p.name);
-  return absl::NotFoundError(absl::StrCat("unknown pass '", last, "'; passes: ", absl::StrJoin(all, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown pass '", last, "'; passes: ", absl::StrJoin(all, ", ")));
 }
 
 absl::Status run_pipeline(ir::Graph& g, const PassObserver& observer) {
   return run_passes(g, *pipeline_up_to(""), observer);
 }
 
-absl::Status run_passes(ir::Graph& g, const std::vector<std::string>& names, const PassObserver& observer) {
+absl::Status run_passes(ir::Graph& g, const std::vector<std::string>& names,
+                        const PassObserver& observer) {
   std::vector<const PassInfo*> passes;
   for (const std::string& name : names) {
     const PassInfo* found = nullptr;
@@ -77,8 +79,9 @@ absl::Status run_passes(ir::Graph& g, const std::vector<std::string>& names, con
       // A user error (InvalidArgument) already names the user's line; an
       // internal one names the pass.
       if (absl::IsInvalidArgument(changed.status())) return changed.status();
-      return absl::Status(changed.status().code(),
-                          absl::StrCat("internal error in pass '", pass->name, "': ", changed.status().message()));
+      return absl::Status(
+          changed.status().code(),
+          absl::StrCat("internal error in pass '", pass->name, "': ", changed.status().message()));
     }
     if (!*changed) continue;
     if (absl::Status s = verified_after(pass->name, g); !s.ok()) return s;

@@ -15,7 +15,8 @@ PyValue dims_value(const ir::DimTable& t, const std::vector<ir::Dim>& dims) {
     // A dim that occurs again later (a square weight [h, h]): its first
     // occurrence gets a higher match priority, so RETURNN's dim matching (in
     // `dot`'s reduce, ...) picks it first, as the IR does.
-    bool repeated = ir::index_of(std::vector<ir::Dim>(dims.begin() + i + 1, dims.end()), dims[i]) >= 0;
+    bool repeated =
+        ir::index_of(std::vector<ir::Dim>(dims.begin() + i + 1, dims.end()), dims[i]) >= 0;
     if (repeated) {
       v.push_back(PyValue::call(t.id(dims[i]) + ".copy", {}, {{"match_priority", 1}}));
     } else {
@@ -50,9 +51,9 @@ PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
 }
 
 absl::Status unsupported(const ir::Node& n, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
-                                                 n.module_path.empty() ? "" : " in '" + n.module_path + "'",
-                                                 ": ", what));
+  return absl::InvalidArgumentError(
+      absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
+                   n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
 }
 
 }  // namespace
@@ -76,7 +77,8 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
   out.network = PyValue::dict();
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& n = g.nodes()[i];
-    if (n.name.empty()) return absl::InternalError("emit_net_dict: a node has no name; run naming first");
+    if (n.name.empty())
+      return absl::InternalError("emit_net_dict: a node has no name; run naming first");
     auto ref = [&](size_t k) { return PyValue(g.node(n.inputs[k]).name); };
     auto from = [&]() {
       if (n.inputs.size() == 1) return ref(0);
@@ -88,7 +90,8 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     switch (n.kind) {
       case ir::NodeKind::kData: {
         PyValue d = PyValue::dict({{"dim_tags", dims_value(t, n.type.dims)}});
-        if (n.type.dtype != ir::DType::kFloat32) d.set("dtype", std::string(dtype_name(n.type.dtype)));
+        if (n.type.dtype != ir::DType::kFloat32)
+          d.set("dtype", std::string(dtype_name(n.type.dtype)));
         if (n.type.sparse_dim) d.set("sparse_dim", dim_ref(t, *n.type.sparse_dim));
         out.extern_data.set(*n.attrs.get<std::string>("key"), std::move(d));
         continue;
@@ -109,10 +112,10 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("param_name", "param");
         if (o.weight_decay.value != 0.0) {
           if (decoupled && *decoupled == o.weight_decay.coupled) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                p.loc.str(), ": error: param '", p.path,
-                "': RETURNN applies weight decay either all coupled or all decoupled "
-                "(global decouple_constraints); this model mixes both"));
+            return absl::InvalidArgumentError(
+                absl::StrCat(p.loc.str(), ": error: param '", p.path,
+                             "': RETURNN applies weight decay either all coupled or all decoupled "
+                             "(global decouple_constraints); this model mixes both"));
           }
           decoupled = !o.weight_decay.coupled;
           layer.set("L2", o.weight_decay.value);
@@ -221,9 +224,9 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         const ir::TensorType& logits = g.node(n.inputs[0]).type;
         for (const ir::Dim& d : logits.dims) {
           if (d.is_feature_like() && d != *targets.type.sparse_dim) {
-            return unsupported(n, absl::StrCat("logits may have no feature dim besides the classes ",
-                                               targets.type.sparse_dim->describe(), ", got ",
-                                               d.describe()));
+            return unsupported(
+                n, absl::StrCat("logits may have no feature dim besides the classes ",
+                                targets.type.sparse_dim->describe(), ", got ", d.describe()));
           }
         }
         layer.set("class", "activation");

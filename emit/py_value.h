@@ -6,12 +6,13 @@
 // value is made, so no value can close a string or inject code.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace retc::emit {
 

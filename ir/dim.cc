@@ -17,16 +17,19 @@ struct Dim::Impl {
 
 Dim Dim::batch() {
   // Immutable, created once: the one batch dim every graph shares.
-  static const Dim kBatch(std::make_shared<const Impl>(Impl{Kind::kBatch, Op::kNone, "B", {}, {}, 0}));
+  static const Dim kBatch(
+      std::make_shared<const Impl>(Impl{Kind::kBatch, Op::kNone, "B", {}, {}, 0}));
   return kBatch;
 }
 
 Dim Dim::feature(std::string name, int64_t size) {
-  return Dim(std::make_shared<const Impl>(Impl{Kind::kFeature, Op::kNone, valid_utf8(name), size, {}, 0}));
+  return Dim(
+      std::make_shared<const Impl>(Impl{Kind::kFeature, Op::kNone, valid_utf8(name), size, {}, 0}));
 }
 
 Dim Dim::spatial(std::string name, std::optional<int64_t> size) {
-  return Dim(std::make_shared<const Impl>(Impl{Kind::kSpatial, Op::kNone, valid_utf8(name), size, {}, 0}));
+  return Dim(
+      std::make_shared<const Impl>(Impl{Kind::kSpatial, Op::kNone, valid_utf8(name), size, {}, 0}));
 }
 
 Dim::Kind Dim::kind() const { return impl_->kind; }
@@ -66,7 +69,8 @@ Dim Dim::floordiv(int64_t k) const {
   std::optional<int64_t> s;
   if (size()) s = *size() / k;
   std::string n = name() + "//" + std::to_string(k);
-  return Dim(std::make_shared<const Impl>(Impl{Kind::kDerived, Op::kFloorDiv, std::move(n), s, {*this}, k}));
+  return Dim(std::make_shared<const Impl>(
+      Impl{Kind::kDerived, Op::kFloorDiv, std::move(n), s, {*this}, k}));
 }
 
 bool Dim::operator==(const Dim& o) const {

@@ -9,7 +9,8 @@ namespace {
 std::string sanitize(const std::string& name) {
   std::string s;
   for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     s += ok ? c : '_';
   }
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) s = "d_" + s;
@@ -62,7 +63,8 @@ void DimTable::add(const Dim& d) {
   }
   base += "_dim";
   std::string name = base;
-  for (int k = 2; taken_.contains(name) || !is_identifier(name); ++k) name = absl::StrCat(base, "_", k);
+  for (int k = 2; taken_.contains(name) || !is_identifier(name); ++k)
+    name = absl::StrCat(base, "_", k);
   taken_.insert(name);
   by_identity_[d.identity()] = static_cast<int>(dims_.size());
   dims_.push_back(d);

@@ -41,8 +41,8 @@ std::string node_line(const Graph& g, size_t i, const std::string& indent) {
   std::vector<std::string> dims;
   for (const Dim& d : n.type.dims) dims.push_back(d.is_batch() ? "B" : d.name());
   std::string title = n.kind == NodeKind::kParam ? "param " + g.param(n.param).path
-                      : n.name.empty()             ? std::string(node_kind_name(n.kind))
-                                                   : n.name + "\n" + std::string(node_kind_name(n.kind));
+                      : n.name.empty()           ? std::string(node_kind_name(n.kind))
+                                       : n.name + "\n" + std::string(node_kind_name(n.kind));
   std::string label = absl::StrCat("%", i, " ", title, "\n[", absl::StrJoin(dims, ", "), "] ",
                                    dtype_name(n.type.dtype), "\n", stage_name(n.stage));
   return absl::StrCat(indent, "n", i, " [label=", dot_quote(label),
@@ -50,13 +50,14 @@ std::string node_line(const Graph& g, size_t i, const std::string& indent) {
                       n.stage == Stage::kParamInit ? kParamInitColor : kStepColor, "\"];\n");
 }
 
-void emit_cluster(const Graph& g, const Cluster& c, const std::string& path,
-                  int depth, int& counter, std::string& out) {
+void emit_cluster(const Graph& g, const Cluster& c, const std::string& path, int depth,
+                  int& counter, std::string& out) {
   std::string indent(2 * depth + 2, ' ');
   for (size_t i : c.nodes) out += node_line(g, i, indent);
   for (const auto& [name, child] : c.children) {
     std::string sub = path.empty() ? name : path + "." + name;
-    absl::StrAppend(&out, indent, "subgraph cluster_", counter++, " {\n", indent, "  label=", dot_quote(sub),
+    absl::StrAppend(&out, indent, "subgraph cluster_", counter++, " {\n", indent,
+                    "  label=", dot_quote(sub),
                     "; style=\"rounded\"; color=\"#888888\"; fontname=\"Helvetica\";\n");
     emit_cluster(g, child, sub, depth + 1, counter, out);
     absl::StrAppend(&out, indent, "}\n");
@@ -74,7 +75,8 @@ std::string to_dot(const Graph& g) {
       size_t start = 0;
       while (true) {
         size_t dot = path.find('.', start);
-        c = &c->children[path.substr(start, dot == std::string::npos ? std::string::npos : dot - start)];
+        c = &c->children[path.substr(start,
+                                     dot == std::string::npos ? std::string::npos : dot - start)];
         if (dot == std::string::npos) break;
         start = dot + 1;
       }
@@ -97,18 +99,24 @@ std::string to_dot(const Graph& g) {
     for (size_t i = 0; i < g.size(); ++i) {
       const Node& n = g.nodes()[i];
       if (n.kind == NodeKind::kParam && n.param.index == static_cast<int32_t>(p)) {
-        absl::StrAppend(&out, "  n", init, " -> n", i, " [style=dashed, label=\"initial value\", fontsize=9];\n");
+        absl::StrAppend(&out, "  n", init, " -> n", i,
+                        " [style=dashed, label=\"initial value\", fontsize=9];\n");
       }
     }
   }
   for (const Mark& m : g.marks()) {
     absl::StrAppend(&out, "  m_", m.kind == Mark::Kind::kLoss ? "loss_" : "output_", m.node.index,
-                    " [shape=plaintext, style=\"\", label=", dot_quote((m.kind == Mark::Kind::kLoss ? "loss " : "output ") + m.name),
-                    "];\n  n", m.node.index, " -> m_", m.kind == Mark::Kind::kLoss ? "loss_" : "output_", m.node.index, ";\n");
+                    " [shape=plaintext, style=\"\", label=",
+                    dot_quote((m.kind == Mark::Kind::kLoss ? "loss " : "output ") + m.name),
+                    "];\n  n", m.node.index, " -> m_",
+                    m.kind == Mark::Kind::kLoss ? "loss_" : "output_", m.node.index, ";\n");
   }
-  absl::StrAppend(&out, "  subgraph cluster_legend {\n    label=\"stages\"; style=\"rounded\"; color=\"#888888\";\n",
-                  "    legend_init [label=\"param-init: runs once\", fillcolor=\"", kParamInitColor, "\"];\n",
-                  "    legend_step [label=\"step: runs every step\", fillcolor=\"", kStepColor, "\"];\n  }\n}\n");
+  absl::StrAppend(
+      &out,
+      "  subgraph cluster_legend {\n    label=\"stages\"; style=\"rounded\"; color=\"#888888\";\n",
+      "    legend_init [label=\"param-init: runs once\", fillcolor=\"", kParamInitColor, "\"];\n",
+      "    legend_step [label=\"step: runs every step\", fillcolor=\"", kStepColor,
+      "\"];\n  }\n}\n");
   return out;
 }
 

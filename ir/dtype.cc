@@ -32,6 +32,8 @@ std::optional<DType> parse_dtype(absl::string_view s) {
 
 namespace retc::ir {
 
-bool is_floating(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kFloat64; }
+bool is_floating(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kFloat64;
+}
 
 }  // namespace retc::ir

@@ -13,13 +13,15 @@ std::string format_double(double v) {
   std::array<char, 64> buf;
   // Shortest round-trip; scientific vs fixed chosen like Python's repr:
   // fixed for exponents in [-4, 16), scientific otherwise.
-  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::scientific);
+  auto [end, ec] =
+      std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::scientific);
   std::string sci(buf.data(), end);
   size_t e = sci.find('e');
   int exp = std::stoi(sci.substr(e + 1));
   std::string out;
   if (exp >= -4 && exp < 16) {
-    auto [end2, ec2] = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::fixed);
+    auto [end2, ec2] =
+        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::fixed);
     out.assign(buf.data(), end2);
     if (out.find('.') == std::string::npos) out += ".0";
   } else {
@@ -138,11 +140,10 @@ std::string valid_utf8(absl::string_view s) {
 
 bool is_identifier(absl::string_view s) {
   static constexpr absl::string_view kKeywords[] = {
-      "False", "None",   "True",    "and",      "as",   "assert", "async",  "await",
-      "break", "class",  "continue", "def",     "del",  "elif",   "else",   "except",
-      "finally", "for",  "from",    "global",   "if",   "import", "in",     "is",
-      "lambda", "nonlocal", "not",  "or",       "pass", "raise",  "return", "try",
-      "while", "with",   "yield"};
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
   if (s.empty()) return false;
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];

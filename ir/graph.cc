@@ -11,10 +11,9 @@ namespace {
 
 absl::Status arity(NodeKind kind, const std::vector<NodeId>& inputs, size_t n) {
   if (inputs.size() == n) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), " expects ", n,
-                                                 " inputs, got ", inputs.size()));
+  return absl::InvalidArgumentError(
+      absl::StrCat(node_kind_name(kind), " expects ", n, " inputs, got ", inputs.size()));
 }
-
 
 absl::StatusOr<TensorType> require_float(const TensorType& t, absl::string_view what) {
   if (!is_floating(t.dtype) || t.sparse_dim) {
@@ -40,8 +39,9 @@ absl::StatusOr<TensorType> infer_elementwise(const Graph& g, NodeKind kind,
   const TensorType& a = g.node(in[0]).type;
   const TensorType& b = g.node(in[1]).type;
   if (a.dtype != b.dtype || a.sparse_dim || b.sparse_dim) {
-    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": operands ", a.describe(),
-                                                   " and ", b.describe(), " do not combine"));
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": operands ",
+                                                   a.describe(), " and ", b.describe(),
+                                                   " do not combine"));
   }
   TensorType out = a;
   for (const Dim& d : b.dims) {
@@ -75,8 +75,8 @@ absl::StatusOr<TensorType> infer_dot(const Graph& g, const std::vector<NodeId>& 
     return dims;
   };
   if (a.dtype != b.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat("dot: operands ", a.describe(), " and ", b.describe(),
-                                                   " differ in dtype"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dot: operands ", a.describe(), " and ", b.describe(), " differ in dtype"));
   }
   TensorType out{drop_first(a.dims), a.dtype, std::nullopt};
   for (const Dim& d : drop_first(b.dims)) {
@@ -113,16 +113,16 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
   const Dim& in_dim = w.dims[0];
   int in_pos = index_of(x.dims, in_dim);
   if (in_pos < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("lstm: input ", x.describe(),
-                                                   " lacks the in dim ", in_dim.describe()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: input ", x.describe(), " lacks the in dim ", in_dim.describe()));
   }
   if (index_of(x.dims, *axis) < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("lstm: input ", x.describe(),
-                                                   " lacks the loop axis ", axis->describe()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: input ", x.describe(), " lacks the loop axis ", axis->describe()));
   }
   if (*out_dim != in_dim && index_of(x.dims, *out_dim) >= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lstm: input ", x.describe(), " already has the out dim ", out_dim->describe()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lstm: input ", x.describe(), " already has the out dim ", out_dim->describe()));
   }
   TensorType out = x;
   out.dims[in_pos] = *out_dim;
@@ -146,8 +146,7 @@ absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector
   for (const Dim& d : targets.dims) {
     if (index_of(logits.dims, d) < 0) {
       return absl::InvalidArgumentError(absl::StrCat("softmax_ce: targets dim ", d.describe(),
-                                                     " is not in the logits ",
-                                                     logits.describe()));
+                                                     " is not in the logits ", logits.describe()));
     }
   }
   if (logits.dims.size() != targets.dims.size() + 1) {
@@ -159,8 +158,8 @@ absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector
 }
 
 const std::vector<absl::string_view>& activation_funcs() {
-  static const std::vector<absl::string_view> kFuncs = {"relu", "tanh", "sigmoid", "gelu",
-                                                        "elu",  "swish", "exp", "log", "abs"};
+  static const std::vector<absl::string_view> kFuncs = {"relu",  "tanh", "sigmoid", "gelu", "elu",
+                                                        "swish", "exp",  "log",     "abs"};
   return kFuncs;
 }
 
@@ -205,8 +204,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       for (const Dim& a : *axes) {
         int i = index_of(t->dims, a);
         if (i < 0) {
-          return absl::InvalidArgumentError(absl::StrCat("norm: axis ", a.describe(), " is not in ",
-                                                         t->describe()));
+          return absl::InvalidArgumentError(
+              absl::StrCat("norm: axis ", a.describe(), " is not in ", t->describe()));
         }
         t->dims.erase(t->dims.begin() + i);
       }
@@ -219,19 +218,22 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       if (!shape.ok()) return shape.status();
       for (const Dim& d : *shape) {
         if (d.is_dynamic() || d.is_batch()) {
-          return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": shape dim ",
-                                                         d.describe(), " must be static"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(node_kind_name(kind), ": shape dim ", d.describe(), " must be static"));
         }
       }
       if (kind == NodeKind::kConstant) {
-        if (!spec.attrs.get<double>("value")) return absl::InvalidArgumentError("constant needs attribute 'value'");
+        if (!spec.attrs.get<double>("value"))
+          return absl::InvalidArgumentError("constant needs attribute 'value'");
       } else {
         auto dist = attr<std::string>(spec, kind, "distribution");
         if (!dist.ok()) return dist.status();
         if (*dist != "uniform" && *dist != "normal" && *dist != "truncated_normal") {
-          return absl::InvalidArgumentError(absl::StrCat("random: unknown distribution '", *dist, "'"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("random: unknown distribution '", *dist, "'"));
         }
-        if (!spec.attrs.get<int64_t>("seed")) return absl::InvalidArgumentError("random needs attribute 'seed'");
+        if (!spec.attrs.get<int64_t>("seed"))
+          return absl::InvalidArgumentError("random needs attribute 'seed'");
       }
       return TensorType{*shape, DType::kFloat32, std::nullopt};
     }
@@ -244,7 +246,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       if (kind == NodeKind::kWeightNorm) {
         auto axes = attr<std::vector<Dim>>(spec, kind, "axes");
         if (!axes.ok()) return axes.status();
-        if (axes->empty()) return absl::InvalidArgumentError("weight_norm needs at least one norm axis");
+        if (axes->empty())
+          return absl::InvalidArgumentError("weight_norm needs at least one norm axis");
         for (const Dim& a : *axes) {
           if (index_of(t->dims, a) < 0) {
             return absl::InvalidArgumentError(absl::StrCat("weight_norm: norm axis ", a.describe(),
@@ -257,10 +260,9 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
         if (!v.ok()) return v.status();
         bool ok = kind == NodeKind::kWeightDropout ? (*v >= 0.0 && *v < 1.0) : *v >= 0.0;
         if (!ok) {
-          return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", key, " ",
-                                                         *v, kind == NodeKind::kWeightDropout
-                                                                 ? " must be in [0, 1)"
-                                                                 : " must not be negative"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              node_kind_name(kind), ": ", key, " ", *v,
+              kind == NodeKind::kWeightDropout ? " must be in [0, 1)" : " must not be negative"));
         }
       }
       return t;
@@ -288,18 +290,20 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       auto axes = attr<std::vector<Dim>>(spec, kind, "axes");
       if (!axes.ok()) return axes.status();
       const TensorType& t = g.node(inputs[0]).type;
-      if (axes->empty()) return absl::InvalidArgumentError("dropout: axes (where the mask varies) is empty");
+      if (axes->empty())
+        return absl::InvalidArgumentError("dropout: axes (where the mask varies) is empty");
       for (const Dim& a : *axes) {
         if (index_of(t.dims, a) < 0) {
-          return absl::InvalidArgumentError(absl::StrCat("dropout: mask axis ", a.describe(), " is not in ",
-                                                         t.describe()));
+          return absl::InvalidArgumentError(
+              absl::StrCat("dropout: mask axis ", a.describe(), " is not in ", t.describe()));
         }
       }
       return require_float(t, "dropout input");
     }
     case NodeKind::kScaleGrad: {
       if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
-      if (!spec.attrs.get<double>("scale")) return absl::InvalidArgumentError("scale_grad needs attribute 'scale'");
+      if (!spec.attrs.get<double>("scale"))
+        return absl::InvalidArgumentError("scale_grad needs attribute 'scale'");
       return require_float(g.node(inputs[0]).type, "scale_grad input");
     }
     case NodeKind::kLstm:
@@ -313,9 +317,9 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
 absl::StatusOr<NodeId> Graph::add(NodeKind kind, std::vector<NodeId> inputs, NodeSpec spec) {
   auto type = infer_type(*this, kind, inputs, spec);
   if (!type.ok()) return type.status();
-  Node n{kind,          std::move(inputs), std::move(spec.attrs),
-         *std::move(type), spec.stage,   std::move(spec.loc),
-         std::move(spec.module_path), spec.param, ""};
+  Node n{kind,       std::move(inputs),   std::move(spec.attrs),       *std::move(type),
+         spec.stage, std::move(spec.loc), std::move(spec.module_path), spec.param,
+         ""};
   nodes_.push_back(std::move(n));
   return id_of(nodes_.size() - 1);
 }

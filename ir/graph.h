@@ -117,8 +117,8 @@ class Graph {
 };
 
 /// The output type of a node of `kind`; shared by the factory and verifier.
-absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind, const std::vector<NodeId>& inputs,
-                                      const NodeSpec& spec);
+absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
+                                      const std::vector<NodeId>& inputs, const NodeSpec& spec);
 
 /// Nodes that must be kept whatever uses them: params, data, marked nodes,
 /// and nodes giving a param's initial value.

@@ -48,22 +48,23 @@ Json to_json(const Graph& g) {
   out["dims"] = std::move(dims);
   Json params = Json::array();
   for (const Param& p : g.params()) {
-    params.push_back(Json{{"path", p.path},
-                          {"variable", p.variable_name()},
-                          {"dims", dims_json(t, p.dims)},
-                          {"dtype", dtype_name(p.dtype)},
-                          {"kind", param_kind_name(p.kind)},
-                          {"init", p.options.initial.describe()},
-                          {"init_node", p.options.init_node >= 0 ? Json(p.options.init_node) : Json(nullptr)},
-                          {"trainable", p.options.trainable},
-                          {"weight_decay", p.options.weight_decay.value},
-                          {"weight_decay_coupled", p.options.weight_decay.coupled},
-                          {"lr_multiplier", p.options.lr_multiplier},
-                          {"gradient_clip", p.options.gradient_clip},
-                          {"device", p.options.device},
-                          {"dropout", p.options.dropout},
-                          {"noise", p.options.noise},
-                          {"loc", loc_json(p.loc)}});
+    params.push_back(
+        Json{{"path", p.path},
+             {"variable", p.variable_name()},
+             {"dims", dims_json(t, p.dims)},
+             {"dtype", dtype_name(p.dtype)},
+             {"kind", param_kind_name(p.kind)},
+             {"init", p.options.initial.describe()},
+             {"init_node", p.options.init_node >= 0 ? Json(p.options.init_node) : Json(nullptr)},
+             {"trainable", p.options.trainable},
+             {"weight_decay", p.options.weight_decay.value},
+             {"weight_decay_coupled", p.options.weight_decay.coupled},
+             {"lr_multiplier", p.options.lr_multiplier},
+             {"gradient_clip", p.options.gradient_clip},
+             {"device", p.options.device},
+             {"dropout", p.options.dropout},
+             {"noise", p.options.noise},
+             {"loc", loc_json(p.loc)}});
   }
   out["params"] = std::move(params);
   Json nodes = Json::array();
@@ -90,9 +91,14 @@ Json to_json(const Graph& g) {
     }
     Json type{{"dims", dims_json(t, n.type.dims)}, {"dtype", dtype_name(n.type.dtype)}};
     if (n.type.sparse_dim) type["sparse_dim"] = t.id(*n.type.sparse_dim);
-    Json j{{"id", i},           {"kind", node_kind_name(n.kind)}, {"inputs", std::move(inputs)},
-           {"attrs", std::move(attrs)}, {"type", std::move(type)},
-           {"stage", stage_name(n.stage)}, {"module", n.module_path}, {"name", n.name},
+    Json j{{"id", i},
+           {"kind", node_kind_name(n.kind)},
+           {"inputs", std::move(inputs)},
+           {"attrs", std::move(attrs)},
+           {"type", std::move(type)},
+           {"stage", stage_name(n.stage)},
+           {"module", n.module_path},
+           {"name", n.name},
            {"loc", loc_json(n.loc)}};
     if (n.kind == NodeKind::kParam) j["param"] = n.param.index;
     nodes.push_back(std::move(j));
@@ -100,8 +106,9 @@ Json to_json(const Graph& g) {
   out["nodes"] = std::move(nodes);
   Json marks = Json::array();
   for (const Mark& m : g.marks()) {
-    marks.push_back(
-        Json{{"kind", m.kind == Mark::Kind::kOutput ? "output" : "loss"}, {"name", m.name}, {"node", m.node.index}});
+    marks.push_back(Json{{"kind", m.kind == Mark::Kind::kOutput ? "output" : "loss"},
+                         {"name", m.name},
+                         {"node", m.node.index}});
   }
   out["marks"] = std::move(marks);
   return out;

@@ -4,7 +4,7 @@ namespace retc::ir {
 
 absl::string_view node_kind_name(NodeKind k) {
   switch (k) {
-#define RETC_X(E, S) \
+#define RETC_X(E, S)   \
   case NodeKind::k##E: \
     return S;
     RETC_FOR_EACH_NODE_KIND(RETC_X)

@@ -105,9 +105,11 @@ std::string Initializer::describe() const {
                           ", mode=", fan_mode_name(mode),
                           ", distribution=", distribution_name(distribution), ")");
     case Kind::kNormal:
-      return absl::StrCat("normal(mean=", format_double(mean), ", stddev=", format_double(stddev), ")");
+      return absl::StrCat("normal(mean=", format_double(mean), ", stddev=", format_double(stddev),
+                          ")");
     case Kind::kUniform:
-      return absl::StrCat("uniform(minval=", format_double(minval), ", maxval=", format_double(maxval), ")");
+      return absl::StrCat("uniform(minval=", format_double(minval),
+                          ", maxval=", format_double(maxval), ")");
     case Kind::kSubgraph:
       return absl::StrCat("subgraph(%", node, ")");
   }

@@ -35,7 +35,7 @@ struct Initializer {
   double scale = 1.0;  ///< kVarianceScaling
   FanMode mode = FanMode::kFanAvg;
   Distribution distribution = Distribution::kUniform;
-  double mean = 0.0, stddev = 1.0;   ///< kNormal (untruncated)
+  double mean = 0.0, stddev = 1.0;    ///< kNormal (untruncated)
   double minval = 0.0, maxval = 1.0;  ///< kUniform
   int32_t node = -1;                  ///< kSubgraph: a node of stage param-init
 
@@ -81,11 +81,11 @@ struct ParamOptions {
   Initializer initial;
   bool trainable = true;
   WeightDecay weight_decay;
-  double lr_multiplier = 1.0;   ///< scales the learning rate for this param
-  double gradient_clip = 0.0;   ///< clip each gradient entry to [-c, c]; 0: off
-  std::string device;           ///< e.g. "CPU"; empty: RETURNN's choice
-  double dropout = 0.0;         ///< weight dropout in training (lowered from a parametrization)
-  double noise = 0.0;           ///< stddev of weight noise in training (idem)
+  double lr_multiplier = 1.0;  ///< scales the learning rate for this param
+  double gradient_clip = 0.0;  ///< clip each gradient entry to [-c, c]; 0: off
+  std::string device;          ///< e.g. "CPU"; empty: RETURNN's choice
+  double dropout = 0.0;        ///< weight dropout in training (lowered from a parametrization)
+  double noise = 0.0;          ///< stddev of weight noise in training (idem)
   /// A param-init node giving the initial value (set by lower_init); -1: use `initial`.
   int32_t init_node = -1;
   bool operator==(const ParamOptions&) const = default;

@@ -36,7 +36,7 @@ enum class Tok { kEnd, kId, kInt, kFloat, kStr, kNode, kParam, kPunct };
 
 struct Token {
   Tok kind = Tok::kEnd;
-  std::string text;  // identifier, number text, decoded string, punctuation
+  std::string text;   // identifier, number text, decoded string, punctuation
   int64_t index = 0;  // for %N and @N
   size_t col = 0;
 };
@@ -88,7 +88,8 @@ class Lexer {
         } else if (d == '.' || d == 'e' || d == 'E') {
           is_float = true;
           ++pos_;
-          if ((d == 'e' || d == 'E') && pos_ < s_.size() && (s_[pos_] == '-' || s_[pos_] == '+')) ++pos_;
+          if ((d == 'e' || d == 'E') && pos_ < s_.size() && (s_[pos_] == '-' || s_[pos_] == '+'))
+            ++pos_;
         } else {
           break;
         }
@@ -142,7 +143,9 @@ class Parser {
       Lexer lex(line);
       while (true) {
         auto t = lex.next();
-        if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat(file_, ":", line_no, ":", t.status().message()));
+        if (!t.ok())
+          return absl::InvalidArgumentError(
+              absl::StrCat(file_, ":", line_no, ":", t.status().message()));
         if (t->kind == Tok::kEnd) {
           end_col_ = t->col;
           break;
@@ -156,7 +159,8 @@ class Parser {
       for (int32_t ref : {p.options.init_node, p.options.initial.node}) {
         if (ref >= static_cast<int32_t>(g_.size())) {
           return absl::InvalidArgumentError(absl::StrCat(file_, ": error: param '", p.path,
-                                                         "' refers to node %", ref, ", which is not defined"));
+                                                         "' refers to node %", ref,
+                                                         ", which is not defined"));
         }
       }
     }
@@ -171,7 +175,8 @@ class Parser {
   }
   size_t col() const { return pos_ < toks_.size() ? toks_[pos_].col : end_col_; }
   absl::Status error(absl::string_view msg) const {
-    return absl::InvalidArgumentError(absl::StrCat(file_, ":", line_, ":", col(), ": error: ", msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_, ":", line_, ":", col(), ": error: ", msg));
   }
   bool at_punct(char c) const { return peek().kind == Tok::kPunct && peek().text[0] == c; }
   bool at_id(absl::string_view s) const { return peek().kind == Tok::kId && peek().text == s; }
@@ -352,7 +357,8 @@ class Parser {
         return error(absl::StrCat("unknown fan mode '", *mode, "'"));
       }
       std::optional<Distribution> d;
-      for (Distribution x : {Distribution::kUniform, Distribution::kNormal, Distribution::kTruncatedNormal}) {
+      for (Distribution x :
+           {Distribution::kUniform, Distribution::kNormal, Distribution::kTruncatedNormal}) {
         if (distribution_name(x) == *dist) d = x;
       }
       if (!d) return error(absl::StrCat("unknown distribution '", *dist, "'"));
@@ -401,8 +407,8 @@ class Parser {
     auto kind = take(Tok::kId, "a param kind");
     if (!kind.ok()) return kind.status();
     bool found = false;
-    for (ParamKind k : {ParamKind::kWeight, ParamKind::kBias, ParamKind::kEmbedding, ParamKind::kNormScale,
-                        ParamKind::kNormShift, ParamKind::kAuxiliary}) {
+    for (ParamKind k : {ParamKind::kWeight, ParamKind::kBias, ParamKind::kEmbedding,
+                        ParamKind::kNormScale, ParamKind::kNormShift, ParamKind::kAuxiliary}) {
       if (param_kind_name(k) == *kind) {
         p.kind = k;
         found = true;
@@ -514,8 +520,9 @@ class Parser {
     int64_t index = toks_[pos_++].index;
     if (index != static_cast<int64_t>(g_.size())) {
       pos_ = start;
-      return error(absl::StrCat("expected node %", g_.size(), ", got %", index,
-                                " (nodes are numbered in order; inputs must be defined before use)"));
+      return error(
+          absl::StrCat("expected node %", g_.size(), ", got %", index,
+                       " (nodes are numbered in order; inputs must be defined before use)"));
     }
     if (auto s = expect_punct('='); !s.ok()) return s;
     size_t kind_col = col();
@@ -555,7 +562,8 @@ class Parser {
         if (auto s = expect_punct('='); !s.ok()) return s;
         auto v = attr_value();
         if (!v.ok()) return v.status();
-        if (spec.attrs.find(*key)) return error(absl::StrCat("attribute '", *key, "' is given twice"));
+        if (spec.attrs.find(*key))
+          return error(absl::StrCat("attribute '", *key, "' is given twice"));
         spec.attrs.set(*key, *std::move(v));
         if (!at_punct('}') && !expect_punct(',').ok()) return error("expected ',' or '}'");
       }
@@ -599,10 +607,9 @@ class Parser {
           absl::StrCat(file_, ":", line_, ":", kind_col, ": error: ", id.status().message()));
     }
     if (!(g_.node(*id).type == *ty)) {
-      return absl::InvalidArgumentError(absl::StrCat(file_, ":", line_, ":", kind_col, ": error: ",
-                                                     "the printed type ", ty->describe(),
-                                                     " differs from the inferred type ",
-                                                     g_.node(*id).type.describe()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          file_, ":", line_, ":", kind_col, ": error: ", "the printed type ", ty->describe(),
+          " differs from the inferred type ", g_.node(*id).type.describe()));
     }
     if (!name.empty()) g_.set_name(*id, name);
     return absl::OkStatus();
@@ -676,7 +683,8 @@ absl::StatusOr<std::string> unquote(absl::string_view lit) {
         hex = 8;
         break;
       default:
-        return absl::InvalidArgumentError(absl::StrCat("unknown escape '\\", std::string(1, e), "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown escape '\\", std::string(1, e), "'"));
     }
     if (i + hex > lit.size() - 2) {
       return absl::InvalidArgumentError("a string escape is cut short");
@@ -684,7 +692,10 @@ absl::StatusOr<std::string> unquote(absl::string_view lit) {
     uint32_t cp = 0;
     for (int k = 1; k <= hex; ++k) {
       char h = lit[i + k];
-      int v = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+      int v = (h >= '0' && h <= '9')   ? h - '0'
+              : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+              : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                       : -1;
       if (v < 0) return absl::InvalidArgumentError("invalid hex digit in a string escape");
       cp = cp * 16 + static_cast<uint32_t>(v);
     }

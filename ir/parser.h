@@ -2,8 +2,8 @@
 //
 // Accepts the canonical and the debug form (with `loc=` fields); `#` starts
 // a comment line. Nodes and params without `loc=` are located at their line
-// in the IR file, so verifier errors point into it. Node types are recomputed by the checking factory and must
-// equal the printed ones, so a hand-edited file cannot lie about types.
+// in the IR file, so verifier errors point into it. Node types are recomputed by the checking
+// factory and must equal the printed ones, so a hand-edited file cannot lie about types.
 #pragma once
 
 #include <string>

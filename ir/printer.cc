@@ -78,8 +78,10 @@ std::string print(const Graph& g, const PrintOptions& opts) {
       absl::StrAppend(&out, " weight_decay=", format_double(o.weight_decay.value),
                       o.weight_decay.coupled ? " coupled" : "");
     }
-    if (o.lr_multiplier != 1.0) absl::StrAppend(&out, " lr_multiplier=", format_double(o.lr_multiplier));
-    if (o.gradient_clip != 0.0) absl::StrAppend(&out, " gradient_clip=", format_double(o.gradient_clip));
+    if (o.lr_multiplier != 1.0)
+      absl::StrAppend(&out, " lr_multiplier=", format_double(o.lr_multiplier));
+    if (o.gradient_clip != 0.0)
+      absl::StrAppend(&out, " gradient_clip=", format_double(o.gradient_clip));
     if (!o.device.empty()) absl::StrAppend(&out, " device=", quote(o.device));
     if (o.dropout != 0.0) absl::StrAppend(&out, " dropout=", format_double(o.dropout));
     if (o.noise != 0.0) absl::StrAppend(&out, " noise=", format_double(o.noise));
@@ -107,8 +109,8 @@ std::string print(const Graph& g, const PrintOptions& opts) {
   }
   for (const Mark& m : g.marks()) {
     if (opts.only_stage && g.node(m.node).stage != *opts.only_stage) continue;
-    absl::StrAppend(&out, m.kind == Mark::Kind::kOutput ? "output " : "loss ", quote(m.name), " = %",
-                    m.node.index, "\n");
+    absl::StrAppend(&out, m.kind == Mark::Kind::kOutput ? "output " : "loss ", quote(m.name),
+                    " = %", m.node.index, "\n");
   }
   return out;
 }

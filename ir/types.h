@@ -1,7 +1,6 @@
 // TensorType, attributes, stages: the value-level vocabulary of the IR.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "ir/dim.h"
 #include "ir/dtype.h"
 

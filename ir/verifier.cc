@@ -57,14 +57,17 @@ absl::Status verify_stage_rules(const Graph& g) {
       if (n.kind == NodeKind::kData || n.kind == NodeKind::kParam || n.kind == NodeKind::kDropout ||
           n.kind == NodeKind::kWeightNorm || n.kind == NodeKind::kWeightDropout ||
           n.kind == NodeKind::kWeightNoise) {
-        return node_error(g, i, absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
+        return node_error(
+            g, i,
+            absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
       }
       for (NodeId in : n.inputs) {
         std::string v = param_init_violation(g.node(in));
         if (!v.empty()) {
           const Node& src = g.node(in);
-          return node_error(g, i, absl::StrCat(v, "\n", src.loc.str(), ": note: %", in.index, " (",
-                                               node_kind_name(src.kind), ") is created here"));
+          return node_error(g, i,
+                            absl::StrCat(v, "\n", src.loc.str(), ": note: %", in.index, " (",
+                                         node_kind_name(src.kind), ") is created here"));
         }
       }
     }
@@ -91,17 +94,23 @@ absl::Status verify(const Graph& g) {
         return node_error(g, i, absl::StrCat("input %", in.index, " does not precede the node"));
       }
     }
-    NodeSpec spec{n.attrs, n.loc, n.module_path, n.stage, n.param,
+    NodeSpec spec{n.attrs,
+                  n.loc,
+                  n.module_path,
+                  n.stage,
+                  n.param,
                   n.kind == NodeKind::kData ? std::optional<TensorType>(n.type) : std::nullopt};
     auto type = infer_type(g, n.kind, n.inputs, spec);
     if (!type.ok()) return node_error(g, i, type.status().message());
     if (!(*type == n.type)) {
-      return node_error(g, i, absl::StrCat("stored type ", n.type.describe(),
-                                           " differs from inferred type ", type->describe()));
+      return node_error(g, i,
+                        absl::StrCat("stored type ", n.type.describe(),
+                                     " differs from inferred type ", type->describe()));
     }
     if (n.kind == NodeKind::kParam) {
       if (param_read[n.param.index]) {
-        return node_error(g, i, absl::StrCat("param '", g.param(n.param).path, "' is read by two nodes"));
+        return node_error(g, i,
+                          absl::StrCat("param '", g.param(n.param).path, "' is read by two nodes"));
       }
       param_read[n.param.index] = true;
     }
@@ -115,18 +124,21 @@ absl::Status verify(const Graph& g) {
     for (int32_t ref : {p.options.init_node, p.options.initial.node}) {
       if (ref < 0) continue;
       if (static_cast<size_t>(ref) >= g.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("param '", p.path, "': initial value refers to no node"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("param '", p.path, "': initial value refers to no node"));
       }
       const Node& n = g.nodes()[ref];
       // The user's subgraph (initial.node) becomes param-init in assign-stages.
       if (ref == p.options.init_node && n.stage != Stage::kParamInit) {
-        return node_error(g, ref, absl::StrCat("the initial value of param '", p.path,
-                                               "' must be computed in stage param-init\n", p.loc.str(),
-                                               ": note: the param is created here"));
+        return node_error(g, ref,
+                          absl::StrCat("the initial value of param '", p.path,
+                                       "' must be computed in stage param-init\n", p.loc.str(),
+                                       ": note: the param is created here"));
       }
       if (n.type.dims != p.dims) {
-        return node_error(g, ref, absl::StrCat("the initial value of param '", p.path, "' has dims ",
-                                               describe(n.type.dims), ", expected ", describe(p.dims)));
+        return node_error(g, ref,
+                          absl::StrCat("the initial value of param '", p.path, "' has dims ",
+                                       describe(n.type.dims), ", expected ", describe(p.dims)));
       }
     }
   }
@@ -136,12 +148,13 @@ absl::Status verify(const Graph& g) {
       return absl::InvalidArgumentError(absl::StrCat("mark '", m.name, "' refers to no node"));
     }
     if (m.name.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(m.loc.str(), ": error: a mark has an empty name"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(m.loc.str(), ": error: a mark has an empty name"));
     }
     if (!mark_names[m.kind == Mark::Kind::kLoss].insert(m.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(m.loc.str(), ": error: ",
-                                                     m.kind == Mark::Kind::kLoss ? "loss" : "output",
-                                                     " name '", m.name, "' is used twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(m.loc.str(), ": error: ", m.kind == Mark::Kind::kLoss ? "loss" : "output",
+                       " name '", m.name, "' is used twice"));
     }
   }
   return absl::OkStatus();

@@ -32,8 +32,8 @@ absl::Status check_venv(const std::string& venv) {
   }
   std::string site = absl::StrCat(venv, "/lib/python", RETC_PYTHON_VERSION, "/site-packages");
   if (!exists(site)) {
-    return absl::FailedPreconditionError(absl::StrCat("the venv at '", venv, "' is not for Python ",
-                                                      RETC_PYTHON_VERSION, hint));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the venv at '", venv, "' is not for Python ", RETC_PYTHON_VERSION, hint));
   }
   if (!exists(site + "/returnn")) {
     return absl::FailedPreconditionError(

@@ -20,7 +20,8 @@ absl::StatusOr<py::module_> runtime_module() {
   try {
     py::module_ sys = py::module_::import("sys");
     py::dict modules = sys.attr("modules");
-    if (modules.contains("retc_runtime")) return py::reinterpret_borrow<py::module_>(modules["retc_runtime"]);
+    if (modules.contains("retc_runtime"))
+      return py::reinterpret_borrow<py::module_>(modules["retc_runtime"]);
     py::module_ types = py::module_::import("types");
     py::module_ m = types.attr("ModuleType")("retc_runtime");
     m.attr("__file__") = "<retc_runtime>";
@@ -58,7 +59,8 @@ class StderrToFile {
 };
 
 // One line: "ExceptionType: message" (the last line if multi-line).
-absl::Status python_error(const py::error_already_set& e, absl::string_view what, const std::string& log_path) {
+absl::Status python_error(const py::error_already_set& e, absl::string_view what,
+                          const std::string& log_path) {
   std::string type = "Exception";
   std::string msg;
   try {
@@ -97,7 +99,8 @@ std::vector<Variable> to_variables(const py::handle& list) {
 
 }  // namespace
 
-absl::StatusOr<CheckResult> check_config(const std::string& config_path, const std::string& log_path) {
+absl::StatusOr<CheckResult> check_config(const std::string& config_path,
+                                         const std::string& log_path) {
   StderrToFile redirect(log_path);
   auto m = runtime_module();
   if (!m.ok()) return m.status();
@@ -111,7 +114,8 @@ absl::StatusOr<CheckResult> check_config(const std::string& config_path, const s
   }
 }
 
-absl::StatusOr<TrainResult> train_config(const std::string& config_path, const std::string& log_path) {
+absl::StatusOr<TrainResult> train_config(const std::string& config_path,
+                                         const std::string& log_path) {
   StderrToFile redirect(log_path);
   auto m = runtime_module();
   if (!m.ok()) return m.status();

@@ -34,11 +34,13 @@ struct TrainResult {
 /// TensorFlow's and Python's own stderr output goes to `log_path` (appended),
 /// and so does the full traceback of an error; the status then carries one
 /// line, "<what>: <ExceptionType>: <message> (traceback: <log_path>)".
-absl::StatusOr<CheckResult> check_config(const std::string& config_path, const std::string& log_path);
+absl::StatusOr<CheckResult> check_config(const std::string& config_path,
+                                         const std::string& log_path);
 
 /// Runs RETURNN's training task on the config (RETURNN logs to stdout, its
 /// stderr and any traceback go to `log_path`, as for check_config). Ctrl-C
 /// gives a Cancelled status; the last finished epoch's checkpoint stays.
-absl::StatusOr<TrainResult> train_config(const std::string& config_path, const std::string& log_path);
+absl::StatusOr<TrainResult> train_config(const std::string& config_path,
+                                         const std::string& log_path);
 
 }  // namespace retc::runtime

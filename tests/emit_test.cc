@@ -4,8 +4,8 @@
 #include "compiler/model.h"
 #include "configs/bundled.h"
 #include "emit/net_dict.h"
-#include "tests/test_models.h"
 #include "tests/golden.h"
+#include "tests/test_models.h"
 
 namespace retc {
 namespace {

@@ -16,7 +16,8 @@ class Block : public Module {
  public:
   Block(Dim d) : Module("block") {
     ff = register_module("ff", std::make_shared<Linear>(d, d));
-    scale = register_parameter("scale", {d}, ir::ParamKind::kNormScale, ir::Initializer::constant(1.0));
+    scale =
+        register_parameter("scale", {d}, ir::ParamKind::kNormScale, ir::Initializer::constant(1.0));
   }
   std::shared_ptr<Linear> ff;
   Parameter scale;
@@ -57,12 +58,15 @@ TEST_CASE("apply visits modules post-order and can change param options") {
 
 TEST_CASE("options set after set_root reach the graph") {
   Dim d = Dim::feature("d", 4), t = Dim::spatial("t");
-  ModelDef def{"m", "", [&](Builder& b) {
+  ModelDef def{"m",
+               "",
+               [&](Builder& b) {
                  auto x = b.extern_data("data", {Dim::batch(), t, d});
                  auto net = b.set_root(std::make_shared<Net>(d));
                  net->first->ff->forward(x).mark_as_output();
                  net->first->ff->weight().set_initial(ir::Initializer::glorot_normal());
-               }, {}};
+               },
+               {}};
   auto g = build_model(def);
   REQUIRE(g.ok());
   CHECK(g->params()[1].path == "first.ff.weight");
@@ -75,7 +79,8 @@ TEST_CASE("a dim mismatch names the user's file:line and the module") {
     auto g = build_model(m);
     REQUIRE(!g.ok());
     std::string msg(g.status().message());
-    CHECK_THAT(msg, Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line("bad-dims")) + ":"));
+    CHECK_THAT(msg, Catch::Contains("test_models.cc:" +
+                                    std::to_string(testing::mistake_line("bad-dims")) + ":"));
     CHECK_THAT(msg, Catch::Contains("error: linear '<root>': input dim 'feat'(512) does not match "
                                     "in_dim 'hidden'(256)"));
   }
@@ -88,8 +93,9 @@ TEST_CASE("model mistakes are user errors at the user's line") {
       auto g = compile_model(m);
       INFO(name);
       REQUIRE(!g.ok());
-      CHECK_THAT(std::string(g.status().message()),
-                 Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line(name)) + ":"));
+      CHECK_THAT(
+          std::string(g.status().message()),
+          Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line(name)) + ":"));
     }
   }
 }
@@ -113,9 +119,12 @@ TEST_CASE("invalid and duplicate member names are rejected") {
 }
 
 TEST_CASE("extern data is checked") {
-  ModelDef def{"m", "", [](Builder& b) {
+  ModelDef def{"m",
+               "",
+               [](Builder& b) {
                  b.extern_data("data", {Dim::feature("f", 3)});  // no batch dim
-               }, {}};
+               },
+               {}};
   auto g = build_model(def);
   REQUIRE(!g.ok());
   CHECK_THAT(std::string(g.status().message()), Catch::Contains("must start with the batch dim"));
@@ -124,7 +133,8 @@ TEST_CASE("extern data is checked") {
 TEST_CASE("pretty_print shows the module tree") {
   Net net(Dim::feature("d", 4));
   std::string s = net.pretty_print();
-  CHECK_THAT(s, Catch::Contains("net\n  first: block\n    scale: ['d'(4)] norm-scale\n    ff: linear\n"));
+  CHECK_THAT(
+      s, Catch::Contains("net\n  first: block\n    scale: ['d'(4)] norm-scale\n    ff: linear\n"));
 }
 
 }  // namespace
@@ -159,10 +169,12 @@ TEST_CASE("precedence: apply_params beats module defaults") {
   auto g = compiled([&](Builder& b) {
     auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
     auto lin = std::make_shared<Linear>(s.d, s.e);
-    lin->apply_params({ir::ParamKind::kWeight, ""},
-                      [](const std::string&, ParamSetter& p) { p.set_initial(ir::Initializer::he_normal()); });
-    lin->apply_params({ir::ParamKind::kBias, ""},
-                      [](const std::string&, ParamSetter& p) { p.set_initial(ir::Initializer::constant(0.5)); });
+    lin->apply_params({ir::ParamKind::kWeight, ""}, [](const std::string&, ParamSetter& p) {
+      p.set_initial(ir::Initializer::he_normal());
+    });
+    lin->apply_params({ir::ParamKind::kBias, ""}, [](const std::string&, ParamSetter& p) {
+      p.set_initial(ir::Initializer::constant(0.5));
+    });
     b.set_root(lin);
     lin->forward(x).mark_as_output();
   });
@@ -190,7 +202,8 @@ TEST_CASE("precedence: an explicit setting beats apply_params, before or after i
   CHECK(!param_at(g, "weight").options.trainable);
 }
 
-TEST_CASE("precedence: a later apply_params beats an earlier one; filters select by kind and path") {
+TEST_CASE(
+    "precedence: a later apply_params beats an earlier one; filters select by kind and path") {
   Small s;
   auto g = compiled([&](Builder& b) {
     auto x = b.extern_data("data", {Dim::batch(), s.t, s.d});
@@ -230,7 +243,8 @@ TEST_CASE("scopes: innermost wins, explicit beats scope, apply beats scope") {
     }
   }
   plain = m.register_parameter("plain", {d}, ir::ParamKind::kWeight);
-  m.apply_params({ir::ParamKind::kBias, ""}, [](const std::string&, ParamSetter& p) { p.set_device("GPU"); });
+  m.apply_params({ir::ParamKind::kBias, ""},
+                 [](const std::string&, ParamSetter& p) { p.set_device("GPU"); });
   CHECK(outer.ir().dtype == ir::DType::kFloat64);
   CHECK(outer.ir().options.device == "CPU:0");
   CHECK(inner.ir().dtype == ir::DType::kFloat16);
@@ -280,7 +294,8 @@ TEST_CASE("hooks: a pre-hook replaces the input") {
   });
   bool dot_reads_tanh = false;
   for (const ir::Node& n : g.nodes()) {
-    if (n.kind == ir::NodeKind::kDot) dot_reads_tanh = g.node(n.inputs[0]).kind == ir::NodeKind::kActivation;
+    if (n.kind == ir::NodeKind::kDot)
+      dot_reads_tanh = g.node(n.inputs[0]).kind == ir::NodeKind::kActivation;
   }
   CHECK(dot_reads_tanh);
 }
@@ -343,7 +358,9 @@ TEST_CASE("a param-init subgraph reading data is rejected at the user's line") {
     auto g = compile_model(m);
     REQUIRE(!g.ok());
     std::string msg(g.status().message());
-    CHECK_THAT(msg, Catch::Contains("test_models.cc:" + std::to_string(testing::mistake_line("init-reads-data")) + ":"));
+    CHECK_THAT(msg,
+               Catch::Contains("test_models.cc:" +
+                               std::to_string(testing::mistake_line("init-reads-data")) + ":"));
     CHECK_THAT(msg, Catch::Contains("a param-init node may not read data"));
   }
 }
@@ -361,7 +378,8 @@ TEST_CASE("per-kind default initializers") {
         ir::Initializer::glorot_uniform());
   CHECK(m.register_parameter("e", {d, d}, ir::ParamKind::kEmbedding).ir().options.initial ==
         ir::Initializer::glorot_uniform());
-  CHECK(m.register_parameter("b", {d}, ir::ParamKind::kBias).ir().options.initial == ir::Initializer::constant(0));
+  CHECK(m.register_parameter("b", {d}, ir::ParamKind::kBias).ir().options.initial ==
+        ir::Initializer::constant(0));
   CHECK(m.register_parameter("s", {d}, ir::ParamKind::kNormScale).ir().options.initial ==
         ir::Initializer::constant(1));
   CHECK(m.register_parameter("h", {d}, ir::ParamKind::kNormShift).ir().options.initial ==

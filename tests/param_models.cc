@@ -1,8 +1,8 @@
 // Test models for parameter options and reparametrizations; the
 // integration tests (tests/integration/test_params.py) read their values
 // back from RETURNN. Variants share param paths, hence initial values.
-#include "compiler/nn/parametrize.h"
 #include "compiler/nn/modules.h"
+#include "compiler/nn/parametrize.h"
 #include "tests/test_models.h"
 
 namespace retc::testing {
@@ -13,7 +13,8 @@ using ir::Dim;
 emit::TrainingSetup sgd_training(double lr) {
   emit::TrainingSetup t;
   t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
-  t.dev = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
+  t.dev = emit::PyValue::dict(
+      {{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
   t.optimizer = emit::PyValue::dict({{"class", "gradientdescent"}});  // TF1-native SGD
   t.learning_rate = lr;
   t.num_epochs = 1;
@@ -50,8 +51,8 @@ class Inits : public nn::Module {
     big("he_uniform", ir::Initializer::he_uniform());
     big("vs_fan_out_normal",
         ir::Initializer::variance_scaling(0.5, ir::FanMode::kFanOut, ir::Distribution::kNormal));
-    big("vs_fan_in_truncated",
-        ir::Initializer::variance_scaling(3.0, ir::FanMode::kFanIn, ir::Distribution::kTruncatedNormal));
+    big("vs_fan_in_truncated", ir::Initializer::variance_scaling(
+                                   3.0, ir::FanMode::kFanIn, ir::Distribution::kTruncatedNormal));
     big("normal", ir::Initializer::normal(0.3, 0.2));
     big("uniform", ir::Initializer::uniform(-0.1, 0.3));
     big("constant", ir::Initializer::constant(0.7));

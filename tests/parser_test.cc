@@ -1,12 +1,13 @@
 // The IR text parser: round trips over every bundled and test model and
 // after every pass, and errors with line:col.
+#include "ir/parser.h"
+
 #include <catch2/catch.hpp>
 
 #include "compiler/nn/builder.h"
 #include "compiler/pipeline.h"
 #include "configs/bundled.h"
 #include "ir/format.h"
-#include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tests/test_models.h"
@@ -49,8 +50,9 @@ TEST_CASE("parse(print(g)) == g for every model, as built and after every pass")
 }
 
 TEST_CASE("strings round-trip through quote and unquote") {
-  for (std::string s : {std::string(""), std::string("plain"), std::string("q\"uo'te\\"), std::string("nl\n\r\t"),
-                        std::string("caf\u00e9 \u2603 \U0001F600"), std::string("nul\0x", 5)}) {
+  for (std::string s :
+       {std::string(""), std::string("plain"), std::string("q\"uo'te\\"), std::string("nl\n\r\t"),
+        std::string("caf\u00e9 \u2603 \U0001F600"), std::string("nul\0x", 5)}) {
     auto back = ir::unquote(ir::quote(s));
     REQUIRE(back.ok());
     CHECK(*back == s);
@@ -67,17 +69,23 @@ TEST_CASE("parse errors name line and column") {
     REQUIRE(!g.ok());
     return std::string(g.status().message());
   };
-  CHECK_THAT(err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, b] float32 stage=step\n"),
-             Catch::StartsWith("t.ir:2:") && Catch::Contains("unknown dim 'b'"));
-  CHECK_THAT(err("%0 = frobnicate : [] float32 stage=step\n"), Catch::StartsWith("t.ir:1:6: error: unknown node kind"));
-  CHECK_THAT(err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, a] float32 stage=step\n"
-                 "%1 = add %0, %2 : [batch_dim, a] float32 stage=step\n"),
-             Catch::Contains("t.ir:3:") && Catch::Contains("not defined before %1"));
-  CHECK_THAT(err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, a] float32 stage=step\n"
-                 "%1 = activation %0 {func=\"relu\"} : [batch_dim] float32 stage=step\n"),
-             Catch::Contains("differs from the inferred type"));
-  CHECK_THAT(err("dim a = feature \"a\" 3\ndim a = feature \"b\" 4\n"), Catch::Contains("declared twice"));
-  CHECK_THAT(err("%1 = data {key=\"x\"} : [batch_dim] float32 stage=step\n"), Catch::Contains("expected node %0"));
+  CHECK_THAT(
+      err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, b] float32 stage=step\n"),
+      Catch::StartsWith("t.ir:2:") && Catch::Contains("unknown dim 'b'"));
+  CHECK_THAT(err("%0 = frobnicate : [] float32 stage=step\n"),
+             Catch::StartsWith("t.ir:1:6: error: unknown node kind"));
+  CHECK_THAT(
+      err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, a] float32 stage=step\n"
+          "%1 = add %0, %2 : [batch_dim, a] float32 stage=step\n"),
+      Catch::Contains("t.ir:3:") && Catch::Contains("not defined before %1"));
+  CHECK_THAT(
+      err("dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, a] float32 stage=step\n"
+          "%1 = activation %0 {func=\"relu\"} : [batch_dim] float32 stage=step\n"),
+      Catch::Contains("differs from the inferred type"));
+  CHECK_THAT(err("dim a = feature \"a\" 3\ndim a = feature \"b\" 4\n"),
+             Catch::Contains("declared twice"));
+  CHECK_THAT(err("%1 = data {key=\"x\"} : [batch_dim] float32 stage=step\n"),
+             Catch::Contains("expected node %0"));
   CHECK_THAT(err("output \"o\" = %3\n"), Catch::Contains("node %3 is not defined"));
   CHECK_THAT(err("dim a = feature \"a\\q\" 3\n"), Catch::Contains("unknown escape"));
 }

@@ -37,7 +37,8 @@ TEST_CASE("pass tests in tests/passes") {
       const std::string text = read(file);
       std::vector<std::string> passes;
       for (absl::string_view line : absl::StrSplit(text, '\n')) {
-        if (absl::StartsWith(line, "# RUN: ")) passes = absl::StrSplit(line.substr(7), ',', absl::SkipEmpty());
+        if (absl::StartsWith(line, "# RUN: "))
+          passes = absl::StrSplit(line.substr(7), ',', absl::SkipEmpty());
       }
       REQUIRE(!passes.empty());
       auto error_file = file;

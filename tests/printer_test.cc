@@ -1,9 +1,10 @@
 // Unit tests of the IR printer and JSON dump.
+#include "ir/printer.h"
+
 #include <catch2/catch.hpp>
 
 #include "configs/bundled.h"
 #include "ir/json.h"
-#include "ir/printer.h"
 #include "tests/golden.h"
 
 namespace retc {

@@ -1,7 +1,8 @@
 // Unit tests of the Python-literal writer: escaping and RETURNN's layout.
+#include "emit/py_value.h"
+
 #include <catch2/catch.hpp>
 
-#include "emit/py_value.h"
 #include "ir/format.h"
 
 namespace retc::emit {
@@ -70,19 +71,21 @@ TEST_CASE("values print in RETURNN's pprint layout") {
       {"a", PyValue::dict({{"class", "linear"}, {"from", "data"}})},
       {"b", PyValue::dict({{"class", "copy"},
                            {"from", PyValue::list({"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-                                                   "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"})}})},
+                                                   "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+                                                   "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"})}})},
   });
-  CHECK(format_assignment("network", big) ==
-        "network = {\n"
-        "  \"a\": {\"class\": \"linear\", \"from\": \"data\"},\n"
-        "  \"b\": {\n"
-        "    \"class\": \"copy\",\n"
-        "    \"from\": [\n"
-        "      \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\n"
-        "      \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"\n"
-        "    ]\n"
-        "  }\n"
-        "}\n");
+  CHECK(
+      format_assignment("network", big) ==
+      "network = {\n"
+      "  \"a\": {\"class\": \"linear\", \"from\": \"data\"},\n"
+      "  \"b\": {\n"
+      "    \"class\": \"copy\",\n"
+      "    \"from\": [\n"
+      "      \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\n"
+      "      \"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"\n"
+      "    ]\n"
+      "  }\n"
+      "}\n");
 }
 
 TEST_CASE("dict keys are escaped and set() keeps insertion order") {

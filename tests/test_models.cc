@@ -18,7 +18,8 @@ std::map<std::string, int>& lines() {
 emit::TrainingSetup tiny_training() {
   emit::TrainingSetup t;
   t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
-  t.dev = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
+  t.dev = emit::PyValue::dict(
+      {{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
   t.num_epochs = 1;
   return t;
 }
@@ -151,7 +152,8 @@ std::vector<ModelDef> test_models() {
   auto def = [](std::string name, std::string desc, void (*build)(nn::Builder&)) {
     return ModelDef{std::move(name), std::move(desc), build, tiny_training()};
   };
-  ModelDef hostile = def("hostile-names", "dims named to break out of strings", build_hostile_names);
+  ModelDef hostile =
+      def("hostile-names", "dims named to break out of strings", build_hostile_names);
   hostile.training.train.set("comment\"'\\\n", "x\"; import os; os.system('true') #");
   std::vector<ModelDef> models = {
       def("tiny", "two-layer feed-forward tagger on 12AX data", build_tiny),

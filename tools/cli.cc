@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -122,11 +122,13 @@ absl::StatusOr<Args> parse_args(int argc, char** argv, int first,
       }
       if (std::find(valued.begin(), valued.end(), name) != valued.end()) {
         if (!inline_value) {
-          if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+          if (i + 1 >= argc)
+            return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
           value = argv[++i];
         }
         a.flags[name] = value;
-      } else if (std::find(boolean.begin(), boolean.end(), name) != boolean.end() && !inline_value) {
+      } else if (std::find(boolean.begin(), boolean.end(), name) != boolean.end() &&
+                 !inline_value) {
         a.flags[name] = "1";
       } else {
         return absl::InvalidArgumentError(absl::StrCat("unknown option '", s, "'"));
@@ -162,7 +164,8 @@ absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
   if (it == a.flags.end()) return absl::OkStatus();
   int64_t n = 0;
   if (!absl::SimpleAtoi(it->second, &n) || n < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--epochs needs a positive integer, got '", it->second, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--epochs needs a positive integer, got '", it->second, "'"));
   }
   opts.training.num_epochs = n;
   return absl::OkStatus();
@@ -201,7 +204,9 @@ int cmd_list(const std::vector<ModelDef>& models, const Args& a) {
 
 int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  if (!m.ok())
+    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
+                                                            : usage_error(m.status().message());
   auto out = a.flags.find("-o");
   if (out == a.flags.end()) return usage_error("compile needs -o FILE");
   auto dir = a.flags.find("--model-dir");
@@ -215,7 +220,9 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
 
 int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  if (!m.ok())
+    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
+                                                            : usage_error(m.status().message());
   auto graph = compile_model(**m);
   if (!graph.ok()) return error(graph.status());
   TempDir tmp;
@@ -227,7 +234,8 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   // Kept after the run: TensorFlow's stderr, and the traceback of an error.
-  const std::string log = (std::filesystem::temp_directory_path() / ("retc-check-" + (*m)->name + ".log")).string();
+  const std::string log =
+      (std::filesystem::temp_directory_path() / ("retc-check-" + (*m)->name + ".log")).string();
   std::filesystem::remove(log, ec);
   auto r = runtime::check_config(path, log);
   if (!r.ok()) return error(r.status());
@@ -260,12 +268,16 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
 
 int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  if (!m.ok())
+    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
+                                                            : usage_error(m.status().message());
   auto wd = a.flags.find("--workdir");
   std::string workdir = wd == a.flags.end() ? "retc-work/" + (*m)->name : wd->second;
   std::error_code ec;
   std::filesystem::create_directories(workdir, ec);
-  if (ec) return error(absl::PermissionDeniedError(absl::StrCat("cannot create workdir '", workdir, "': ", ec.message())));
+  if (ec)
+    return error(absl::PermissionDeniedError(
+        absl::StrCat("cannot create workdir '", workdir, "': ", ec.message())));
   std::string abs = std::filesystem::absolute(workdir, ec).lexically_normal().string();
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   emit::ConfigOptions opts = config_options(**m, abs + "/model");
@@ -282,9 +294,11 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   const std::pair<std::string, double>* dev_error = nullptr;
   // One loss: RETURNN records "dev_error"; several: "dev_error_<loss>".
   for (const auto& kv : r->scores) {
-    if (kv.first == "dev_error" || (kv.first.starts_with("dev_error_") && !dev_error)) dev_error = &kv;
+    if (kv.first == "dev_error" || (kv.first.starts_with("dev_error_") && !dev_error))
+      dev_error = &kv;
   }
-  if (!dev_error) return error(absl::InternalError("RETURNN recorded no dev error for the last epoch"));
+  if (!dev_error)
+    return error(absl::InternalError("RETURNN recorded no dev error for the last epoch"));
   std::cout << "retc: finished epoch " << r->last_epoch << " (" << dev_error->first << ")\n";
   std::cout << "final dev frame error: " << dev_error->second << std::endl;
   return kOk;
@@ -320,7 +334,9 @@ absl::StatusOr<std::string> render_svg(const std::string& dot) {
 
 int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok()) return m.status().code() == absl::StatusCode::kNotFound ? error(m.status()) : usage_error(m.status().message());
+  if (!m.ok())
+    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
+                                                            : usage_error(m.status().message());
   std::string format = a.flags.contains("--format") ? a.flags.at("--format") : "text";
   if (format != "text" && format != "json" && format != "dot" && format != "svg") {
     return usage_error("--format must be text, json, dot or svg");
@@ -374,7 +390,8 @@ int cmd_opt(const Args& a) {
   PassObserver print_after = [&](absl::string_view pass, const ir::Graph& g) {
     absl::StrAppend(&log, "# after ", pass, "\n", ir::print(g), "\n");
   };
-  if (absl::Status s = run_passes(*graph, passes, a.flags.contains("--print-after-all") ? print_after : PassObserver());
+  if (absl::Status s = run_passes(
+          *graph, passes, a.flags.contains("--print-after-all") ? print_after : PassObserver());
       !s.ok()) {
     std::cout << log;
     return error(s);

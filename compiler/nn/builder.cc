@@ -12,8 +12,8 @@ namespace {
 bool is_layer_name(absl::string_view s) {
   if (s.empty()) return false;
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '.' || c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -29,7 +29,8 @@ Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DTyp
                             std::optional<ir::Dim> sparse_dim, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   if (!is_layer_name(key)) {
-    fail(l, absl::StrCat("extern data key '", key, "' is invalid; expected letters, digits, '_', '.' and '-'"));
+    fail(l, absl::StrCat("extern data key '", key,
+                         "' is invalid; expected letters, digits, '_', '.' and '-'"));
   }
   for (const ir::Node& n : graph_.nodes()) {
     if (n.kind == ir::NodeKind::kData && *n.attrs.get<std::string>("key") == key) {
@@ -131,7 +132,8 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
                     const ir::SourceLoc& loc) {
   std::vector<ir::NodeId> ids;
   for (const Tensor& t : inputs) {
-    if (!t.defined()) fail(loc, absl::StrCat(where(), node_kind_name(kind), ": an input is undefined"));
+    if (!t.defined())
+      fail(loc, absl::StrCat(where(), node_kind_name(kind), ": an input is undefined"));
     if (&t.builder() != this) {
       fail(loc, absl::StrCat(where(), node_kind_name(kind), ": an input belongs to another model"));
     }
@@ -147,7 +149,8 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
 }
 
 Tensor Builder::add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs) {
-  return add(kind, inputs, std::move(attrs), scopes_.empty() ? ir::SourceLoc{} : scopes_.back().loc);
+  return add(kind, inputs, std::move(attrs),
+             scopes_.empty() ? ir::SourceLoc{} : scopes_.back().loc);
 }
 
 Tensor Builder::add_operator(ir::NodeKind kind, const Tensor& a, const Tensor& b) {
@@ -157,9 +160,11 @@ Tensor Builder::add_operator(ir::NodeKind kind, const Tensor& a, const Tensor& b
   return add(kind, {a, b}, {}, loc);
 }
 
-void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc) {
+void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
+                   const ir::SourceLoc& loc) {
   if (!is_layer_name(name)) {
-    fail(loc, absl::StrCat("output or loss name '", name, "' is invalid; expected letters, digits, '_', '.' and '-'"));
+    fail(loc, absl::StrCat("output or loss name '", name,
+                           "' is invalid; expected letters, digits, '_', '.' and '-'"));
   }
   for (const ir::Mark& m : graph_.marks()) {
     if (m.kind == kind && m.name == name) {
@@ -182,11 +187,13 @@ void Builder::finish() {
       fail(p.loc, absl::StrCat("parameter '", p.path, "': ", what, ", got ", v));
     };
     if (o.weight_decay.value < 0) bad("weight decay must not be negative", o.weight_decay.value);
-    if (!(o.lr_multiplier >= 0)) bad("the learning-rate multiplier must not be negative", o.lr_multiplier);
+    if (!(o.lr_multiplier >= 0))
+      bad("the learning-rate multiplier must not be negative", o.lr_multiplier);
     if (o.gradient_clip < 0) bad("gradient clipping must not be negative", o.gradient_clip);
     if (o.initial.kind == ir::Initializer::Kind::kSubgraph &&
         (o.initial.node < 0 || static_cast<size_t>(o.initial.node) >= graph_.size())) {
-      fail(p.loc, absl::StrCat("parameter '", p.path, "': its initial value is not part of this model"));
+      fail(p.loc,
+           absl::StrCat("parameter '", p.path, "': its initial value is not part of this model"));
     }
     graph_.mutable_param(ir::ParamId{static_cast<int32_t>(i)}).options = o;
   }

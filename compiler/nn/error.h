@@ -7,12 +7,12 @@
 // compiler/nn ever sees an exception.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <exception>
 #include <source_location>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "ir/source_loc.h"
 
 namespace retc::nn {

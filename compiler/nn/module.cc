@@ -11,7 +11,8 @@ namespace retc::nn {
 bool is_valid_member_name(absl::string_view name) {
   if (name.empty()) return false;
   for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return true;
@@ -58,7 +59,8 @@ Parameter Module::register_parameter(std::string name, std::vector<ir::Dim> dims
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_member_name(*this, name, "parameter", l);
   for (const auto& [n, p] : params_) {
-    if (n == name) fail(l, absl::StrCat(type_name_, ": parameter '", name, "' is registered twice"));
+    if (n == name)
+      fail(l, absl::StrCat(type_name_, ": parameter '", name, "' is registered twice"));
   }
   for (const ir::Dim& d : dims) {
     if (d.is_batch() || d.is_dynamic()) {
@@ -169,7 +171,8 @@ bool ParamFilter::matches(const std::string& path, ir::ParamKind k) const {
   if (path_prefix.empty()) return true;
   if (!path.starts_with(path_prefix)) return false;
   // Whole components only: prefix "enc" matches "enc.w" and "enc", not "encoder.w".
-  return path.size() == path_prefix.size() || path[path_prefix.size()] == '.' || path_prefix.back() == '.';
+  return path.size() == path_prefix.size() || path[path_prefix.size()] == '.' ||
+         path_prefix.back() == '.';
 }
 
 ParamState& state(Parameter& p) { return *p.s_; }
@@ -181,14 +184,16 @@ ParamSetter& ParamSetter::set_initial(ir::Initializer init) {
 
 ParamSetter& ParamSetter::set_initial(const Tensor& value, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
-  if (!value.defined()) fail(l, absl::StrCat("param '", s_->param.path, "': initial value is undefined"));
+  if (!value.defined())
+    fail(l, absl::StrCat("param '", s_->param.path, "': initial value is undefined"));
   if (value.dims() != s_->param.dims) {
-    fail(l, absl::StrCat("param '", s_->param.path, "': initial value has dims ", ir::describe(value.dims()),
-                         ", expected ", ir::describe(s_->param.dims)));
+    fail(l, absl::StrCat("param '", s_->param.path, "': initial value has dims ",
+                         ir::describe(value.dims()), ", expected ", ir::describe(s_->param.dims)));
   }
   if (value.type().dtype != s_->param.dtype) {
     fail(l, absl::StrCat("param '", s_->param.path, "': initial value has dtype ",
-                         ir::dtype_name(value.type().dtype), ", expected ", ir::dtype_name(s_->param.dtype)));
+                         ir::dtype_name(value.type().dtype), ", expected ",
+                         ir::dtype_name(s_->param.dtype)));
   }
   if (take<void>(s_->sources.initial, source_)) {
     ir::Initializer init;
@@ -267,7 +272,8 @@ void Module::pretty_print_into(std::string& out, const std::string& name, int in
 }
 
 ModuleScope Module::enter(const Tensor& x, std::source_location loc) const {
-  if (!x.defined()) fail(ir::SourceLoc::from(loc), absl::StrCat(describe(), ": input tensor is undefined"));
+  if (!x.defined())
+    fail(ir::SourceLoc::from(loc), absl::StrCat(describe(), ": input tensor is undefined"));
   return ModuleScope(&x.builder(), *this, ir::SourceLoc::from(loc));
 }
 

@@ -2,24 +2,24 @@
 //
 //   class Ff : public nn::Module {
 //    public:
-//     Ff(Dim in, Dim out) : Module("ff") { lin = register_module("lin", std::make_shared<nn::Linear>(in, out)); }
-//     nn::Tensor forward(const nn::Tensor& x) { auto s = enter(x); return nn::relu(lin->forward(x)); }
-//     std::shared_ptr<nn::Linear> lin;
+//     Ff(Dim in, Dim out) : Module("ff") { lin = register_module("lin",
+//     std::make_shared<nn::Linear>(in, out)); } nn::Tensor forward(const nn::Tensor& x) { auto s =
+//     enter(x); return nn::relu(lin->forward(x)); } std::shared_ptr<nn::Linear> lin;
 //   };
 //
 // A module's params get their paths (`encoder.ff.weight`) when the root
 // module is handed to the Builder; checkpoint names derive from those paths.
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "compiler/nn/tensor.h"
 #include "ir/param.h"
 
@@ -60,12 +60,14 @@ enum class WeightDecayMode { kDecoupled, kCoupled };
 /// Parameter's setters are explicit; apply_params hands out kApply ones.
 class ParamSetter {
  public:
-  ParamSetter(std::shared_ptr<ParamState> s, OptionSource source) : s_(std::move(s)), source_(source) {}
+  ParamSetter(std::shared_ptr<ParamState> s, OptionSource source)
+      : s_(std::move(s)), source_(source) {}
 
   ParamSetter& set_initial(ir::Initializer init);
   /// A user's param-init subgraph (random, constants and arithmetic on them),
   /// evaluated once; its dims must equal the param's.
-  ParamSetter& set_initial(const Tensor& value, std::source_location loc = std::source_location::current());
+  ParamSetter& set_initial(const Tensor& value,
+                           std::source_location loc = std::source_location::current());
   ParamSetter& set_trainable(bool trainable);
   /// Example: `p.set_weight_decay(1e-4)` (decoupled, AdamW-like).
   ParamSetter& set_weight_decay(double lambda, WeightDecayMode mode = WeightDecayMode::kDecoupled);
@@ -75,7 +77,8 @@ class ParamSetter {
   /// RETURNN's `param_device`, e.g. "CPU".
   ParamSetter& set_device(std::string device);
   /// Only before set_root (the dtype is part of the param's type).
-  ParamSetter& set_dtype(ir::DType dtype, std::source_location loc = std::source_location::current());
+  ParamSetter& set_dtype(ir::DType dtype,
+                         std::source_location loc = std::source_location::current());
 
  protected:
   std::shared_ptr<ParamState> s_;
@@ -87,7 +90,8 @@ class ParamSetter {
 class Parameter : public ParamSetter {
  public:
   Parameter() : ParamSetter(nullptr, OptionSource::kExplicit) {}
-  explicit Parameter(std::shared_ptr<ParamState> s) : ParamSetter(std::move(s), OptionSource::kExplicit) {}
+  explicit Parameter(std::shared_ptr<ParamState> s)
+      : ParamSetter(std::move(s), OptionSource::kExplicit) {}
 
   const ir::Param& ir() const { return s_->param; }
   const std::vector<ir::Dim>& dims() const { return s_->param.dims; }
@@ -164,7 +168,8 @@ class Module {
   /// Example: `bias_ = register_parameter("bias", {out}, ir::ParamKind::kBias);`
   Parameter register_parameter(std::string name, std::vector<ir::Dim> dims, ir::ParamKind kind,
                                std::source_location loc = std::source_location::current()) {
-    return register_parameter(std::move(name), std::move(dims), kind, ir::default_initializer(kind), loc);
+    return register_parameter(std::move(name), std::move(dims), kind, ir::default_initializer(kind),
+                              loc);
   }
 
   /// Registers a child module under `name` and returns it.
@@ -183,7 +188,8 @@ class Module {
   void apply(const std::function<void(Module&)>& fn);
   /// Overrides options of every param that `filter` matches, after
   /// construction: beats module defaults, never an explicit setting.
-  /// Example: `model->apply_params({ir::ParamKind::kBias}, [](auto&, auto& p) { p.set_initial(ir::Initializer::constant(0)); });`
+  /// Example: `model->apply_params({ir::ParamKind::kBias}, [](auto&, auto& p) {
+  /// p.set_initial(ir::Initializer::constant(0)); });`
   void apply_params(const ParamFilter& filter,
                     const std::function<void(const std::string& path, ParamSetter& p)>& fn);
   /// The param registered here as `name`, or nullptr.
@@ -192,10 +198,12 @@ class Module {
   /// Runs before forward() and may replace its input.
   using ForwardPreHook = std::function<Tensor(const Module&, const Tensor& input)>;
   /// Runs after forward() and may replace its output.
-  using ForwardHook = std::function<Tensor(const Module&, const Tensor& input, const Tensor& output)>;
+  using ForwardHook =
+      std::function<Tensor(const Module&, const Tensor& input, const Tensor& output)>;
   /// Hooks on this module's calls, in registration order; they run inside
   /// the module's scope. Returns a handle for remove_hook.
-  /// Example: `lin->register_forward_hook([](auto&, auto&, const nn::Tensor& y) { return nn::dropout(y, 0.1); });`
+  /// Example: `lin->register_forward_hook([](auto&, auto&, const nn::Tensor& y) { return
+  /// nn::dropout(y, 0.1); });`
   int register_forward_pre_hook(ForwardPreHook hook);
   int register_forward_hook(ForwardHook hook);
   /// Removes a hook; returns whether the handle was registered.
@@ -213,7 +221,8 @@ class Module {
  protected:
   /// Opens this module's call scope on the builder of `x`.
   /// Example: `auto scope = enter(x, loc);` at the start of forward().
-  ModuleScope enter(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  ModuleScope enter(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const;
 
   /// A module call: opens the scope, runs the pre-hooks on `x`, then
   /// `forward(x')`, then the hooks on the output. Modules implement their

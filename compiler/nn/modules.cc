@@ -14,8 +14,8 @@ void check_input_dim(const Module& m, const Tensor& x, const ir::Dim& dim,
     if (d.is_feature_like()) features.push_back(d);
   }
   if (features.size() == 1) {
-    fail(loc, absl::StrCat(m.describe(), ": input dim ", features[0].describe(),
-                           " does not match ", dim_role, " ", dim.describe()));
+    fail(loc, absl::StrCat(m.describe(), ": input dim ", features[0].describe(), " does not match ",
+                           dim_role, " ", dim.describe()));
   }
   fail(loc, absl::StrCat(m.describe(), ": input ", ir::describe(x.dims()), " has no ", dim_role,
                          " ", dim.describe()));
@@ -34,14 +34,14 @@ Tensor Linear::forward(const Tensor& input, std::source_location loc) const {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
     Builder& b = x.builder();
-    Tensor y = b.add(ir::NodeKind::kDot, {x, b.param(weight_)}, {{"reduce", std::vector{in_dim_}}}, l);
+    Tensor y =
+        b.add(ir::NodeKind::kDot, {x, b.param(weight_)}, {{"reduce", std::vector{in_dim_}}}, l);
     if (with_bias_) y = b.add(ir::NodeKind::kAdd, {y, b.param(bias_)}, {}, l);
     return y;
   });
 }
 
-Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim)
-    : Module("lstm"), in_dim_(in_dim), out_dim_(out_dim) {
+Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim) : Module("lstm"), in_dim_(in_dim), out_dim_(out_dim) {
   const ir::Dim gates = 4 * out_dim;
   ff_weight_ = register_parameter("ff_weight", {in_dim, gates}, ir::ParamKind::kWeight);
   rec_weight_ = register_parameter("rec_weight", {out_dim, gates}, ir::ParamKind::kWeight);
@@ -62,8 +62,7 @@ Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) c
     fail(l, absl::StrCat(describe(), ": loop axis ", axis.describe(), " must be a spatial dim"));
   }
   Builder& b = x.builder();
-  return b.add(ir::NodeKind::kLstm,
-               {x, b.param(ff_weight_), b.param(rec_weight_), b.param(bias_)},
+  return b.add(ir::NodeKind::kLstm, {x, b.param(ff_weight_), b.param(rec_weight_), b.param(bias_)},
                {{"axis", axis}, {"out_dim", out_dim_}}, l);
 }
 

@@ -2,14 +2,14 @@
 // functions in compiler/nn/tensor.h).
 //
 // Default initial values: per param kind (ir::default_initializer): weights
-// Glorot uniform, biases zero, as in returnn_common. A module's params are attributed to the source line
-// where the user registers the module (register_module or set_root).
+// Glorot uniform, biases zero, as in returnn_common. A module's params are attributed to the source
+// line where the user registers the module (register_module or set_root).
 #pragma once
 
-#include "absl/strings/string_view.h"
 #include <memory>
 #include <source_location>
 
+#include "absl/strings/string_view.h"
 #include "compiler/nn/module.h"
 
 namespace retc::nn {

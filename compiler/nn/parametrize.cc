@@ -18,8 +18,10 @@ ParamState& param_state(Module& m, const std::string& name, const ir::SourceLoc&
 ParamState& mutable_state(Module& m, const std::string& name, const ir::SourceLoc& loc) {
   ParamState& s = param_state(m, name, loc);
   if (s.frozen) {
-    fail(loc, absl::StrCat(m.describe(), ": parameter '", name,
-                           "' is already part of a built model; register reparametrizations before set_root"));
+    fail(loc,
+         absl::StrCat(
+             m.describe(), ": parameter '", name,
+             "' is already part of a built model; register reparametrizations before set_root"));
   }
   return s;
 }
@@ -46,15 +48,15 @@ void weight_norm(Module& m, const std::string& param, std::vector<ir::Dim> axes,
   const std::vector<ir::Dim>& dims = param_state(m, param, l).param.dims;
   if (axes.empty()) {
     if (dims.size() < 2) {
-      fail(l, absl::StrCat(m.describe(), ": weight norm of '", param, "' with dims ", ir::describe(dims),
-                           " needs explicit norm axes"));
+      fail(l, absl::StrCat(m.describe(), ": weight norm of '", param, "' with dims ",
+                           ir::describe(dims), " needs explicit norm axes"));
     }
     axes.assign(dims.begin(), dims.end() - 1);
   }
   for (const ir::Dim& a : axes) {
     if (ir::index_of(dims, a) < 0) {
-      fail(l, absl::StrCat(m.describe(), ": weight norm axis ", a.describe(), " is not a dim of '", param,
-                           "' ", ir::describe(dims)));
+      fail(l, absl::StrCat(m.describe(), ": weight norm axis ", a.describe(), " is not a dim of '",
+                           param, "' ", ir::describe(dims)));
     }
   }
   add(m, param, Parametrization{Parametrization::Kind::kWeightNorm, std::move(axes), 0.0, l});

@@ -25,12 +25,14 @@ Tensor binary(ir::NodeKind kind, const Tensor& a, const Tensor& b, const ir::Sou
 const ir::TensorType& Tensor::type() const { return builder_->graph().node(id_).type; }
 
 const Tensor& Tensor::mark_as_output(std::string name, std::source_location loc) const {
-  builder_of(*this, "mark_as_output", L(loc)).mark(*this, ir::Mark::Kind::kOutput, std::move(name), L(loc));
+  builder_of(*this, "mark_as_output", L(loc))
+      .mark(*this, ir::Mark::Kind::kOutput, std::move(name), L(loc));
   return *this;
 }
 
 const Tensor& Tensor::mark_as_loss(std::string name, std::source_location loc) const {
-  builder_of(*this, "mark_as_loss", L(loc)).mark(*this, ir::Mark::Kind::kLoss, std::move(name), L(loc));
+  builder_of(*this, "mark_as_loss", L(loc))
+      .mark(*this, ir::Mark::Kind::kLoss, std::move(name), L(loc));
   return *this;
 }
 
@@ -50,17 +52,28 @@ Tensor div(const Tensor& a, const Tensor& b, std::source_location loc) {
   ir::SourceLoc l = L(loc);
   return binary(ir::NodeKind::kDiv, a, b, &l);
 }
-Tensor operator+(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kAdd, a, b, nullptr); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kSub, a, b, nullptr); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kMul, a, b, nullptr); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return binary(ir::NodeKind::kDiv, a, b, nullptr); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return binary(ir::NodeKind::kAdd, a, b, nullptr);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return binary(ir::NodeKind::kSub, a, b, nullptr);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return binary(ir::NodeKind::kMul, a, b, nullptr);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  return binary(ir::NodeKind::kDiv, a, b, nullptr);
+}
 
-Tensor dot(const Tensor& a, const Tensor& b, std::vector<ir::Dim> reduce, std::source_location loc) {
-  return builder_of(a, "dot", L(loc)).add(ir::NodeKind::kDot, {a, b}, {{"reduce", std::move(reduce)}}, L(loc));
+Tensor dot(const Tensor& a, const Tensor& b, std::vector<ir::Dim> reduce,
+           std::source_location loc) {
+  return builder_of(a, "dot", L(loc))
+      .add(ir::NodeKind::kDot, {a, b}, {{"reduce", std::move(reduce)}}, L(loc));
 }
 
 Tensor activation(const Tensor& x, std::string func, std::source_location loc) {
-  return builder_of(x, "activation", L(loc)).add(ir::NodeKind::kActivation, {x}, {{"func", std::move(func)}}, L(loc));
+  return builder_of(x, "activation", L(loc))
+      .add(ir::NodeKind::kActivation, {x}, {{"func", std::move(func)}}, L(loc));
 }
 
 Tensor relu(const Tensor& x, std::source_location loc) { return activation(x, "relu", loc); }
@@ -84,36 +97,48 @@ Tensor stochastic_depth(const Tensor& x, const Tensor& branch, double p, std::so
 }
 
 Tensor scale_gradient(const Tensor& x, double scale, std::source_location loc) {
-  return builder_of(x, "scale_gradient", L(loc)).add(ir::NodeKind::kScaleGrad, {x}, {{"scale", scale}}, L(loc));
+  return builder_of(x, "scale_gradient", L(loc))
+      .add(ir::NodeKind::kScaleGrad, {x}, {{"scale", scale}}, L(loc));
 }
 
-Tensor stop_gradient(const Tensor& x, std::source_location loc) { return scale_gradient(x, 0.0, loc); }
+Tensor stop_gradient(const Tensor& x, std::source_location loc) {
+  return scale_gradient(x, 0.0, loc);
+}
 
 Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape, std::source_location loc) {
-  return b.add(ir::NodeKind::kConstant, {}, {{"value", value}, {"shape", std::move(shape)}}, L(loc));
-}
-
-Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev, int64_t seed,
-                     std::source_location loc) {
-  if (!(stddev >= 0)) fail(L(loc), absl::StrCat("random_normal: stddev must not be negative, got ", stddev));
-  return b.add(ir::NodeKind::kRandom, {},
-               {{"shape", std::move(shape)}, {"distribution", std::string("normal")}, {"mean", mean},
-                {"stddev", stddev}, {"seed", seed}},
+  return b.add(ir::NodeKind::kConstant, {}, {{"value", value}, {"shape", std::move(shape)}},
                L(loc));
 }
 
-Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval, int64_t seed,
-                      std::source_location loc) {
+Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
+                     int64_t seed, std::source_location loc) {
+  if (!(stddev >= 0))
+    fail(L(loc), absl::StrCat("random_normal: stddev must not be negative, got ", stddev));
+  return b.add(ir::NodeKind::kRandom, {},
+               {{"shape", std::move(shape)},
+                {"distribution", std::string("normal")},
+                {"mean", mean},
+                {"stddev", stddev},
+                {"seed", seed}},
+               L(loc));
+}
+
+Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
+                      int64_t seed, std::source_location loc) {
   if (!(minval <= maxval)) {
     fail(L(loc), absl::StrCat("random_uniform: minval ", minval, " exceeds maxval ", maxval));
   }
   return b.add(ir::NodeKind::kRandom, {},
-               {{"shape", std::move(shape)}, {"distribution", std::string("uniform")}, {"minval", minval},
-                {"maxval", maxval}, {"seed", seed}},
+               {{"shape", std::move(shape)},
+                {"distribution", std::string("uniform")},
+                {"minval", minval},
+                {"maxval", maxval},
+                {"seed", seed}},
                L(loc));
 }
 
-Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, std::source_location loc) {
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets,
+                             std::source_location loc) {
   return builder_of(logits, "softmax_cross_entropy", L(loc))
       .add(ir::NodeKind::kCrossEntropy, {logits, targets}, {}, L(loc));
 }

@@ -41,10 +41,14 @@ class Tensor {
 // Elementwise arithmetic, broadcasting by dim identity. The named functions
 // report errors at the caller's line; the operators at the line of the
 // enclosing module call, or else where the later operand was made.
-Tensor add(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
-Tensor sub(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
-Tensor mul(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
-Tensor div(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current());
+Tensor add(const Tensor& a, const Tensor& b,
+           std::source_location loc = std::source_location::current());
+Tensor sub(const Tensor& a, const Tensor& b,
+           std::source_location loc = std::source_location::current());
+Tensor mul(const Tensor& a, const Tensor& b,
+           std::source_location loc = std::source_location::current());
+Tensor div(const Tensor& a, const Tensor& b,
+           std::source_location loc = std::source_location::current());
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
@@ -86,8 +90,8 @@ Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape = {},
 /// Seeded random values: the same values whenever evaluated (meant for
 /// initial values, see Parameter::set_initial). `seed` must differ between
 /// tensors that should differ.
-Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev, int64_t seed,
-                     std::source_location loc = std::source_location::current());
+Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
+                     int64_t seed, std::source_location loc = std::source_location::current());
 Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
                       int64_t seed, std::source_location loc = std::source_location::current());
 

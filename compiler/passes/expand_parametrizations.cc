@@ -16,16 +16,17 @@ absl::StatusOr<ir::NodeId> add(ir::Graph& g, ir::NodeKind kind, std::vector<ir::
 }
 
 absl::Status user_error(const ir::Node& n, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
-                                                 n.module_path.empty() ? "" : " in '" + n.module_path + "'",
-                                                 ": ", what));
+  return absl::InvalidArgumentError(
+      absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
+                   n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
 }
 
 absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   const ir::Node n = g.node(id);  // copy: g.add may reallocate
   const ir::Node& x = g.node(n.inputs[0]);
   if (x.kind != ir::NodeKind::kParam) {
-    return user_error(n, "weight norm applies to a param directly (register it before other reparametrizations)");
+    return user_error(
+        n, "weight norm applies to a param directly (register it before other reparametrizations)");
   }
   const std::vector<ir::Dim> axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
   const ir::ParamId vid = x.param;
@@ -67,7 +68,8 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   gp.options.device = v.options.device;
   for (const ir::Param& p : g.params()) {
     if (p.path == gp.path) {
-      return user_error(n, absl::StrCat("weight norm needs the param name '", gp.path, "', which is taken"));
+      return user_error(
+          n, absl::StrCat("weight norm needs the param name '", gp.path, "', which is taken"));
     }
   }
   ir::ParamId gid = g.add_param(std::move(gp));
@@ -110,7 +112,9 @@ absl::Status expand_weight_noise_or_dropout(ir::Graph& g, ir::NodeId id) {
     }
   }
   if (!dropout) {
-    return user_error(n, "weight noise applies to a param directly (register it before other reparametrizations)");
+    return user_error(
+        n,
+        "weight noise applies to a param directly (register it before other reparametrizations)");
   }
   ir::NodeSpec spec;
   spec.loc = n.loc;

@@ -103,8 +103,8 @@ absl::StatusOr<bool> lower_init(ir::Graph& g, const LowerInitOptions&) {
     spec.stage = ir::Stage::kParamInit;
     auto id = g.add(ir::NodeKind::kRandom, {}, std::move(spec));
     if (!id.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(p.loc.str(), ": error: param '", p.path,
-                                                     "': ", id.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(p.loc.str(), ": error: param '", p.path, "': ", id.status().message()));
     }
     g.mutable_param(pid).options.init_node = id->index;
     changed = true;

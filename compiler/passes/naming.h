@@ -2,7 +2,8 @@
 //
 // Terms: data nodes are `data:<key>`; param nodes are their dotted param path
 // (`lstm.ff_weight`); a marked node takes the name of its first mark
-// (`output`, or a loss name); a param's initial value is `<path>.init`; any other node is `<module path>.<kind>` (just
+// (`output`, or a loss name); a param's initial value is `<path>.init`; any other node is `<module
+// path>.<kind>` (just
 // `<kind>` at top level), with `_2`, `_3`, ... appended on clashes, in node
 // order. Names already set are kept.
 //
