@@ -40,6 +40,8 @@ struct Case {
   void (*build)(Builder&);
 };
 
+// Each mistake stays on the line with its marker:
+// clang-format off
 const Case kCases[] = {
     {"bad:linear-dim", "input dim 'hidden'(8) does not match in_dim 'input'(4)",
      [](Builder& b) {
@@ -60,8 +62,7 @@ const Case kCases[] = {
      [](Builder& b) {
        Setup s(b);
        auto m = std::make_shared<Pair>(s.in, s.out);
-       m->register_module(
-           "a", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:duplicate-module
+       m->register_module("a", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:duplicate-module
      }},
     {"bad:duplicate-param", "parameter 'w' is registered twice",
      [](Builder& b) {
@@ -74,15 +75,13 @@ const Case kCases[] = {
      [](Builder& b) {
        Setup s(b);
        nn::Module m("m");
-       m.register_module("enc/ff",
-                         std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:module-name
+       m.register_module("enc/ff", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:module-name
      }},
     {"bad:param-dynamic-dim", "needs static dims",
      [](Builder& b) {
        Setup s(b);
        nn::Module m("m");
-       m.register_parameter("w", {s.time},
-                            ir::ParamKind::kWeight);  // MISTAKE: bad:param-dynamic-dim
+       m.register_parameter("w", {s.time}, ir::ParamKind::kWeight);  // MISTAKE: bad:param-dynamic-dim
      }},
     {"bad:negative-dropout", "dropout rate must be in [0, 1), got -0.1",
      [](Builder& b) {
@@ -101,8 +100,7 @@ const Case kCases[] = {
        nn::weight_norm(*lin, "weight");
        nn::weight_norm(*lin, "weight");  // MISTAKE: bad:weight-norm-twice
      }},
-    {"bad:reparametrize-non-param",
-     "has no parameter 'forward'; reparametrizations apply to parameters only",
+    {"bad:reparametrize-non-param", "has no parameter 'forward'; reparametrizations apply to parameters only",
      [](Builder& b) {
        Setup s(b);
        auto lin = std::make_shared<nn::Linear>(s.in, s.out);
@@ -149,8 +147,7 @@ const Case kCases[] = {
     {"bad:sparse-float-data", "is sparse and needs an integer dtype",
      [](Builder& b) {
        Dim t = Dim::spatial("time");
-       b.extern_data("classes", {Dim::batch(), t}, ir::DType::kFloat32,
-                     Dim::feature("c", 2));  // MISTAKE: bad:sparse-float-data
+       b.extern_data("classes", {Dim::batch(), t}, ir::DType::kFloat32, Dim::feature("c", 2));  // MISTAKE: bad:sparse-float-data
      }},
     {"bad:data-key", "extern data key 'data:x' is invalid",
      [](Builder& b) {
@@ -198,8 +195,7 @@ const Case kCases[] = {
      [](Builder& b) {
        Setup s(b);
        auto root = std::make_shared<nn::Linear>(s.in, s.out);
-       root->register_parameter("extra", {s.in}, ir::ParamKind::kWeight)
-           .set_dtype(ir::DType::kFloat64);
+       root->register_parameter("extra", {s.in}, ir::ParamKind::kWeight).set_dtype(ir::DType::kFloat64);
        b.set_root(root);
        nn::add(s.x, b.param(*root->find_parameter("extra")));  // MISTAKE: bad:dtype-mismatch
      }},
@@ -233,25 +229,23 @@ const Case kCases[] = {
        Setup s(b);
        auto m = std::make_shared<nn::Module>("pair");
        auto first = m->register_module("first", std::make_shared<nn::Linear>(s.in, s.out));
-       auto second = m->register_module(
-           "second", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:mixed-weight-decay
+       auto second = m->register_module("second", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:mixed-weight-decay
        first->weight().set_weight_decay(1e-4);
        second->weight().set_weight_decay(1e-4, nn::WeightDecayMode::kCoupled);
        b.set_root(m);
-       nn::softmax_cross_entropy(first->forward(s.x) + second->forward(s.x), s.y)
-           .mark_as_loss("ce");
+       nn::softmax_cross_entropy(first->forward(s.x) + second->forward(s.x), s.y).mark_as_loss("ce");
      }},
     {"bad:stage-violation", "a param-init node may not read data",
      [](Builder& b) {
        Setup s(b);
        auto lin = std::make_shared<nn::Linear>(s.in, s.in);
-       Tensor from_data =
-           nn::dot(s.x, s.x, {Dim::batch(), s.time});  // MISTAKE: bad:stage-violation
+       Tensor from_data = nn::dot(s.x, s.x, {Dim::batch(), s.time});  // MISTAKE: bad:stage-violation
        lin->weight().set_initial(nn::constant(b, 0.0, {s.in, s.in}) * from_data);
        b.set_root(lin);
        lin->forward(s.x).mark_as_output();
      }},
 };
+// clang-format on
 
 }  // namespace
 
