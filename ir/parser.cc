@@ -247,14 +247,19 @@ class Parser {
     ++pos_;
     return dims;
   }
+  absl::StatusOr<DType> dtype() {
+    auto dt = take(Tok::kId, "a dtype");
+    if (!dt.ok()) return dt.status();
+    auto t = parse_dtype(*dt);
+    if (!t) return error(absl::StrCat("unknown dtype '", *dt, "'"));
+    return *t;
+  }
   absl::StatusOr<TensorType> type() {
     auto dims = dim_list();
     if (!dims.ok()) return dims.status();
-    auto dt = take(Tok::kId, "a dtype");
+    auto dt = dtype();
     if (!dt.ok()) return dt.status();
-    auto dtype = parse_dtype(*dt);
-    if (!dtype) return error(absl::StrCat("unknown dtype '", *dt, "'"));
-    TensorType t{*std::move(dims), *dtype, std::nullopt};
+    TensorType t{*std::move(dims), *dt, std::nullopt};
     if (at_id("sparse")) {
       ++pos_;
       auto d = dim_ref();
@@ -395,14 +400,12 @@ class Parser {
     if (auto s = expect_punct(':'); !s.ok()) return s;
     auto dims = dim_list();
     if (!dims.ok()) return dims.status();
-    auto dt = take(Tok::kId, "a dtype");
+    auto dt = dtype();
     if (!dt.ok()) return dt.status();
-    auto dtype = parse_dtype(*dt);
-    if (!dtype) return error(absl::StrCat("unknown dtype '", *dt, "'"));
     Param p;
     p.path = *path;
     p.dims = *dims;
-    p.dtype = *dtype;
+    p.dtype = *dt;
     if (auto k = take_key("kind"); !k.ok()) return k.status();
     auto kind = take(Tok::kId, "a param kind");
     if (!kind.ok()) return kind.status();

@@ -99,40 +99,44 @@ std::vector<Variable> to_variables(const py::handle& list) {
 
 }  // namespace
 
-absl::StatusOr<CheckResult> check_config(const std::string& config_path,
-                                         const std::string& log_path) {
+// Calls retc_runtime.<func>(config_path) with stderr and any traceback going
+// to `log_path`; `convert` turns the Python result into T.
+template <class T, class F>
+absl::StatusOr<T> call_runtime(const char* func, const char* what, const std::string& config_path,
+                               const std::string& log_path, F&& convert) {
   StderrToFile redirect(log_path);
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
-    py::tuple r = m->attr("run_logged")("check", log_path, config_path);
+    py::tuple r = m->attr("run_logged")(func, log_path, config_path);
     flush_python();
-    return CheckResult{to_variables(r[0]), to_variables(r[1])};
+    return convert(r);
   } catch (const py::error_already_set& e) {
     flush_python();
-    return python_error(e, "RETURNN check failed", log_path);
+    return python_error(e, what, log_path);
   }
+}
+
+absl::StatusOr<CheckResult> check_config(const std::string& config_path,
+                                         const std::string& log_path) {
+  return call_runtime<CheckResult>("check", "RETURNN check failed", config_path, log_path,
+                                   [](const py::tuple& r) {
+                                     return CheckResult{to_variables(r[0]), to_variables(r[1])};
+                                   });
 }
 
 absl::StatusOr<TrainResult> train_config(const std::string& config_path,
                                          const std::string& log_path) {
-  StderrToFile redirect(log_path);
-  auto m = runtime_module();
-  if (!m.ok()) return m.status();
-  try {
-    py::tuple r = m->attr("run_logged")("train", log_path, config_path);
-    flush_python();
-    TrainResult out;
-    out.last_epoch = r[0].cast<int64_t>();
-    for (py::handle item : r[1]) {
-      auto t = item.cast<py::tuple>();
-      out.scores.emplace_back(t[0].cast<std::string>(), t[1].cast<double>());
-    }
-    return out;
-  } catch (const py::error_already_set& e) {
-    flush_python();
-    return python_error(e, "RETURNN training failed", log_path);
-  }
+  return call_runtime<TrainResult>(
+      "train", "RETURNN training failed", config_path, log_path, [](const py::tuple& r) {
+        TrainResult out;
+        out.last_epoch = r[0].cast<int64_t>();
+        for (py::handle item : r[1]) {
+          auto t = item.cast<py::tuple>();
+          out.scores.emplace_back(t[0].cast<std::string>(), t[1].cast<double>());
+        }
+        return out;
+      });
 }
 
 }  // namespace retc::runtime

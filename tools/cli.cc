@@ -159,6 +159,11 @@ absl::StatusOr<const ModelDef*> model_arg(const std::vector<ModelDef>& models, c
   return m;
 }
 
+// An unknown model is an error (exit 1); a missing or extra argument a usage error.
+int model_arg_error(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kNotFound ? error(s) : usage_error(s.message());
+}
+
 absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
   auto it = a.flags.find("--epochs");
   if (it == a.flags.end()) return absl::OkStatus();
@@ -204,9 +209,7 @@ int cmd_list(const std::vector<ModelDef>& models, const Args& a) {
 
 int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok())
-    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
-                                                            : usage_error(m.status().message());
+  if (!m.ok()) return model_arg_error(m.status());
   auto out = a.flags.find("-o");
   if (out == a.flags.end()) return usage_error("compile needs -o FILE");
   auto dir = a.flags.find("--model-dir");
@@ -220,9 +223,7 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
 
 int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok())
-    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
-                                                            : usage_error(m.status().message());
+  if (!m.ok()) return model_arg_error(m.status());
   auto graph = compile_model(**m);
   if (!graph.ok()) return error(graph.status());
   TempDir tmp;
@@ -268,9 +269,7 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
 
 int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok())
-    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
-                                                            : usage_error(m.status().message());
+  if (!m.ok()) return model_arg_error(m.status());
   auto wd = a.flags.find("--workdir");
   std::string workdir = wd == a.flags.end() ? "retc-work/" + (*m)->name : wd->second;
   std::error_code ec;
@@ -334,9 +333,7 @@ absl::StatusOr<std::string> render_svg(const std::string& dot) {
 
 int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
-  if (!m.ok())
-    return m.status().code() == absl::StatusCode::kNotFound ? error(m.status())
-                                                            : usage_error(m.status().message());
+  if (!m.ok()) return model_arg_error(m.status());
   std::string format = a.flags.contains("--format") ? a.flags.at("--format") : "text";
   if (format != "text" && format != "json" && format != "dot" && format != "svg") {
     return usage_error("--format must be text, json, dot or svg");
