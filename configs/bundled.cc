@@ -2,6 +2,8 @@
 
 namespace retc::configs {
 
-std::vector<ModelDef> bundled_models() { return {model_12ax(), model_12ax_wn()}; }
+std::vector<ModelDef> bundled_models() {
+  return {model_12ax(), model_12ax_wn(), model_blstm_tagger()};
+}
 
 }  // namespace retc::configs

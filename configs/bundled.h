@@ -12,5 +12,6 @@ std::vector<ModelDef> bundled_models();
 
 ModelDef model_12ax();
 ModelDef model_12ax_wn();
+ModelDef model_blstm_tagger();
 
 }  // namespace retc::configs

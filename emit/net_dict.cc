@@ -193,6 +193,41 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("dropout", *n.attrs.get<double>("rate"));
         layer.set("dropout_axis", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("axes")));
         break;
+      case ir::NodeKind::kReduce:
+        layer.set("class", "reduce");
+        layer.set("from", from());
+        layer.set("mode", *n.attrs.get<std::string>("mode"));
+        layer.set("axes", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("axes")));
+        break;
+      case ir::NodeKind::kNormalize:
+        // RETURNN's norm layer without its own params: retc's modules own them.
+        layer.set("class", "norm");
+        layer.set("from", from());
+        layer.set("axes", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("axes")));
+        layer.set("scale", false);
+        layer.set("bias", false);
+        layer.set("epsilon", *n.attrs.get<double>("epsilon"));
+        break;
+      case ir::NodeKind::kGather:
+        layer.set("class", "gather");
+        layer.set("from", ref(0));
+        layer.set("position", ref(1));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        break;
+      case ir::NodeKind::kConcat:
+        layer.set("class", "concat");
+        layer.set(
+            "from",
+            PyValue::list({PyValue::tuple({ref(0), dim_ref(t, *n.attrs.get<ir::Dim>("axis_a"))}),
+                           PyValue::tuple({ref(1), dim_ref(t, *n.attrs.get<ir::Dim>("axis_b"))})}));
+        layer.set("out_dim", dim_ref(t, *n.attrs.get<ir::Dim>("out_dim")));
+        break;
+      case ir::NodeKind::kSoftmax:
+        layer.set("class", "softmax_over_spatial");
+        layer.set("from", from());
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        if (*n.attrs.get<bool>("log")) layer.set("log_space", true);
+        break;
       case ir::NodeKind::kScaleGrad:
         layer.set("class", "scaled_grad");
         layer.set("from", from());
@@ -204,6 +239,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("unit", "nativelstm2");
         layer.set("out_dim", dim_ref(t, *n.attrs.get<ir::Dim>("out_dim")));
         layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        if (*n.attrs.get<int64_t>("direction") == -1) layer.set("direction", -1);
         layer.set("reuse_params",
                   PyValue::dict({{"map", PyValue::dict({
                                              {"W", PyValue::dict({{"layer_output", ref(1)}})},

@@ -92,6 +92,11 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
   if (!axis.ok()) return axis.status();
   auto out_dim = attr<Dim>(spec, NodeKind::kLstm, "out_dim");
   if (!out_dim.ok()) return out_dim.status();
+  auto direction = attr<int64_t>(spec, NodeKind::kLstm, "direction");
+  if (!direction.ok()) return direction.status();
+  if (*direction != 1 && *direction != -1) {
+    return absl::InvalidArgumentError("lstm: direction must be 1 (forward) or -1 (backward)");
+  }
   const TensorType& x = g.node(in[0]).type;
   if (auto s = require_float(x, "lstm input"); !s.ok()) return s.status();
   const TensorType& w = g.node(in[1]).type;
@@ -129,6 +134,75 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
   return out;
 }
 
+// `dims` without the first occurrence of each of `axes`; error if one is missing.
+absl::StatusOr<std::vector<Dim>> without(const TensorType& t, const std::vector<Dim>& axes,
+                                         absl::string_view what) {
+  std::vector<Dim> dims = t.dims;
+  for (const Dim& a : axes) {
+    int i = index_of(dims, a);
+    if (i < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": axis ", a.describe(), " is not in ", t.describe()));
+    }
+    dims.erase(dims.begin() + i);
+  }
+  return dims;
+}
+
+absl::StatusOr<TensorType> infer_gather(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  if (auto s = arity(NodeKind::kGather, in, 2); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, NodeKind::kGather, "axis");
+  if (!axis.ok()) return axis.status();
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& idx = g.node(in[1]).type;
+  if (!idx.sparse_dim || *idx.sparse_dim != *axis) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gather: indices ", idx.describe(), " must be sparse over the axis ", axis->describe()));
+  }
+  auto rest = without(x, {*axis}, "gather");
+  if (!rest.ok()) return rest.status();
+  TensorType out{idx.dims, x.dtype, x.sparse_dim};
+  for (const Dim& d : *rest) {
+    if (index_of(out.dims, d) >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("gather: the indices ", idx.describe(),
+                                                     " already have the dim ", d.describe()));
+    }
+    out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_concat(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  if (auto s = arity(NodeKind::kConcat, in, 2); !s.ok()) return s;
+  auto axis_a = attr<Dim>(spec, NodeKind::kConcat, "axis_a");
+  if (!axis_a.ok()) return axis_a.status();
+  auto axis_b = attr<Dim>(spec, NodeKind::kConcat, "axis_b");
+  if (!axis_b.ok()) return axis_b.status();
+  auto out_dim = attr<Dim>(spec, NodeKind::kConcat, "out_dim");
+  if (!out_dim.ok()) return out_dim.status();
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  if (*out_dim != *axis_a + *axis_b) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("concat: out_dim ", out_dim->describe(), " must be axis_a + axis_b"));
+  }
+  auto rest_a = without(a, {*axis_a}, "concat");
+  if (!rest_a.ok()) return rest_a.status();
+  auto rest_b = without(b, {*axis_b}, "concat");
+  if (!rest_b.ok()) return rest_b.status();
+  bool same = rest_a->size() == rest_b->size();
+  for (const Dim& d : *rest_a) same = same && index_of(*rest_b, d) >= 0;
+  if (!same || a.dtype != b.dtype || a.sparse_dim || b.sparse_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("concat: ", a.describe(), " and ", b.describe(),
+                                                   " differ in more than the concatenated axis"));
+  }
+  TensorType out = a;
+  out.dims[index_of(a.dims, *axis_a)] = *out_dim;
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in) {
   if (auto s = arity(NodeKind::kCrossEntropy, in, 2); !s.ok()) return s;
   const TensorType& logits = g.node(in[0]).type;
@@ -158,8 +232,9 @@ absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector
 }
 
 const std::vector<absl::string_view>& activation_funcs() {
-  static const std::vector<absl::string_view> kFuncs = {"relu",  "tanh", "sigmoid", "gelu", "elu",
-                                                        "swish", "exp",  "log",     "abs"};
+  static const std::vector<absl::string_view> kFuncs = {
+      "relu", "tanh", "sigmoid", "gelu",   "elu",      "swish",    "exp", "log",
+      "abs",  "sqrt", "rsqrt",   "square", "negative", "softplus", "silu"};
   return kFuncs;
 }
 
@@ -300,6 +375,50 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       }
       return require_float(t, "dropout input");
     }
+    case NodeKind::kReduce: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      auto mode = attr<std::string>(spec, kind, "mode");
+      if (!mode.ok()) return mode.status();
+      if (*mode != "sum" && *mode != "mean" && *mode != "max" && *mode != "min" &&
+          *mode != "logsumexp") {
+        return absl::InvalidArgumentError(absl::StrCat("reduce: unknown mode '", *mode, "'"));
+      }
+      auto axes = attr<std::vector<Dim>>(spec, kind, "axes");
+      if (!axes.ok()) return axes.status();
+      if (axes->empty()) return absl::InvalidArgumentError("reduce needs at least one axis");
+      auto t = require_float(g.node(inputs[0]).type, "reduce input");
+      if (!t.ok()) return t.status();
+      auto dims = without(*t, *axes, "reduce");
+      if (!dims.ok()) return dims.status();
+      return TensorType{*std::move(dims), t->dtype, std::nullopt};
+    }
+    case NodeKind::kNormalize:
+    case NodeKind::kSoftmax: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      std::vector<Dim> axes;
+      if (kind == NodeKind::kNormalize) {
+        auto a = attr<std::vector<Dim>>(spec, kind, "axes");
+        if (!a.ok()) return a.status();
+        if (!spec.attrs.get<double>("epsilon")) {
+          return absl::InvalidArgumentError("normalize needs attribute 'epsilon'");
+        }
+        axes = *a;
+      } else {
+        auto a = attr<Dim>(spec, kind, "axis");
+        if (!a.ok()) return a.status();
+        if (!spec.attrs.get<bool>("log"))
+          return absl::InvalidArgumentError("softmax needs attribute 'log'");
+        axes = {*a};
+      }
+      auto t = require_float(g.node(inputs[0]).type, absl::StrCat(node_kind_name(kind), " input"));
+      if (!t.ok()) return t.status();
+      if (auto d = without(*t, axes, node_kind_name(kind)); !d.ok()) return d.status();
+      return t;
+    }
+    case NodeKind::kGather:
+      return infer_gather(g, inputs, spec);
+    case NodeKind::kConcat:
+      return infer_concat(g, inputs, spec);
     case NodeKind::kScaleGrad: {
       if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
       if (!spec.attrs.get<double>("scale"))

@@ -39,6 +39,11 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kCrossEntropy:
       case NodeKind::kNorm:
       case NodeKind::kScaleGrad:
+      case NodeKind::kReduce:
+      case NodeKind::kNormalize:
+      case NodeKind::kGather:
+      case NodeKind::kConcat:
+      case NodeKind::kSoftmax:
         return "a param-init node may not read a step node";
       case NodeKind::kRandom:
       case NodeKind::kConstant:

@@ -41,7 +41,8 @@ Tensor Linear::forward(const Tensor& input, std::source_location loc) const {
   });
 }
 
-Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim) : Module("lstm"), in_dim_(in_dim), out_dim_(out_dim) {
+Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim, Direction direction)
+    : Module("lstm"), in_dim_(in_dim), out_dim_(out_dim), direction_(direction) {
   const ir::Dim gates = 4 * out_dim;
   ff_weight_ = register_parameter("ff_weight", {in_dim, gates}, ir::ParamKind::kWeight);
   rec_weight_ = register_parameter("rec_weight", {out_dim, gates}, ir::ParamKind::kWeight);
@@ -63,7 +64,71 @@ Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) c
   }
   Builder& b = x.builder();
   return b.add(ir::NodeKind::kLstm, {x, b.param(ff_weight_), b.param(rec_weight_), b.param(bias_)},
-               {{"axis", axis}, {"out_dim", out_dim_}}, l);
+               {{"axis", axis},
+                {"out_dim", out_dim_},
+                {"direction", int64_t{direction_ == Direction::kForward ? 1 : -1}}},
+               l);
+}
+
+}  // namespace retc::nn
+
+namespace retc::nn {
+
+BLstm::BLstm(ir::Dim in_dim, ir::Dim fw_dim, ir::Dim bw_dim)
+    : Module("blstm"), out_dim_(fw_dim + bw_dim) {
+  fw = register_module("fw", std::make_shared<Lstm>(in_dim, fw_dim));
+  bw = register_module("bw", std::make_shared<Lstm>(in_dim, bw_dim, Lstm::Direction::kBackward));
+}
+
+Tensor BLstm::forward(const Tensor& input, const ir::Dim& axis, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    return concat(fw->forward(x, axis, loc), fw->out_dim(), bw->forward(x, axis, loc),
+                  bw->out_dim(), loc);
+  });
+}
+
+LayerNorm::LayerNorm(ir::Dim dim, double epsilon)
+    : Module("layer_norm"), dim_(dim), epsilon_(epsilon) {
+  scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);
+  bias_ = register_parameter("bias", {dim}, ir::ParamKind::kNormShift);
+}
+
+Tensor LayerNorm::forward(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    check_input_dim(*this, x, dim_, "dim", ir::SourceLoc::from(loc));
+    Builder& b = x.builder();
+    return add(mul(normalize(x, {dim_}, epsilon_, loc), b.param(scale_), loc), b.param(bias_), loc);
+  });
+}
+
+RmsNorm::RmsNorm(ir::Dim dim, double epsilon) : Module("rms_norm"), dim_(dim), epsilon_(epsilon) {
+  scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);
+}
+
+Tensor RmsNorm::forward(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    check_input_dim(*this, x, dim_, "dim", ir::SourceLoc::from(loc));
+    Builder& b = x.builder();
+    Tensor mean_square = reduce(mul(x, x, loc), "mean", {dim_}, loc);
+    Tensor inv_rms =
+        activation(add(mean_square, constant(b, epsilon_, {}, loc), loc), "rsqrt", loc);
+    return mul(mul(x, inv_rms, loc), b.param(scale_), loc);
+  });
+}
+
+Embedding::Embedding(ir::Dim vocab, ir::Dim dim) : Module("embedding"), vocab_(vocab), dim_(dim) {
+  weight_ = register_parameter("weight", {vocab, dim}, ir::ParamKind::kEmbedding);
+}
+
+Tensor Embedding::forward(const Tensor& ids, std::source_location loc) const {
+  return call(ids, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    if (!x.type().sparse_dim || *x.type().sparse_dim != vocab_) {
+      fail(l, absl::StrCat(describe(), ": ids ", x.type().describe(),
+                           " must be sparse over the vocab ", vocab_.describe()));
+    }
+    return gather(x.builder().param(weight_), x, vocab_, loc);
+  });
 }
 
 }  // namespace retc::nn

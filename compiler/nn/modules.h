@@ -38,7 +38,8 @@ class Linear : public Module {
 /// Example: `auto y = lstm->forward(x, time);`
 class Lstm : public Module {
  public:
-  Lstm(ir::Dim in_dim, ir::Dim out_dim);
+  enum class Direction { kForward, kBackward };
+  Lstm(ir::Dim in_dim, ir::Dim out_dim, Direction direction = Direction::kForward);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
 
@@ -52,7 +53,67 @@ class Lstm : public Module {
   Tensor run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) const;
 
   ir::Dim in_dim_, out_dim_;
+  Direction direction_;
   Parameter ff_weight_, rec_weight_, bias_;
+};
+
+/// A bidirectional LSTM: a forward and a backward Lstm over the same axis,
+/// concatenated; the output dim is fw_dim + bw_dim. Params: fw.*, bw.*.
+class BLstm : public Module {
+ public:
+  BLstm(ir::Dim in_dim, ir::Dim fw_dim, ir::Dim bw_dim);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  /// fw_dim + bw_dim.
+  ir::Dim out_dim() const { return out_dim_; }
+
+  std::shared_ptr<Lstm> fw, bw;
+
+ private:
+  ir::Dim out_dim_;
+};
+
+/// Layer normalization over `dim`: (x - mean) / sqrt(var + eps) * scale + bias.
+/// Params: scale [dim] (norm-scale, 1), bias [dim] (norm-shift, 0).
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(ir::Dim dim, double epsilon = 1e-6);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  Parameter& scale() { return scale_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim dim_;
+  double epsilon_;
+  Parameter scale_, bias_;
+};
+
+/// RMS normalization over `dim`: x / sqrt(mean(x^2) + eps) * scale.
+/// Params: scale [dim] (norm-scale, 1).
+class RmsNorm : public Module {
+ public:
+  explicit RmsNorm(ir::Dim dim, double epsilon = 1e-6);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  Parameter& scale() { return scale_; }
+
+ private:
+  ir::Dim dim_;
+  double epsilon_;
+  Parameter scale_;
+};
+
+/// A lookup table: forward(ids) gathers rows of weight [vocab, dim] by the
+/// sparse ids (whose sparse dim must be `vocab`). Params: weight (embedding).
+class Embedding : public Module {
+ public:
+  Embedding(ir::Dim vocab, ir::Dim dim);
+  Tensor forward(const Tensor& ids,
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& weight() { return weight_; }
+
+ private:
+  ir::Dim vocab_, dim_;
+  Parameter weight_;
 };
 
 /// Checks that `x` has `dim`; otherwise fails with a message naming `m`,

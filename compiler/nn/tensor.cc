@@ -137,6 +137,43 @@ Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, dou
                L(loc));
 }
 
+Tensor reduce(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
+              std::source_location loc) {
+  return builder_of(x, "reduce", L(loc))
+      .add(ir::NodeKind::kReduce, {x}, {{"mode", std::move(mode)}, {"axes", std::move(axes)}},
+           L(loc));
+}
+
+Tensor normalize(const Tensor& x, std::vector<ir::Dim> axes, double epsilon,
+                 std::source_location loc) {
+  return builder_of(x, "normalize", L(loc))
+      .add(ir::NodeKind::kNormalize, {x}, {{"axes", std::move(axes)}, {"epsilon", epsilon}},
+           L(loc));
+}
+
+Tensor softmax(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return builder_of(x, "softmax", L(loc))
+      .add(ir::NodeKind::kSoftmax, {x}, {{"axis", axis}, {"log", false}}, L(loc));
+}
+
+Tensor log_softmax(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return builder_of(x, "log_softmax", L(loc))
+      .add(ir::NodeKind::kSoftmax, {x}, {{"axis", axis}, {"log", true}}, L(loc));
+}
+
+Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
+              std::source_location loc) {
+  return builder_of(x, "gather", L(loc))
+      .add(ir::NodeKind::kGather, {x, indices}, {{"axis", axis}}, L(loc));
+}
+
+Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
+              std::source_location loc) {
+  return builder_of(a, "concat", L(loc))
+      .add(ir::NodeKind::kConcat, {a, b},
+           {{"axis_a", axis_a}, {"axis_b", axis_b}, {"out_dim", axis_a + axis_b}}, L(loc));
+}
+
 Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets,
                              std::source_location loc) {
   return builder_of(logits, "softmax_cross_entropy", L(loc))

@@ -95,6 +95,26 @@ Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double
 Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
                       int64_t seed, std::source_location loc = std::source_location::current());
 
+/// Reduces `axes` with mode "sum", "mean", "max", "min" or "logsumexp"
+/// (dynamic axes respect sequence lengths).
+Tensor reduce(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
+              std::source_location loc = std::source_location::current());
+/// (x - mean) / sqrt(var + epsilon), mean and variance over `axes`.
+Tensor normalize(const Tensor& x, std::vector<ir::Dim> axes, double epsilon = 1e-6,
+                 std::source_location loc = std::source_location::current());
+/// Softmax (or log-softmax) over `axis`; a dynamic axis is masked by length.
+Tensor softmax(const Tensor& x, const ir::Dim& axis,
+               std::source_location loc = std::source_location::current());
+Tensor log_softmax(const Tensor& x, const ir::Dim& axis,
+                   std::source_location loc = std::source_location::current());
+/// Rows of `x` along `axis` picked by the sparse `indices` (sparse over `axis`).
+Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
+              std::source_location loc = std::source_location::current());
+/// Concatenates `a` along `axis_a` and `b` along `axis_b` (all other dims
+/// equal); the new axis is `axis_a + axis_b`.
+Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
+              std::source_location loc = std::source_location::current());
+
 /// Per-frame softmax cross-entropy of `logits` against sparse `targets`
 /// (class indices whose sparse dim is in the logits). RETURNN also reports
 /// the frame error rate of this loss.

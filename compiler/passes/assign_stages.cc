@@ -16,6 +16,11 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kNorm:
     case ir::NodeKind::kRandom:
     case ir::NodeKind::kConstant:
+    case ir::NodeKind::kReduce:
+    case ir::NodeKind::kNormalize:
+    case ir::NodeKind::kGather:
+    case ir::NodeKind::kConcat:
+    case ir::NodeKind::kSoftmax:
       return true;
     case ir::NodeKind::kData:
     case ir::NodeKind::kParam:

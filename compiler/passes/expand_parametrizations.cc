@@ -157,6 +157,11 @@ absl::StatusOr<bool> expand_parametrizations(ir::Graph& g, const ExpandParametri
       case ir::NodeKind::kRandom:
       case ir::NodeKind::kConstant:
       case ir::NodeKind::kScaleGrad:
+      case ir::NodeKind::kReduce:
+      case ir::NodeKind::kNormalize:
+      case ir::NodeKind::kGather:
+      case ir::NodeKind::kConcat:
+      case ir::NodeKind::kSoftmax:
         continue;
     }
     if (!s.ok()) return s;

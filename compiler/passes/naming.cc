@@ -47,6 +47,11 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
       case ir::NodeKind::kWeightDropout:
       case ir::NodeKind::kWeightNoise:
       case ir::NodeKind::kScaleGrad:
+      case ir::NodeKind::kReduce:
+      case ir::NodeKind::kNormalize:
+      case ir::NodeKind::kGather:
+      case ir::NodeKind::kConcat:
+      case ir::NodeKind::kSoftmax:
         break;
     }
   }

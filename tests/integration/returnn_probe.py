@@ -87,11 +87,11 @@ class Net:
         return self.params()[name]
 
     def layer(self, name, feed=None):
-        """A layer's output value, batch-major."""
+        """A layer's output value: batch, then spatial axes, then the feature axis."""
         with self.graph.as_default():
             out = self.net.get_layer(name).output
             if out.have_batch_axis():
-                out = out.copy_as_batch_major()
+                out = out.copy_as_batch_spatial_major()
             return self.session.run(out.placeholder, feed_dict=feed or {})
 
     def run(self, fetches, feed):

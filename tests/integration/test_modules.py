@@ -1,0 +1,128 @@
+"""Module library and functional ops in RETURNN: for each module test model,
+RETURNN constructs it and runs it once on random data (`retc check`), its
+variable names and shapes equal the IR's, and the param count equals the
+formula written here; numbers are checked where an op has numbers to check.
+
+Run by ctest as `python test_modules.py NAME`.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy
+
+from returnn_probe import Net, close, compile_model
+
+BIN = os.environ["RETC_TEST_MODELS"]
+
+# name: (variables {name: shape}, param count formula)
+IN, C = 5, 3
+EXPECTED = {
+    "mod-layer-norm": (
+        {"norm/scale/param:0": [IN], "norm/bias/param:0": [IN], "out/weight/param:0": [IN, C], "out/bias/param:0": [C]},
+        2 * IN + IN * C + C,
+    ),
+    "mod-rms-norm": ({"norm/scale/param:0": [IN], "out/weight/param:0": [IN, C], "out/bias/param:0": [C]}, IN + IN * C + C),
+    "mod-embedding": (
+        {"embed/weight/param:0": [7, 6], "out/weight/param:0": [6, C], "out/bias/param:0": [C]},
+        7 * 6 + 6 * C + C,
+    ),
+    "mod-blstm": (
+        {
+            "blstm/fw/ff_weight/param:0": [IN, 16], "blstm/fw/rec_weight/param:0": [4, 16], "blstm/fw/bias/param:0": [16],
+            "blstm/bw/ff_weight/param:0": [IN, 12], "blstm/bw/rec_weight/param:0": [3, 12], "blstm/bw/bias/param:0": [12],
+            "out/weight/param:0": [7, C], "out/bias/param:0": [C],
+        },
+        # LSTM: 4 gates x (in + out + 1) x out, per direction; then 7 -> 3 linear
+        4 * 4 * (IN + 4 + 1) + 4 * 3 * (IN + 3 + 1) + 7 * C + C,
+    ),
+    "op-functional": (
+        {"frame/weight/param:0": [2 * IN, C], "frame/bias/param:0": [C], "pooled/weight/param:0": [IN, C],
+         "pooled/bias/param:0": [C]},
+        2 * IN * C + C + IN * C + C,
+    ),
+}
+
+
+def test_structure():
+    for model, (variables, count) in EXPECTED.items():
+        out = subprocess.run([BIN, "check", model], check=True, capture_output=True, text=True).stdout
+        got = {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"^variable (\S+) (\[.*\])$", out, re.M)}
+        assert got == variables, (model, got)
+        total = int(re.search(r"(\d+) parameters;", out).group(1))
+        assert total == count, (model, total, count)
+        ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], check=True, capture_output=True,
+                                       text=True).stdout)
+        sizes = {d["id"]: d["size"] for d in ir["dims"]}
+        from_ir = {p["variable"] + ":0": [sizes[d] for d in p["dims"]] for p in ir["params"]}
+        assert from_ir == got, (model, from_ir)
+        print("%-15s %d variables, %d params = formula" % (model, len(got), total))
+
+
+def test_norms():
+    x_eps = 1e-6
+    ln = Net(compile_model("mod-layer-norm"), train_flag=False)
+    feed = ln.feed(4)
+    x = ln.layer("data:data", feed).astype("float64")
+    want = (x - x.mean(-1, keepdims=True)) / numpy.sqrt(x.var(-1, keepdims=True) + x_eps)
+    close(ln.layer("norm.add", feed), want, 1e-4, "layer norm")
+    rms = Net(compile_model("mod-rms-norm"), train_flag=False)
+    feed = rms.feed(4)
+    x = rms.layer("data:data", feed).astype("float64")
+    close(rms.layer("norm.mul_2", feed), x / numpy.sqrt((x ** 2).mean(-1, keepdims=True) + x_eps), 1e-4, "rms norm")
+    print("layer norm and RMS norm match numpy")
+
+
+def test_embedding():
+    net = Net(compile_model("mod-embedding"), train_flag=False)
+    feed = net.feed(2)
+    ids = net.layer("data:data", feed)
+    w = net.variable("embed/weight/param:0")
+    close(net.layer("embed.gather", feed), w[ids], 0, "gathered rows")
+    print("embedding rows gathered")
+
+
+def test_functional():
+    net = Net(compile_model("op-functional"), train_flag=False)
+    feed = net.feed(6)
+    x = net.layer("data:data", feed)
+    w = net.layer("softmax", feed)  # [B, T, F], softmax over T within each sequence's length
+    data = net.net.extern_data.data["data"]
+    seq_lens = net.run(data.get_sequence_lengths(), feed)
+    for b, n in enumerate(seq_lens):
+        close(w[b, :n].sum(axis=0), numpy.ones(w.shape[-1]), 1e-5, "softmax over time sums to 1")
+        e = numpy.exp(x[b, :n] - x[b, :n].max(axis=0))
+        close(w[b, :n], e / e.sum(axis=0), 1e-5, "softmax values")
+    logits = net.layer("output", feed)
+    close(net.layer("log_probs", feed), logits - numpy.log(numpy.exp(logits).sum(-1, keepdims=True)), 1e-4, "log_softmax")
+    close(net.layer("max_logit", feed), logits.max(-1), 1e-6, "reduce max")
+    both = net.layer("concat", feed)
+    assert both.shape[-1] == 10
+    close(both[..., :5], x, 0, "concat keeps the first part")
+    print("softmax over time (masked), log_softmax, reduce, concat, normalize: checked")
+
+
+def test_blstm_directions():
+    """The backward LSTM's first frame depends on the last frame; the forward one's does not."""
+    net = Net(compile_model("mod-blstm"), train_flag=False)
+    feed = net.feed(3)
+    data = net.net.extern_data.data["data"]
+    x = feed[data.placeholder].copy()
+    fw0, bw0 = net.layer("blstm.fw.lstm", feed), net.layer("blstm.bw.lstm", feed)
+    seq_lens = net.run(data.get_sequence_lengths(), feed)
+    b = int(numpy.argmax(seq_lens))
+    last = seq_lens[b] - 1
+    x[b, last] += 5.0
+    feed[data.placeholder] = x
+    fw1, bw1 = net.layer("blstm.fw.lstm", feed), net.layer("blstm.bw.lstm", feed)
+    assert numpy.allclose(fw0[b, 0], fw1[b, 0]), "forward LSTM frame 0 saw the future"
+    assert not numpy.allclose(bw0[b, 0], bw1[b, 0]), "backward LSTM frame 0 did not see the last frame"
+    print("BLSTM: forward causal, backward anti-causal")
+
+
+if __name__ == "__main__":
+    globals()["test_" + sys.argv[1]]()
+    print("ok:", sys.argv[1])

@@ -1,0 +1,130 @@
+// Test models for the module library and functional ops; the integration
+// test tests/integration/test_modules.py checks each in RETURNN: variable
+// names and shapes equal the IR's, and the param count equals a formula.
+#include "compiler/nn/modules.h"
+#include "tests/test_models.h"
+
+namespace retc::testing {
+namespace {
+
+using ir::Dim;
+using nn::Builder;
+using nn::Tensor;
+
+struct Io {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 5);
+  Dim classes = Dim::feature("classes", 3);
+  Tensor x, y;
+  explicit Io(Builder& b, std::optional<Dim> vocab = std::nullopt) {
+    if (vocab) {
+      x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, *vocab);
+    } else {
+      x = b.extern_data("data", {Dim::batch(), time, in});
+    }
+    y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
+  }
+  void finish(const Tensor& logits) const {
+    logits.mark_as_output();
+    nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+  }
+};
+
+template <class Norm>
+class Normed : public nn::Module {
+ public:
+  Normed(Dim in, Dim out) : Module("normed") {
+    norm = register_module("norm", std::make_shared<Norm>(in));
+    out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+  }
+  Tensor forward(const Tensor& x) const {
+    return call(x, std::source_location::current(),
+                [&](const Tensor& h) { return out_->forward(norm->forward(h)); });
+  }
+  std::shared_ptr<Norm> norm;
+  std::shared_ptr<nn::Linear> out_;
+};
+
+template <class Norm>
+void build_normed(Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<Normed<Norm>>(io.in, io.classes));
+  io.finish(m->forward(io.x));
+}
+
+class EmbedNet : public nn::Module {
+ public:
+  EmbedNet(Dim vocab, Dim dim, Dim out) : Module("embed_net") {
+    embed = register_module("embed", std::make_shared<nn::Embedding>(vocab, dim));
+    out_ = register_module("out", std::make_shared<nn::Linear>(dim, out));
+  }
+  std::shared_ptr<nn::Embedding> embed;
+  std::shared_ptr<nn::Linear> out_;
+};
+
+void build_embedding(Builder& b) {
+  Dim vocab = Dim::feature("vocab", 7);
+  Io io(b, vocab);
+  auto m = b.set_root(std::make_shared<EmbedNet>(vocab, Dim::feature("embed", 6), io.classes));
+  io.finish(m->out_->forward(m->embed->forward(io.x)));
+}
+
+class BlstmNet : public nn::Module {
+ public:
+  BlstmNet(Dim in, Dim out) : Module("blstm_net") {
+    blstm = register_module(
+        "blstm", std::make_shared<nn::BLstm>(in, Dim::feature("fw", 4), Dim::feature("bw", 3)));
+    out_ = register_module("out", std::make_shared<nn::Linear>(blstm->out_dim(), out));
+  }
+  std::shared_ptr<nn::BLstm> blstm;
+  std::shared_ptr<nn::Linear> out_;
+};
+
+void build_blstm(Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<BlstmNet>(io.in, io.classes));
+  io.finish(m->out_->forward(m->blstm->forward(io.x, io.time)));
+}
+
+// reduce, softmax over time, log_softmax, normalize and concat in one net.
+class OpsNet : public nn::Module {
+ public:
+  OpsNet(Dim in, Dim out) : Module("ops_net") {
+    frame = register_module("frame", std::make_shared<nn::Linear>(in + in, out));
+    pooled = register_module("pooled", std::make_shared<nn::Linear>(in, out));
+  }
+  std::shared_ptr<nn::Linear> frame, pooled;
+};
+
+void build_ops(Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<OpsNet>(io.in, io.classes));
+  Tensor weights = nn::softmax(io.x, io.time);                            // over time, masked
+  Tensor summary = nn::reduce(nn::mul(io.x, weights), "sum", {io.time});  // [B, in]
+  Tensor both = nn::concat(io.x, io.in, nn::normalize(io.x, {io.in}), io.in);
+  Tensor logits = m->frame->forward(both) + m->pooled->forward(summary);
+  nn::log_softmax(logits, io.classes).mark_as_output("log_probs");
+  nn::reduce(logits, "max", {io.classes}).mark_as_output("max_logit");
+  io.finish(logits);
+}
+
+}  // namespace
+
+std::vector<ModelDef> module_test_models() {
+  auto def = [](std::string name, void (*build)(Builder&)) {
+    emit::TrainingSetup t;
+    t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
+    t.dev = emit::PyValue::dict(
+        {{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
+    return ModelDef{std::move(name), "module library test model", build, t};
+  };
+  return {
+      def("mod-layer-norm", build_normed<nn::LayerNorm>),
+      def("mod-rms-norm", build_normed<nn::RmsNorm>),
+      def("mod-embedding", build_embedding),
+      def("mod-blstm", build_blstm),
+      def("op-functional", build_ops),
+  };
+}
+
+}  // namespace retc::testing
