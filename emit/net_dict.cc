@@ -228,6 +228,19 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
         if (*n.attrs.get<bool>("log")) layer.set("log_space", true);
         break;
+      case ir::NodeKind::kSelfAttention:
+        // RETURNN's fused self-attention; its QKV matrix is retc's param.
+        layer.set("class", "self_attention");
+        layer.set("from", ref(0));
+        layer.set("num_heads", *n.attrs.get<int64_t>("num_heads"));
+        layer.set("total_key_dim", *n.attrs.get<ir::Dim>("key_dim")->size());
+        layer.set("out_dim", dim_ref(t, *n.attrs.get<ir::Dim>("out_dim")));
+        if (*n.attrs.get<bool>("causal")) layer.set("attention_left_only", true);
+        layer.set(
+            "reuse_params",
+            PyValue::dict(
+                {{"map", PyValue::dict({{"QKV", PyValue::dict({{"layer_output", ref(1)}})}})}}));
+        break;
       case ir::NodeKind::kScaleGrad:
         layer.set("class", "scaled_grad");
         layer.set("from", from());

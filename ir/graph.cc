@@ -203,6 +203,51 @@ absl::StatusOr<TensorType> infer_concat(const Graph& g, const std::vector<NodeId
   return out;
 }
 
+absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vector<NodeId>& in,
+                                                const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kSelfAttention;
+  if (auto s = arity(kKind, in, 2); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, kKind, "axis");
+  if (!axis.ok()) return axis.status();
+  auto heads = attr<int64_t>(spec, kKind, "num_heads");
+  if (!heads.ok()) return heads.status();
+  auto key_dim = attr<Dim>(spec, kKind, "key_dim");
+  if (!key_dim.ok()) return key_dim.status();
+  auto out_dim = attr<Dim>(spec, kKind, "out_dim");
+  if (!out_dim.ok()) return out_dim.status();
+  if (!spec.attrs.get<bool>("causal"))
+    return absl::InvalidArgumentError("self_attention needs attribute 'causal'");
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& qkv = g.node(in[1]).type;
+  if (auto s = require_float(x, "self_attention input"); !s.ok()) return s.status();
+  if (*heads < 1 || !key_dim->size() || !out_dim->size() || *key_dim->size() % *heads != 0 ||
+      *out_dim->size() % *heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("self_attention: key dim ", key_dim->describe(), " and out dim ",
+                     out_dim->describe(), " must be static and divisible by ", *heads, " heads"));
+  }
+  const Dim qkv_dim = 2 * *key_dim + *out_dim;
+  if (qkv.dims.size() != 2 || qkv.dims[1] != qkv_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "self_attention: the QKV weight must be [in, 2*key + out], got ", describe(qkv.dims)));
+  }
+  int in_pos = index_of(x.dims, qkv.dims[0]);
+  if (in_pos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("self_attention: input ", x.describe(),
+                                                   " lacks the in dim ", qkv.dims[0].describe()));
+  }
+  int dynamic = 0;
+  for (const Dim& d : x.dims) dynamic += d.is_dynamic() && !d.is_batch();
+  if (index_of(x.dims, *axis) < 0 || !axis->is_dynamic() || dynamic != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("self_attention: the axis ", axis->describe(),
+                                                   " must be the only dynamic dim of the input ",
+                                                   x.describe()));
+  }
+  TensorType out = x;
+  out.dims[in_pos] = *out_dim;
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in) {
   if (auto s = arity(NodeKind::kCrossEntropy, in, 2); !s.ok()) return s;
   const TensorType& logits = g.node(in[0]).type;
@@ -417,6 +462,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     }
     case NodeKind::kGather:
       return infer_gather(g, inputs, spec);
+    case NodeKind::kSelfAttention:
+      return infer_self_attention(g, inputs, spec);
     case NodeKind::kConcat:
       return infer_concat(g, inputs, spec);
     case NodeKind::kScaleGrad: {

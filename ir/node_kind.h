@@ -33,7 +33,8 @@ namespace retc::ir {
   X(Normalize, "normalize")          /* (x - mean) / sqrt(var + epsilon) over axes */  \
   X(Gather, "gather")                /* x, sparse indices into attr axis */            \
   X(Concat, "concat")                /* a, b along axis_a, axis_b into out_dim */      \
-  X(Softmax, "softmax")              /* over attr axis; attr log */
+  X(Softmax, "softmax")              /* over attr axis; attr log */                    \
+  X(SelfAttention, "self_attention") /* x, qkv weight; attrs axis, heads, key/out dims */
 
 enum class NodeKind {
 #define RETC_X(E, S) k##E,

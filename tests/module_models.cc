@@ -108,6 +108,44 @@ void build_ops(Builder& b) {
   io.finish(logits);
 }
 
+// Self-attention (plain or causal) with key dim 8, value dim 6, 2 heads.
+template <bool kCausal>
+void build_attention(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("att_net") {
+      att = register_module(
+          "att", std::make_shared<nn::SelfAttention>(in, Dim::feature("key", 8),
+                                                     Dim::feature("value", 6), 2, kCausal));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::SelfAttention> att;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  nn::Tensor h = m->att->forward(io.x, io.time);
+  h.mark_as_output("attended");
+  io.finish(m->out_->forward(h));
+}
+
+// A 2-layer Transformer encoder (model dim 8, ff 16, 2 heads) tagger.
+void build_transformer(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("transformer_net") {
+      Dim model = Dim::feature("model", 8);
+      in_proj = register_module("in_proj", std::make_shared<nn::Linear>(in, model));
+      encoder = register_module(
+          "encoder", std::make_shared<nn::TransformerEncoder>(2, model, Dim::feature("ff", 16), 2));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
+    }
+    std::shared_ptr<nn::Linear> in_proj, out_;
+    std::shared_ptr<nn::TransformerEncoder> encoder;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  io.finish(m->out_->forward(m->encoder->forward(m->in_proj->forward(io.x), io.time)));
+}
+
 }  // namespace
 
 std::vector<ModelDef> module_test_models() {
@@ -124,6 +162,9 @@ std::vector<ModelDef> module_test_models() {
       def("mod-embedding", build_embedding),
       def("mod-blstm", build_blstm),
       def("op-functional", build_ops),
+      def("mod-self-attention", build_attention<false>),
+      def("mod-causal-attention", build_attention<true>),
+      def("mod-transformer", build_transformer),
   };
 }
 

@@ -132,3 +132,78 @@ Tensor Embedding::forward(const Tensor& ids, std::source_location loc) const {
 }
 
 }  // namespace retc::nn
+
+namespace retc::nn {
+
+SelfAttention::SelfAttention(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads,
+                             bool causal)
+    : Module("self_attention"),
+      in_dim_(in_dim),
+      key_dim_(key_dim),
+      value_dim_(value_dim),
+      num_heads_(num_heads),
+      causal_(causal) {
+  qkv_ = register_parameter("qkv", {in_dim, 2 * key_dim + value_dim}, ir::ParamKind::kWeight);
+  proj = register_module("proj", std::make_shared<Linear>(value_dim, in_dim));
+}
+
+Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
+                              std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    Builder& b = x.builder();
+    Tensor att = b.add(ir::NodeKind::kSelfAttention, {x, b.param(qkv_)},
+                       {{"axis", axis},
+                        {"num_heads", num_heads_},
+                        {"key_dim", key_dim_},
+                        {"out_dim", value_dim_},
+                        {"causal", causal_}},
+                       l);
+    return proj->forward(att, loc);
+  });
+}
+
+TransformerEncoderLayer::TransformerEncoderLayer(ir::Dim model_dim, ir::Dim ff_dim,
+                                                 int64_t num_heads, double dropout)
+    : Module("transformer_encoder_layer"), dropout_(dropout) {
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
+  self_att = register_module(
+      "self_att", std::make_shared<SelfAttention>(model_dim, model_dim, model_dim, num_heads));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
+  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
+  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& input, const ir::Dim& axis,
+                                        std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h =
+        add(x, dropout(self_att->forward(ln1->forward(x, loc), axis, loc), dropout_, {}, loc), loc);
+    Tensor ff = ff2->forward(relu(ff1->forward(ln2->forward(h, loc), loc), loc), loc);
+    return add(h, dropout(ff, dropout_, {}, loc), loc);
+  });
+}
+
+TransformerEncoder::TransformerEncoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim,
+                                       int64_t num_heads, double dropout)
+    : Module("transformer_encoder") {
+  layers = register_module("layers", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < num_layers; ++i) {
+    layers->append(
+        std::make_shared<TransformerEncoderLayer>(model_dim, ff_dim, num_heads, dropout));
+  }
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
+}
+
+Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
+                                   std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h = x;
+    for (size_t i = 0; i < layers->size(); ++i)
+      h = layers->at<TransformerEncoderLayer>(i)->forward(h, axis, loc);
+    return final_norm->forward(h, loc);
+  });
+}
+
+}  // namespace retc::nn

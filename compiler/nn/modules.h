@@ -102,6 +102,73 @@ class RmsNorm : public Module {
   Parameter scale_;
 };
 
+/// Multi-head self-attention over a dynamic axis (RETURNN's fused layer),
+/// plain or causal (each frame attends to itself and earlier frames), with
+/// an output projection. Params: qkv [in, 2*key + value] (queries, keys,
+/// values in that order), proj.weight [value, in], proj.bias [in].
+class SelfAttention : public Module {
+ public:
+  SelfAttention(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads,
+                bool causal = false);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& qkv() { return qkv_; }
+  std::shared_ptr<Linear> proj;
+
+ private:
+  ir::Dim in_dim_, key_dim_, value_dim_;
+  int64_t num_heads_;
+  bool causal_;
+  Parameter qkv_;
+};
+
+/// Modules registered as "0", "1", ...; iterate with size() and at().
+class ModuleList : public Module {
+ public:
+  ModuleList() : Module("module_list") {}
+  template <class M>
+  std::shared_ptr<M> append(std::shared_ptr<M> m,
+                            std::source_location loc = std::source_location::current()) {
+    items_.push_back(m);
+    return register_module(std::to_string(items_.size() - 1), std::move(m), loc);
+  }
+  size_t size() const { return items_.size(); }
+  template <class M>
+  std::shared_ptr<M> at(size_t i) const {
+    return std::static_pointer_cast<M>(items_.at(i));
+  }
+
+ private:
+  std::vector<std::shared_ptr<Module>> items_;
+};
+
+/// A pre-norm Transformer encoder layer:
+///   h = x + dropout(self_att(ln1(x)));  y = h + dropout(ff2(relu(ff1(ln2(h)))))
+class TransformerEncoderLayer : public Module {
+ public:
+  TransformerEncoderLayer(ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
+                          double dropout = 0.1);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<SelfAttention> self_att;
+  std::shared_ptr<Linear> ff1, ff2;
+
+ private:
+  double dropout_;
+};
+
+/// `num_layers` TransformerEncoderLayers ("layers.0", ...) and a final LayerNorm.
+class TransformerEncoder : public Module {
+ public:
+  TransformerEncoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
+                     double dropout = 0.1);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<ModuleList> layers;
+  std::shared_ptr<LayerNorm> final_norm;
+};
+
 /// A lookup table: forward(ids) gathers rows of weight [vocab, dim] by the
 /// sparse ids (whose sparse dim must be `vocab`). Params: weight (embedding).
 class Embedding : public Module {

@@ -31,6 +31,7 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kWeightDropout:
     case ir::NodeKind::kWeightNoise:
     case ir::NodeKind::kScaleGrad:
+    case ir::NodeKind::kSelfAttention:
       return false;
   }
   return false;

@@ -162,6 +162,7 @@ absl::StatusOr<bool> expand_parametrizations(ir::Graph& g, const ExpandParametri
       case ir::NodeKind::kGather:
       case ir::NodeKind::kConcat:
       case ir::NodeKind::kSoftmax:
+      case ir::NodeKind::kSelfAttention:
         continue;
     }
     if (!s.ok()) return s;

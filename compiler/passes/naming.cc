@@ -52,6 +52,7 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
       case ir::NodeKind::kGather:
       case ir::NodeKind::kConcat:
       case ir::NodeKind::kSoftmax:
+      case ir::NodeKind::kSelfAttention:
         break;
     }
   }

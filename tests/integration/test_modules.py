@@ -45,6 +45,22 @@ EXPECTED = {
         2 * IN * C + C + IN * C + C,
     ),
 }
+ATT = {"att/qkv/param:0": [IN, 2 * 8 + 6], "att/proj/weight/param:0": [6, IN], "att/proj/bias/param:0": [IN],
+       "out/weight/param:0": [IN, C], "out/bias/param:0": [C]}
+EXPECTED["mod-self-attention"] = (ATT, IN * (2 * 8 + 6) + 6 * IN + IN + IN * C + C)
+EXPECTED["mod-causal-attention"] = (ATT, IN * (2 * 8 + 6) + 6 * IN + IN + IN * C + C)
+D, FF = 8, 16
+LAYER = {"ln1/scale": [D], "ln1/bias": [D], "self_att/qkv": [D, 3 * D], "self_att/proj/weight": [D, D],
+         "self_att/proj/bias": [D], "ln2/scale": [D], "ln2/bias": [D], "ff1/weight": [D, FF], "ff1/bias": [FF],
+         "ff2/weight": [FF, D], "ff2/bias": [D]}
+TRANSFORMER = {"in_proj/weight/param:0": [IN, D], "in_proj/bias/param:0": [D], "out/weight/param:0": [D, C],
+               "out/bias/param:0": [C], "encoder/final_norm/scale/param:0": [D], "encoder/final_norm/bias/param:0": [D]}
+for i in range(2):
+    for k, v in LAYER.items():
+        TRANSFORMER["encoder/layers/%d/%s/param:0" % (i, k)] = v
+# per layer: 2 LN (2D each), QKV D*3D, proj D*D + D, FF D*FF + FF + FF*D + D
+PER_LAYER = 4 * D + 3 * D * D + D * D + D + D * FF + FF + FF * D + D
+EXPECTED["mod-transformer"] = (TRANSFORMER, IN * D + D + 2 * PER_LAYER + 2 * D + D * C + C)
 
 
 def test_structure():
@@ -121,6 +137,30 @@ def test_blstm_directions():
     assert numpy.allclose(fw0[b, 0], fw1[b, 0]), "forward LSTM frame 0 saw the future"
     assert not numpy.allclose(bw0[b, 0], bw1[b, 0]), "backward LSTM frame 0 did not see the last frame"
     print("BLSTM: forward causal, backward anti-causal")
+
+
+def test_attention_causality():
+    """Causal: frame 0 ignores later frames; plain: it attends to all of them."""
+    for model, causal in [("mod-causal-attention", True), ("mod-self-attention", False)]:
+        net = Net(compile_model(model), train_flag=False)
+        feed = net.feed(8)
+        data = net.net.extern_data.data["data"]
+        seq_lens = net.run(data.get_sequence_lengths(), feed)
+        b = int(numpy.argmax(seq_lens))
+        before = net.layer("attended", feed)
+        x = feed[data.placeholder].copy()
+        x[b, seq_lens[b] - 1] += 3.0
+        feed[data.placeholder] = x
+        after = net.layer("attended", feed)
+        same = numpy.allclose(before[b, 0], after[b, 0], atol=1e-6)
+        assert same == causal, (model, same)
+        # Padding never leaks in: changing frames past the length changes nothing.
+        short = int(numpy.argmin(seq_lens))
+        x[short, seq_lens[short]:] += 7.0
+        feed[data.placeholder] = x
+        again = net.layer("attended", feed)
+        close(again[short, : seq_lens[short]], after[short, : seq_lens[short]], 1e-5, model + " padding")
+    print("causal attention ignores the future; plain attention sees it; padding is masked")
 
 
 if __name__ == "__main__":
