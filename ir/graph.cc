@@ -572,29 +572,19 @@ void Graph::renumber(const std::vector<int32_t>& remap, std::vector<Node> nodes)
   nodes_ = std::move(nodes);
 }
 
-bool is_root(const Graph& g, NodeId id) {
-  const Node& n = g.node(id);
-  if (n.kind == NodeKind::kParam || n.kind == NodeKind::kData) return true;
-  for (const Mark& m : g.marks()) {
-    if (m.node == id) return true;
+std::vector<bool> root_mask(const Graph& g) {
+  std::vector<bool> root(g.size(), false);
+  for (size_t i = 0; i < g.size(); ++i) {
+    NodeKind k = g.nodes()[i].kind;
+    root[i] = k == NodeKind::kParam || k == NodeKind::kData;
   }
+  for (const Mark& m : g.marks()) root[m.node.index] = true;
   for (const Param& p : g.params()) {
-    if (p.options.init_node == id.index || p.options.initial.node == id.index) return true;
+    for (int32_t ref : {p.options.init_node, p.options.initial.node}) {
+      if (ref >= 0) root[ref] = true;
+    }
   }
-  return false;
-}
-
-std::vector<int> use_counts(const Graph& g) {
-  std::vector<int> uses(g.size(), 0);
-  for (const Node& n : g.nodes()) {
-    for (NodeId in : n.inputs) ++uses[in.index];
-  }
-  for (const Mark& m : g.marks()) ++uses[m.node.index];
-  for (const Param& p : g.params()) {
-    if (p.options.init_node >= 0) ++uses[p.options.init_node];
-    if (p.options.initial.node >= 0) ++uses[p.options.initial.node];
-  }
-  return uses;
+  return root;
 }
 
 }  // namespace retc::ir

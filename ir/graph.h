@@ -120,12 +120,8 @@ class Graph {
 absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
                                       const std::vector<NodeId>& inputs, const NodeSpec& spec);
 
-/// Nodes that must be kept whatever uses them: params, data, marked nodes,
+/// Which nodes must be kept whatever uses them: params, data, marked nodes,
 /// and nodes giving a param's initial value.
-bool is_root(const Graph& g, NodeId id);
-
-/// Number of times each node is used as an input, marked, or referenced as
-/// a param's initial value.
-std::vector<int> use_counts(const Graph& g);
+std::vector<bool> root_mask(const Graph& g);
 
 }  // namespace retc::ir

@@ -148,11 +148,6 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
   return Tensor(this, *id);
 }
 
-Tensor Builder::add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs) {
-  return add(kind, inputs, std::move(attrs),
-             scopes_.empty() ? ir::SourceLoc{} : scopes_.back().loc);
-}
-
 Tensor Builder::add_operator(ir::NodeKind kind, const Tensor& a, const Tensor& b) {
   if (!scopes_.empty()) return add(kind, {a, b}, {}, scopes_.back().loc);
   ir::SourceLoc loc;

@@ -53,8 +53,6 @@ class Builder {
   /// ModelError at `loc` naming the current module.
   Tensor add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs,
              const ir::SourceLoc& loc);
-  /// Like add(), with the source location of the innermost module call.
-  Tensor add_here(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::Attrs attrs);
   /// An operator (a + b): no caller location exists, so it takes the
   /// innermost module call's, or else that of the later-made operand.
   Tensor add_operator(ir::NodeKind kind, const Tensor& a, const Tensor& b);

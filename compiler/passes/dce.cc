@@ -3,11 +3,11 @@
 namespace retc::passes {
 
 absl::StatusOr<bool> dce(ir::Graph& g, const DceOptions&) {
-  std::vector<bool> live(g.size(), false);
+  std::vector<bool> live = ir::root_mask(g);
   // Inputs precede their users, so one backward sweep finds everything live.
   for (size_t i = g.size(); i-- > 0;) {
     ir::NodeId id = g.id_of(i);
-    if (!live[i] && !ir::is_root(g, id)) continue;
+    if (!live[i]) continue;
     live[i] = true;
     for (ir::NodeId in : g.node(id).inputs) live[in.index] = true;
   }
