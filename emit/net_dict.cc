@@ -241,6 +241,26 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
             PyValue::dict(
                 {{"map", PyValue::dict({{"QKV", PyValue::dict({{"layer_output", ref(1)}})}})}}));
         break;
+      case ir::NodeKind::kConv: {
+        // RETURNN's conv with retc's filter and bias as layers; "same"
+        // padding keeps the spatial dim.
+        const ir::Node& w = g.node(n.inputs[1]);
+        const ir::Dim& axis = *n.attrs.get<ir::Dim>("axis");
+        layer.set("class", "conv");
+        layer.set("from", ref(0));
+        layer.set("filter_size", PyValue::list({dim_ref(t, w.type.dims[0])}));
+        layer.set("padding", "same");
+        if (*n.attrs.get<int64_t>("dilation") != 1)
+          layer.set("dilation_rate", *n.attrs.get<int64_t>("dilation"));
+        layer.set("in_dim", dim_ref(t, w.type.dims[1]));
+        layer.set("out_dim", dim_ref(t, w.type.dims[2]));
+        layer.set("in_spatial_dims", PyValue::list({dim_ref(t, axis)}));
+        layer.set("out_spatial_dims", PyValue::list({dim_ref(t, axis)}));
+        layer.set("filter", ref(1));
+        layer.set("bias", ref(2));
+        layer.set("with_bias", true);
+        break;
+      }
       case ir::NodeKind::kScaleGrad:
         layer.set("class", "scaled_grad");
         layer.set("from", from());

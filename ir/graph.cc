@@ -248,6 +248,38 @@ absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vecto
   return out;
 }
 
+absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kConv;
+  if (auto s = arity(kKind, in, 3); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, kKind, "axis");
+  if (!axis.ok()) return axis.status();
+  auto dilation = attr<int64_t>(spec, kKind, "dilation");
+  if (!dilation.ok()) return dilation.status();
+  if (*dilation < 1) return absl::InvalidArgumentError("conv: dilation must be at least 1");
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& w = g.node(in[1]).type;
+  const TensorType& b = g.node(in[2]).type;
+  if (auto s = require_float(x, "conv input"); !s.ok()) return s.status();
+  if (w.dims.size() != 3 || !w.dims[0].size() || *w.dims[0].size() % 2 == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv: the filter must be [kernel, in, out] with an odd kernel, got ", describe(w.dims)));
+  }
+  if (b.dims != std::vector<Dim>{w.dims[2]}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv: the bias must be [out], got ", describe(b.dims)));
+  }
+  int in_pos = index_of(x.dims, w.dims[1]);
+  if (in_pos < 0 || index_of(x.dims, *axis) < 0 || axis->is_batch() || axis->is_feature_like()) {
+    return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(),
+                                                   " needs the in dim ", w.dims[1].describe(),
+                                                   " and the spatial axis ", axis->describe()));
+  }
+  TensorType out = x;
+  out.dims[in_pos] = w.dims[2];
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in) {
   if (auto s = arity(NodeKind::kCrossEntropy, in, 2); !s.ok()) return s;
   const TensorType& logits = g.node(in[0]).type;
@@ -464,6 +496,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_gather(g, inputs, spec);
     case NodeKind::kSelfAttention:
       return infer_self_attention(g, inputs, spec);
+    case NodeKind::kConv:
+      return infer_conv(g, inputs, spec);
     case NodeKind::kConcat:
       return infer_concat(g, inputs, spec);
     case NodeKind::kScaleGrad: {

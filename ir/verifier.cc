@@ -45,6 +45,7 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kConcat:
       case NodeKind::kSoftmax:
       case NodeKind::kSelfAttention:
+      case NodeKind::kConv:
         return "a param-init node may not read a step node";
       case NodeKind::kRandom:
       case NodeKind::kConstant:

@@ -146,6 +146,15 @@ void build_transformer(Builder& b) {
   io.finish(m->out_->forward(m->encoder->forward(m->in_proj->forward(io.x), io.time)));
 }
 
+// Conv1d (kernel 3, dilation 2) straight to the class logits.
+void build_conv(Builder& b) {
+  Io io(b);
+  auto conv = b.set_root(std::make_shared<nn::Conv1d>(io.in, io.classes, 3, 2));
+  nn::Tensor h = conv->forward(io.x, io.time);
+  h.mark_as_output("conv_out");
+  io.finish(h);
+}
+
 }  // namespace
 
 std::vector<ModelDef> module_test_models() {
@@ -165,6 +174,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-self-attention", build_attention<false>),
       def("mod-causal-attention", build_attention<true>),
       def("mod-transformer", build_transformer),
+      def("mod-conv1d", build_conv),
   };
 }
 

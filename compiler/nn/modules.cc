@@ -207,3 +207,24 @@ Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
 }
 
 }  // namespace retc::nn
+
+namespace retc::nn {
+
+Conv1d::Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t dilation)
+    : Module("conv1d"), in_dim_(in_dim), out_dim_(out_dim), dilation_(dilation) {
+  ir::Dim kernel = ir::Dim::spatial("kernel", kernel_size);
+  weight_ = register_parameter("weight", {kernel, in_dim, out_dim}, ir::ParamKind::kWeight);
+  bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias);
+}
+
+Tensor Conv1d::forward(const Tensor& input, const ir::Dim& axis, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    Builder& b = x.builder();
+    return b.add(ir::NodeKind::kConv, {x, b.param(weight_), b.param(bias_)},
+                 {{"axis", axis}, {"dilation", dilation_}}, l);
+  });
+}
+
+}  // namespace retc::nn

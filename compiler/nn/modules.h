@@ -122,6 +122,23 @@ class SelfAttention : public Module {
   Parameter qkv_;
 };
 
+/// 1-D convolution over a spatial axis with "same" padding (the axis keeps
+/// its dim), stride 1 and an optional dilation; odd kernel sizes. Params:
+/// weight [kernel, in, out] (fan_in = kernel * in), bias [out].
+class Conv1d : public Module {
+ public:
+  Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t dilation = 1);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& weight() { return weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim in_dim_, out_dim_;
+  int64_t dilation_;
+  Parameter weight_, bias_;
+};
+
 /// Modules registered as "0", "1", ...; iterate with size() and at().
 class ModuleList : public Module {
  public:

@@ -32,6 +32,7 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kWeightNoise:
     case ir::NodeKind::kScaleGrad:
     case ir::NodeKind::kSelfAttention:
+    case ir::NodeKind::kConv:
       return false;
   }
   return false;

@@ -163,6 +163,7 @@ absl::StatusOr<bool> expand_parametrizations(ir::Graph& g, const ExpandParametri
       case ir::NodeKind::kConcat:
       case ir::NodeKind::kSoftmax:
       case ir::NodeKind::kSelfAttention:
+      case ir::NodeKind::kConv:
         continue;
     }
     if (!s.ok()) return s;

@@ -53,6 +53,7 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
       case ir::NodeKind::kConcat:
       case ir::NodeKind::kSoftmax:
       case ir::NodeKind::kSelfAttention:
+      case ir::NodeKind::kConv:
         break;
     }
   }

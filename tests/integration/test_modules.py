@@ -63,6 +63,9 @@ PER_LAYER = 4 * D + 3 * D * D + D * D + D + D * FF + FF + FF * D + D
 EXPECTED["mod-transformer"] = (TRANSFORMER, IN * D + D + 2 * PER_LAYER + 2 * D + D * C + C)
 
 
+EXPECTED["mod-conv1d"] = ({"weight/param:0": [3, IN, C], "bias/param:0": [C]}, 3 * IN * C + C)
+
+
 def test_structure():
     for model, (variables, count) in EXPECTED.items():
         out = subprocess.run([BIN, "check", model], check=True, capture_output=True, text=True).stdout
@@ -161,6 +164,22 @@ def test_attention_causality():
         again = net.layer("attended", feed)
         close(again[short, : seq_lens[short]], after[short, : seq_lens[short]], 1e-5, model + " padding")
     print("causal attention ignores the future; plain attention sees it; padding is masked")
+
+
+def test_conv1d():
+    """Same padding, dilation 2: y[t] = b + sum_k x[t + 2(k-1)] W[k], zeros outside."""
+    net = Net(compile_model("mod-conv1d"), train_flag=False)
+    feed = net.feed(9)
+    x = net.layer("data:data", feed).astype("float64")
+    w = net.variable("weight/param:0").astype("float64")
+    bias = net.variable("bias/param:0")
+    y = net.layer("conv_out", feed)
+    T = x.shape[1]
+    pad = numpy.zeros((x.shape[0], T + 4, x.shape[2]))
+    pad[:, 2:T + 2] = x
+    want = bias + sum(pad[:, 2 + 2 * (k - 1): 2 + 2 * (k - 1) + T] @ w[k] for k in range(3))
+    close(y, want, 1e-4, "conv1d")
+    print("conv1d (kernel 3, dilation 2, same padding) matches numpy")
 
 
 if __name__ == "__main__":
