@@ -133,38 +133,15 @@ absl::StatusOr<bool> expand_parametrizations(ir::Graph& g, const ExpandParametri
   const size_t n = g.size();  // nodes added here need no expansion
   for (size_t i = 0; i < n; ++i) {
     ir::NodeId id = g.id_of(i);
+    // Only the parametrization kinds are rewritten; no other kind needs a case.
+    const ir::NodeKind kind = g.node(id).kind;
     absl::Status s;
-    switch (g.node(id).kind) {
-      case ir::NodeKind::kWeightNorm:
-        s = expand_weight_norm(g, id);
-        break;
-      case ir::NodeKind::kWeightDropout:
-      case ir::NodeKind::kWeightNoise:
-        s = expand_weight_noise_or_dropout(g, id);
-        break;
-      case ir::NodeKind::kData:
-      case ir::NodeKind::kParam:
-      case ir::NodeKind::kAdd:
-      case ir::NodeKind::kSub:
-      case ir::NodeKind::kMul:
-      case ir::NodeKind::kDiv:
-      case ir::NodeKind::kDot:
-      case ir::NodeKind::kActivation:
-      case ir::NodeKind::kDropout:
-      case ir::NodeKind::kLstm:
-      case ir::NodeKind::kCrossEntropy:
-      case ir::NodeKind::kNorm:
-      case ir::NodeKind::kRandom:
-      case ir::NodeKind::kConstant:
-      case ir::NodeKind::kScaleGrad:
-      case ir::NodeKind::kReduce:
-      case ir::NodeKind::kNormalize:
-      case ir::NodeKind::kGather:
-      case ir::NodeKind::kConcat:
-      case ir::NodeKind::kSoftmax:
-      case ir::NodeKind::kSelfAttention:
-      case ir::NodeKind::kConv:
-        continue;
+    if (kind == ir::NodeKind::kWeightNorm) {
+      s = expand_weight_norm(g, id);
+    } else if (kind == ir::NodeKind::kWeightDropout || kind == ir::NodeKind::kWeightNoise) {
+      s = expand_weight_noise_or_dropout(g, id);
+    } else {
+      continue;
     }
     if (!s.ok()) return s;
     changed = true;

@@ -24,37 +24,11 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& n = g.nodes()[i];
     if (!n.name.empty() || !wanted[i].empty()) continue;
-    switch (n.kind) {
-      case ir::NodeKind::kData:
-        wanted[i] = "data:" + *n.attrs.get<std::string>("key");
-        break;
-      case ir::NodeKind::kParam:
-        wanted[i] = g.param(n.param).path;
-        break;
-      case ir::NodeKind::kRandom:
-      case ir::NodeKind::kAdd:
-      case ir::NodeKind::kSub:
-      case ir::NodeKind::kMul:
-      case ir::NodeKind::kDot:
-      case ir::NodeKind::kActivation:
-      case ir::NodeKind::kDropout:
-      case ir::NodeKind::kLstm:
-      case ir::NodeKind::kCrossEntropy:
-      case ir::NodeKind::kDiv:
-      case ir::NodeKind::kNorm:
-      case ir::NodeKind::kConstant:
-      case ir::NodeKind::kWeightNorm:
-      case ir::NodeKind::kWeightDropout:
-      case ir::NodeKind::kWeightNoise:
-      case ir::NodeKind::kScaleGrad:
-      case ir::NodeKind::kReduce:
-      case ir::NodeKind::kNormalize:
-      case ir::NodeKind::kGather:
-      case ir::NodeKind::kConcat:
-      case ir::NodeKind::kSoftmax:
-      case ir::NodeKind::kSelfAttention:
-      case ir::NodeKind::kConv:
-        break;
+    // Data and params have fixed names; every other kind is named below.
+    if (n.kind == ir::NodeKind::kData) {
+      wanted[i] = "data:" + *n.attrs.get<std::string>("key");
+    } else if (n.kind == ir::NodeKind::kParam) {
+      wanted[i] = g.param(n.param).path;
     }
   }
   for (const std::string& w : wanted) {
