@@ -3,7 +3,7 @@
 namespace retc::configs {
 
 std::vector<ModelDef> bundled_models() {
-  return {model_12ax(), model_12ax_wn(), model_blstm_tagger()};
+  return {model_12ax(), model_12ax_wn(), model_blstm_tagger(), model_lstm_lm()};
 }
 
 }  // namespace retc::configs

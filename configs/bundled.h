@@ -13,5 +13,6 @@ std::vector<ModelDef> bundled_models();
 ModelDef model_12ax();
 ModelDef model_12ax_wn();
 ModelDef model_blstm_tagger();
+ModelDef model_lstm_lm();
 
 }  // namespace retc::configs
