@@ -9,9 +9,4 @@ grep -q '"L2": 1e-05' "$TMP/work/returnn.config" || fail "no weight decay in the
 grep -q '^decouple_constraints = True$' "$TMP/work/returnn.config" || fail "weight decay is not decoupled"
 grep -q '"param_dropout": 0.1' "$TMP/work/returnn.config" || fail "no weight dropout in the config"
 grep -q '"init_by_layer": "out.weight_g.init"' "$TMP/work/returnn.config" || fail "no weight norm in the config"
-last=$(tail -n 1 "$TMP/log")
-echo "last line: $last"
-[[ "$last" =~ ^final\ dev\ frame\ error:\ ([0-9.e+-]+)$ ]] || fail "last line is not the final dev frame error"
-"$VENV/bin/python" -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 0.05 else 1)" "${BASH_REMATCH[1]}" ||
-  fail "final dev frame error ${BASH_REMATCH[1]} > 0.05"
-pass "12ax-wn trains to dev frame error ${BASH_REMATCH[1]}"
+expect_final_error "$TMP/log" 0.05 12ax-wn
