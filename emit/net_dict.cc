@@ -303,6 +303,24 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("activation", "softmax");
         layer.set("loss", "ce");
         layer.set("target", *targets.attrs.get<std::string>("key"));
+        if (const double* e = n.attrs.get<double>("label_smoothing")) {
+          layer.set("loss_opts", PyValue::dict({{"label_smoothing", *e}}));
+        }
+        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+        break;
+      }
+      case ir::NodeKind::kRegressionLoss: {
+        const ir::Node& target = g.node(n.inputs[1]);
+        if (target.kind != ir::NodeKind::kData)
+          return unsupported(n, "the target must be extern data");
+        if (!is_loss[i] || uses[i] > 0) {
+          return unsupported(n, "the result may only be marked as a loss, not used further");
+        }
+        layer.set("class", "copy");
+        layer.set("from", ref(0));
+        layer.set("loss", *n.attrs.get<std::string>("mode"));
+        layer.set("target", *target.attrs.get<std::string>("key"));
+        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
         break;
       }
     }

@@ -280,8 +280,48 @@ absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>&
   return out;
 }
 
-absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in) {
+// Optional loss attributes: scale > 0, label_smoothing in [0, 1).
+absl::Status check_loss_options(const NodeSpec& spec) {
+  if (const double* s = spec.attrs.get<double>("scale"); s && !(*s > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("loss scale must be positive, got ", *s));
+  }
+  if (const double* e = spec.attrs.get<double>("label_smoothing"); e && !(*e >= 0 && *e < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("label smoothing must be in [0, 1), got ", *e));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> infer_regression_loss(const Graph& g, const std::vector<NodeId>& in,
+                                                 const NodeSpec& spec) {
+  if (auto s = arity(NodeKind::kRegressionLoss, in, 2); !s.ok()) return s;
+  auto mode = attr<std::string>(spec, NodeKind::kRegressionLoss, "mode");
+  if (!mode.ok()) return mode.status();
+  if (*mode != "mse" && *mode != "mean_l1") {
+    return absl::InvalidArgumentError(absl::StrCat("regression_loss: unknown mode '", *mode, "'"));
+  }
+  if (auto s = check_loss_options(spec); !s.ok()) return s;
+  const TensorType& pred = g.node(in[0]).type;
+  const TensorType& target = g.node(in[1]).type;
+  if (auto s = require_float(pred, "regression_loss prediction"); !s.ok()) return s.status();
+  if (auto s = require_float(target, "regression_loss target"); !s.ok()) return s.status();
+  bool same = pred.dims.size() == target.dims.size();
+  for (const Dim& d : pred.dims) same = same && index_of(target.dims, d) >= 0;
+  if (!same) {
+    return absl::InvalidArgumentError(absl::StrCat("regression_loss: prediction ", pred.describe(),
+                                                   " and target ", target.describe(),
+                                                   " differ in dims"));
+  }
+  TensorType out{{}, DType::kFloat32, std::nullopt};
+  for (const Dim& d : pred.dims) {
+    if (!d.is_feature_like()) out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in,
+                                               const NodeSpec& spec) {
   if (auto s = arity(NodeKind::kCrossEntropy, in, 2); !s.ok()) return s;
+  if (auto s = check_loss_options(spec); !s.ok()) return s;
   const TensorType& logits = g.node(in[0]).type;
   const TensorType& targets = g.node(in[1]).type;
   if (auto s = require_float(logits, "softmax_ce logits"); !s.ok()) return s.status();
@@ -509,7 +549,9 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kLstm:
       return infer_lstm(g, inputs, spec);
     case NodeKind::kCrossEntropy:
-      return infer_cross_entropy(g, inputs);
+      return infer_cross_entropy(g, inputs, spec);
+    case NodeKind::kRegressionLoss:
+      return infer_regression_loss(g, inputs, spec);
   }
   return absl::InternalError("unhandled node kind");
 }

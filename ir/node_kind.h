@@ -10,32 +10,33 @@
 namespace retc::ir {
 
 // X(Enumerator, "text name"), with what the node computes as a comment.
-#define RETC_FOR_EACH_NODE_KIND(X)                                                        \
-  X(Data, "data")   /* extern data; attr key */                                           \
-  X(Param, "param") /* current value of a param; attr param */                            \
-  X(Add, "add")     /* elementwise, broadcasting by dim */                                \
-  X(Sub, "sub")                                                                           \
-  X(Mul, "mul")                                                                           \
-  X(Dot, "dot")                 /* contraction; attr reduce (dims) */                     \
-  X(Activation, "activation")   /* attr func */                                           \
-  X(Dropout, "dropout")         /* training only; attrs rate, axes (mask varies) */       \
-  X(Lstm, "lstm")               /* x, W, W_re, b; attrs axis, out_dim */                  \
-  X(CrossEntropy, "softmax_ce") /* logits, sparse targets */                              \
-  X(Div, "div")                                                                           \
-  X(Norm, "norm")                    /* L2 norm over attr axes */                         \
-  X(Random, "random")                /* seeded; attrs shape, distribution, ... */         \
-  X(Constant, "constant")            /* attrs value, shape */                             \
-  X(WeightNorm, "weight_norm")       /* parametrization of a param; axes */               \
-  X(WeightDropout, "weight_dropout") /* parametrization; rate */                          \
-  X(WeightNoise, "weight_noise")     /* parametrization; stddev */                        \
-  X(ScaleGrad, "scale_grad")         /* identity forward; gradient times attr scale */    \
-  X(Reduce, "reduce")                /* attrs mode, axes */                               \
-  X(Normalize, "normalize")          /* (x - mean) / sqrt(var + epsilon) over axes */     \
-  X(Gather, "gather")                /* x, sparse indices into attr axis */               \
-  X(Concat, "concat")                /* a, b along axis_a, axis_b into out_dim */         \
-  X(Softmax, "softmax")              /* over attr axis; attr log */                       \
-  X(SelfAttention, "self_attention") /* x, qkv weight; attrs axis, heads, key/out dims */ \
-  X(Conv, "conv")                    /* x, W [kernel, in, out], b; attrs axis, dilation */
+#define RETC_FOR_EACH_NODE_KIND(X)                                                           \
+  X(Data, "data")   /* extern data; attr key */                                              \
+  X(Param, "param") /* current value of a param; attr param */                               \
+  X(Add, "add")     /* elementwise, broadcasting by dim */                                   \
+  X(Sub, "sub")                                                                              \
+  X(Mul, "mul")                                                                              \
+  X(Dot, "dot")                 /* contraction; attr reduce (dims) */                        \
+  X(Activation, "activation")   /* attr func */                                              \
+  X(Dropout, "dropout")         /* training only; attrs rate, axes (mask varies) */          \
+  X(Lstm, "lstm")               /* x, W, W_re, b; attrs axis, out_dim */                     \
+  X(CrossEntropy, "softmax_ce") /* logits, sparse targets */                                 \
+  X(Div, "div")                                                                              \
+  X(Norm, "norm")                      /* L2 norm over attr axes */                          \
+  X(Random, "random")                  /* seeded; attrs shape, distribution, ... */          \
+  X(Constant, "constant")              /* attrs value, shape */                              \
+  X(WeightNorm, "weight_norm")         /* parametrization of a param; axes */                \
+  X(WeightDropout, "weight_dropout")   /* parametrization; rate */                           \
+  X(WeightNoise, "weight_noise")       /* parametrization; stddev */                         \
+  X(ScaleGrad, "scale_grad")           /* identity forward; gradient times attr scale */     \
+  X(Reduce, "reduce")                  /* attrs mode, axes */                                \
+  X(Normalize, "normalize")            /* (x - mean) / sqrt(var + epsilon) over axes */      \
+  X(Gather, "gather")                  /* x, sparse indices into attr axis */                \
+  X(Concat, "concat")                  /* a, b along axis_a, axis_b into out_dim */          \
+  X(Softmax, "softmax")                /* over attr axis; attr log */                        \
+  X(SelfAttention, "self_attention")   /* x, qkv weight; attrs axis, heads, key/out dims */  \
+  X(Conv, "conv")                      /* x, W [kernel, in, out], b; attrs axis, dilation */ \
+  X(RegressionLoss, "regression_loss") /* prediction, dense target data; attr mode */
 
 enum class NodeKind {
 #define RETC_X(E, S) k##E,

@@ -46,6 +46,7 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kSoftmax:
       case NodeKind::kSelfAttention:
       case NodeKind::kConv:
+      case NodeKind::kRegressionLoss:
         return "a param-init node may not read a step node";
       case NodeKind::kRandom:
       case NodeKind::kConstant:

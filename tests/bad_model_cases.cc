@@ -153,7 +153,7 @@ const Case kCases[] = {
      [](Builder& b) {
        b.extern_data("data:x", {Dim::batch(), Dim::spatial("t")});  // MISTAKE: bad:data-key
      }},
-    {"bad:loss-not-ce", "only a softmax_cross_entropy result can be a loss",
+    {"bad:loss-not-ce", "only a softmax_cross_entropy or a regression loss result can be a loss",
      [](Builder& b) {
        Setup s(b);
        nn::tanh(s.x).mark_as_loss("l");  // MISTAKE: bad:loss-not-ce

@@ -155,6 +155,27 @@ void build_conv(Builder& b) {
   io.finish(h);
 }
 
+// Loss options: a tagger whose CE loss is plain, scaled by 0.5 or label
+// smoothed (0.1), and a regression head with a mean squared error loss.
+enum class LossVariant { kPlain, kScaled, kSmoothed, kMse };
+
+template <LossVariant kVariant>
+void build_loss(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  Tensor logits = lin->forward(io.x);
+  logits.mark_as_output();
+  if (kVariant == LossVariant::kMse) {
+    Tensor target = b.extern_data("target", {Dim::batch(), io.time, io.classes});
+    nn::mean_squared_error(logits, target).mark_as_loss("mse");
+    return;
+  }
+  nn::LossOptions opts;
+  if (kVariant == LossVariant::kScaled) opts.scale = 0.5;
+  if (kVariant == LossVariant::kSmoothed) opts.label_smoothing = 0.1;
+  nn::softmax_cross_entropy(logits, io.y, opts).mark_as_loss("ce");
+}
+
 }  // namespace
 
 std::vector<ModelDef> module_test_models() {
@@ -175,6 +196,10 @@ std::vector<ModelDef> module_test_models() {
       def("mod-causal-attention", build_attention<true>),
       def("mod-transformer", build_transformer),
       def("mod-conv1d", build_conv),
+      def("loss-plain", build_loss<LossVariant::kPlain>),
+      def("loss-scaled", build_loss<LossVariant::kScaled>),
+      def("loss-smoothed", build_loss<LossVariant::kSmoothed>),
+      def("loss-mse", build_loss<LossVariant::kMse>),
   };
 }
 

@@ -167,8 +167,12 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
                              "' is already used\n", m.loc.str(), ": note: first used here"));
     }
   }
-  if (kind == ir::Mark::Kind::kLoss && graph_.node(t.id()).kind != ir::NodeKind::kCrossEntropy) {
-    fail(loc, absl::StrCat("loss '", name, "': only a softmax_cross_entropy result can be a loss"));
+  ir::NodeKind k = graph_.node(t.id()).kind;
+  if (kind == ir::Mark::Kind::kLoss && k != ir::NodeKind::kCrossEntropy &&
+      k != ir::NodeKind::kRegressionLoss) {
+    fail(loc,
+         absl::StrCat("loss '", name,
+                      "': only a softmax_cross_entropy or a regression loss result can be a loss"));
   }
   graph_.add_mark(ir::Mark{kind, t.id(), std::move(name), loc});
 }

@@ -174,10 +174,42 @@ Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir:
            {{"axis_a", axis_a}, {"axis_b", axis_b}, {"out_dim", axis_a + axis_b}}, L(loc));
 }
 
-Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets,
+namespace {
+
+ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::SourceLoc& loc) {
+  ir::Attrs a;
+  if (opts.scale != 1.0) a.set("scale", opts.scale);
+  if (opts.label_smoothing != 0.0) {
+    if (!cross_entropy) fail(loc, "label smoothing applies to the cross-entropy loss only");
+    a.set("label_smoothing", opts.label_smoothing);
+  }
+  return a;
+}
+
+Tensor regression_loss(const Tensor& prediction, const Tensor& target, const char* mode,
+                       const LossOptions& opts, std::source_location loc) {
+  ir::Attrs attrs = loss_attrs(opts, false, L(loc));
+  attrs.set("mode", std::string(mode));
+  return builder_of(prediction, "regression loss", L(loc))
+      .add(ir::NodeKind::kRegressionLoss, {prediction, target}, std::move(attrs), L(loc));
+}
+
+}  // namespace
+
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOptions opts,
                              std::source_location loc) {
   return builder_of(logits, "softmax_cross_entropy", L(loc))
-      .add(ir::NodeKind::kCrossEntropy, {logits, targets}, {}, L(loc));
+      .add(ir::NodeKind::kCrossEntropy, {logits, targets}, loss_attrs(opts, true, L(loc)), L(loc));
+}
+
+Tensor mean_squared_error(const Tensor& prediction, const Tensor& target, LossOptions opts,
+                          std::source_location loc) {
+  return regression_loss(prediction, target, "mse", opts, loc);
+}
+
+Tensor mean_absolute_error(const Tensor& prediction, const Tensor& target, LossOptions opts,
+                           std::source_location loc) {
+  return regression_loss(prediction, target, "mean_l1", opts, loc);
 }
 
 }  // namespace retc::nn

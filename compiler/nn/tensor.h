@@ -115,10 +115,22 @@ Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
 Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
               std::source_location loc = std::source_location::current());
 
+/// Options of a loss (RETURNN's loss_scale and loss_opts).
+struct LossOptions {
+  double scale = 1.0;            ///< multiplies the loss in the training objective
+  double label_smoothing = 0.0;  ///< cross-entropy only
+};
+
 /// Per-frame softmax cross-entropy of `logits` against sparse `targets`
 /// (class indices whose sparse dim is in the logits). RETURNN also reports
 /// the frame error rate of this loss.
-Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets,
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOptions opts = {},
                              std::source_location loc = std::source_location::current());
+/// Per-frame mean over the feature dim of (prediction - target)^2, or of
+/// |prediction - target| (mean_absolute_error), against dense target data.
+Tensor mean_squared_error(const Tensor& prediction, const Tensor& target, LossOptions opts = {},
+                          std::source_location loc = std::source_location::current());
+Tensor mean_absolute_error(const Tensor& prediction, const Tensor& target, LossOptions opts = {},
+                           std::source_location loc = std::source_location::current());
 
 }  // namespace retc::nn

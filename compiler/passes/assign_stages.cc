@@ -33,6 +33,7 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kScaleGrad:
     case ir::NodeKind::kSelfAttention:
     case ir::NodeKind::kConv:
+    case ir::NodeKind::kRegressionLoss:
       return false;
   }
   return false;

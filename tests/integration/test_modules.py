@@ -182,6 +182,40 @@ def test_conv1d():
     print("conv1d (kernel 3, dilation 2, same padding) matches numpy")
 
 
+def _objective_and_logits(model, seed=5):
+    net = Net(compile_model(model), train_flag=True)
+    feed = net.feed(seed)
+    objective = net.run(net.net.get_objective, feed)
+    data = net.net.extern_data.data["data"]
+    return net, feed, float(objective), net.run(data.get_sequence_lengths(), feed)
+
+
+def test_loss_options():
+    """Loss scale halves the objective; label smoothing and MSE equal their formulas."""
+    _, _, plain, _ = _objective_and_logits("loss-plain")
+    _, _, scaled, _ = _objective_and_logits("loss-scaled")
+    close(scaled, 0.5 * plain, 1e-5, "scaled CE")
+    net, feed, smoothed, lens = _objective_and_logits("loss-smoothed")
+    logits = net.layer("output", feed).astype("float64")
+    y = net.layer("data:classes", feed)
+    eps, n = 0.1, logits.shape[-1]
+    logp = logits - numpy.log(numpy.exp(logits).sum(-1, keepdims=True))
+    q = numpy.full(logits.shape, eps / (n - 1))
+    for b in range(logits.shape[0]):
+        for t in range(logits.shape[1]):
+            q[b, t, y[b, t]] = 1 - eps
+    norm = -((1 - eps) * numpy.log(1 - eps) + (n - 1) * (eps / (n - 1)) * numpy.log(eps / (n - 1)))
+    per_frame = -(q * logp).sum(-1) - norm
+    want = sum(per_frame[b, :lens[b]].sum() for b in range(len(lens)))
+    close(smoothed, want, 1e-4, "label-smoothed CE")
+    net, feed, mse, lens = _objective_and_logits("loss-mse")
+    pred = net.layer("output", feed).astype("float64")
+    target = net.layer("data:target", feed).astype("float64")
+    want = sum(((pred[b, :lens[b]] - target[b, :lens[b]]) ** 2).mean(-1).sum() for b in range(len(lens)))
+    close(mse, want, 1e-4, "mean squared error")
+    print("loss scale 0.5: %.4f = 0.5 x %.4f; label smoothing and MSE match their formulas" % (scaled, plain))
+
+
 if __name__ == "__main__":
     globals()["test_" + sys.argv[1]]()
     print("ok:", sys.argv[1])
