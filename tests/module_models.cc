@@ -2,6 +2,7 @@
 // test tests/integration/test_modules.py checks each in RETURNN: variable
 // names and shapes equal the IR's, and the param count equals a formula.
 #include "compiler/nn/modules.h"
+#include "tests/tagging_io.h"
 #include "tests/test_models.h"
 
 namespace retc::testing {
@@ -11,24 +12,7 @@ using ir::Dim;
 using nn::Builder;
 using nn::Tensor;
 
-struct Io {
-  Dim time = Dim::spatial("time");
-  Dim in = Dim::feature("input", 5);
-  Dim classes = Dim::feature("classes", 3);
-  Tensor x, y;
-  explicit Io(Builder& b, std::optional<Dim> vocab = std::nullopt) {
-    if (vocab) {
-      x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, *vocab);
-    } else {
-      x = b.extern_data("data", {Dim::batch(), time, in});
-    }
-    y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
-  }
-  void finish(const Tensor& logits) const {
-    logits.mark_as_output();
-    nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
-  }
-};
+using Io = TaggingIo;
 
 template <class Norm>
 class Normed : public nn::Module {

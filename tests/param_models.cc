@@ -3,6 +3,7 @@
 // back from RETURNN. Variants share param paths, hence initial values.
 #include "compiler/nn/modules.h"
 #include "compiler/nn/parametrize.h"
+#include "tests/tagging_io.h"
 #include "tests/test_models.h"
 
 namespace retc::testing {
@@ -21,20 +22,7 @@ emit::TrainingSetup sgd_training(double lr) {
   return t;
 }
 
-struct Io {
-  Dim time = Dim::spatial("time");
-  Dim in = Dim::feature("input", 5);
-  Dim classes = Dim::feature("classes", 3);
-  nn::Tensor x, y;
-  explicit Io(nn::Builder& b) {
-    x = b.extern_data("data", {Dim::batch(), time, in});
-    y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
-  }
-  void finish(const nn::Tensor& logits) const {
-    logits.mark_as_output();
-    nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
-  }
-};
+using Io = TaggingIo;
 
 // One big weight per init scheme, named by the scheme.
 class Inits : public nn::Module {
