@@ -47,8 +47,8 @@ rc=0; "$RETC" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "no command should exit 2, got $rc"
 pass "usage errors"
 
-"$RETC" --help | grep -q "usage: retc COMMAND" || fail "retc --help"
+"$RETC" --help | grep "usage: retc COMMAND" >/dev/null || fail "retc --help"
 for c in list compile check train dump-ir; do
-  "$RETC" "$c" --help | grep -q "^usage: retc $c" || fail "retc $c --help"
+  "$RETC" "$c" --help | grep "^usage: retc $c" >/dev/null || fail "retc $c --help"
 done
 pass "help on every command"

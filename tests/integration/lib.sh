@@ -1,6 +1,8 @@
 # Shared helpers for the integration tests (sourced). ctest sets RETC,
 # RETC_TEST_MODELS, RETC_SOURCE_DIR and RETC_BUILD_DIR.
 set -euo pipefail
+# Pipelines into grep read all input (no -q): under pipefail, grep -q exiting
+# early kills the writer with SIGPIPE and fails the check at random.
 : "${RETC:?run through ctest}"
 VENV=${RETC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/retc/venv}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/retc-it.XXXXXX")
@@ -37,5 +39,5 @@ expect_error() {
   fi
   [ "$(wc -l <"$TMP/err")" -eq $((1 + ${NOTES:-0})) ] || fail "expected $((1 + ${NOTES:-0})) line(s) on stderr from $*, got: $(cat "$TMP/err")"
   [ "$(grep -vc ': note: ' "$TMP/err")" -eq 1 ] || fail "extra lines on stderr from $*: $(cat "$TMP/err")"
-  head -n 1 "$TMP/err" | grep -qE -- "$pattern" || fail "stderr of $* does not match '$pattern': $(cat "$TMP/err")"
+  head -n 1 "$TMP/err" | grep -E -- "$pattern" >/dev/null || fail "stderr of $* does not match '$pattern': $(cat "$TMP/err")"
 }
