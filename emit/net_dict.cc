@@ -1,5 +1,7 @@
 #include "emit/net_dict.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "ir/dim_table.h"
@@ -48,6 +50,20 @@ PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
       }
   }
   return PyValue();
+}
+
+PyValue ints_value(const std::vector<int64_t>& v) {
+  std::vector<PyValue> items(v.begin(), v.end());
+  return PyValue::list(std::move(items));
+}
+
+// Strides and spatial dims of a windowed op (conv, pool).
+void set_windowed(PyValue& layer, const ir::DimTable& t, const ir::Node& n) {
+  const auto& strides = *n.attrs.get<std::vector<int64_t>>("strides");
+  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
+    layer.set("strides", ints_value(strides));
+  layer.set("in_spatial_dims", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("axes")));
+  layer.set("out_spatial_dims", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("out_axes")));
 }
 
 absl::Status unsupported(const ir::Node& n, absl::string_view what) {
@@ -240,27 +256,116 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
             "reuse_params",
             PyValue::dict(
                 {{"map", PyValue::dict({{"QKV", PyValue::dict({{"layer_output", ref(1)}})}})}}));
+        if (n.inputs.size() == 3) {
+          // Relative positions: RETURNN's encoding layer on retc's table,
+          // added to the keys (key_shift).
+          const ir::Node& table = g.node(n.inputs[2]);
+          std::string rel = n.name + "_rel_pos";
+          for (const ir::Node& other : g.nodes()) {
+            if (other.name == rel) return unsupported(n, "the layer name '" + rel + "' is taken");
+          }
+          out.network.set(
+              rel, PyValue::dict({
+                       {"class", "relative_positional_encoding"},
+                       {"from", ref(0)},
+                       {"out_dim", dim_ref(t, table.type.dims[1])},
+                       {"clipping", *n.attrs.get<int64_t>("clipping")},
+                       {"reuse_params",
+                        PyValue::dict({{"map", PyValue::dict({{"encoding_matrix",
+                                                               PyValue::dict({{"layer_output",
+                                                                               ref(2)}})}})}})},
+                   }));
+          layer.set("key_shift", rel);
+        }
         break;
       case ir::NodeKind::kConv: {
-        // RETURNN's conv with retc's filter and bias as layers; "same"
-        // padding keeps the spatial dim.
+        // RETURNN's conv with retc's filter and bias as layers.
         const ir::Node& w = g.node(n.inputs[1]);
-        const ir::Dim& axis = *n.attrs.get<ir::Dim>("axis");
+        const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+        std::vector<PyValue> kernel;
+        for (size_t k = 0; k < axes.size(); ++k) kernel.push_back(dim_ref(t, w.type.dims[k]));
         layer.set("class", "conv");
         layer.set("from", ref(0));
-        layer.set("filter_size", PyValue::list({dim_ref(t, w.type.dims[0])}));
-        layer.set("padding", "same");
+        layer.set("filter_size", PyValue::list(std::move(kernel)));
+        layer.set("padding", *n.attrs.get<std::string>("padding"));
+        set_windowed(layer, t, n);
         if (*n.attrs.get<int64_t>("dilation") != 1)
           layer.set("dilation_rate", *n.attrs.get<int64_t>("dilation"));
-        layer.set("in_dim", dim_ref(t, w.type.dims[1]));
-        layer.set("out_dim", dim_ref(t, w.type.dims[2]));
-        layer.set("in_spatial_dims", PyValue::list({dim_ref(t, axis)}));
-        layer.set("out_spatial_dims", PyValue::list({dim_ref(t, axis)}));
+        const int64_t groups = *n.attrs.get<int64_t>("groups");
+        if (groups != 1) layer.set("groups", groups);
+        const ir::Dim& w_in = w.type.dims[axes.size()];
+        layer.set("in_dim", dim_ref(t, groups == 1 ? w_in : w_in.operands()[0]));
+        layer.set("out_dim", dim_ref(t, w.type.dims.back()));
         layer.set("filter", ref(1));
         layer.set("bias", ref(2));
         layer.set("with_bias", true);
         break;
       }
+      case ir::NodeKind::kPool:
+        layer.set("class", "pool");
+        layer.set("from", ref(0));
+        layer.set("mode", *n.attrs.get<std::string>("mode"));
+        layer.set("pool_size", ints_value(*n.attrs.get<std::vector<int64_t>>("size")));
+        layer.set("padding", *n.attrs.get<std::string>("padding"));
+        set_windowed(layer, t, n);
+        break;
+      case ir::NodeKind::kSlice: {
+        const int64_t start = *n.attrs.get<int64_t>("start");
+        const ir::Dim& out_dim = *n.attrs.get<ir::Dim>("out_dim");
+        layer.set("class", "slice");
+        layer.set("from", ref(0));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        layer.set("slice_start", start);
+        layer.set("slice_end", start + *out_dim.size());
+        layer.set("out_dim", dim_ref(t, out_dim));
+        break;
+      }
+      case ir::NodeKind::kSplitDims:
+        layer.set("class", "split_dims");
+        layer.set("from", ref(0));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        layer.set("dims", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("dims")));
+        break;
+      case ir::NodeKind::kMergeDims:
+        layer.set("class", "merge_dims");
+        layer.set("from", ref(0));
+        layer.set("axes", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("axes")));
+        layer.set("out_dim", dim_ref(t, *n.attrs.get<ir::Dim>("out_dim")));
+        layer.set("keep_order", true);
+        break;
+      case ir::NodeKind::kBatchNorm:
+        // RETURNN's batch_norm (statistics over all frames but padding) on
+        // retc's variables: running mean and variance are non-trainable
+        // params that the layer updates in training.
+        layer.set("class", "batch_norm");
+        layer.set("from", ref(0));
+        layer.set("in_dim", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        layer.set("masked_time", true);
+        layer.set("epsilon", *n.attrs.get<double>("epsilon"));
+        layer.set("momentum", *n.attrs.get<double>("momentum"));
+        layer.set("reuse_params",
+                  PyValue::dict({{"map", PyValue::dict({
+                                             {"v2_mean", PyValue::dict({{"layer_output", ref(1)}})},
+                                             {"v2_variance",
+                                              PyValue::dict({{"layer_output", ref(2)}})},
+                                             {"v2_gamma", PyValue::dict({{"layer_output", ref(3)}})},
+                                             {"v2_beta", PyValue::dict({{"layer_output", ref(4)}})},
+                                         })}}));
+        break;
+      case ir::NodeKind::kShiftAxis:
+        layer.set("class", "shift_axis");
+        layer.set("from", ref(0));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        layer.set("amount", *n.attrs.get<int64_t>("amount"));
+        layer.set("pad", true);
+        layer.set("adjust_size_info", false);
+        break;
+      case ir::NodeKind::kSeqMask:
+        layer.set("class", "seq_len_mask");
+        layer.set("from", ref(0));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        layer.set("mask_value", *n.attrs.get<double>("value"));
+        break;
       case ir::NodeKind::kScaleGrad:
         layer.set("class", "scaled_grad");
         layer.set("from", from());
@@ -306,6 +411,21 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         if (const double* e = n.attrs.get<double>("label_smoothing")) {
           layer.set("loss_opts", PyValue::dict({{"label_smoothing", *e}}));
         }
+        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+        break;
+      }
+      case ir::NodeKind::kCtcLoss: {
+        // RETURNN's "ctc" loss on a softmax layer (blank last).
+        const ir::Node& targets = g.node(n.inputs[1]);
+        if (targets.kind != ir::NodeKind::kData) return unsupported(n, "targets must be extern data");
+        if (!is_loss[i] || uses[i] > 0) {
+          return unsupported(n, "the result may only be marked as a loss, not used further");
+        }
+        layer.set("class", "activation");
+        layer.set("from", ref(0));
+        layer.set("activation", "softmax");
+        layer.set("loss", "ctc");
+        layer.set("target", *targets.attrs.get<std::string>("key"));
         if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
         break;
       }

@@ -206,7 +206,10 @@ absl::StatusOr<TensorType> infer_concat(const Graph& g, const std::vector<NodeId
 absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vector<NodeId>& in,
                                                 const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kSelfAttention;
-  if (auto s = arity(kKind, in, 2); !s.ok()) return s;
+  if (in.size() != 2 && in.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "self_attention expects 2 inputs (x, qkv) or 3 (x, qkv, rel-pos table), got ", in.size()));
+  }
   auto axis = attr<Dim>(spec, kKind, "axis");
   if (!axis.ok()) return axis.status();
   auto heads = attr<int64_t>(spec, kKind, "num_heads");
@@ -243,40 +246,23 @@ absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vecto
                                                    " must be the only dynamic dim of the input ",
                                                    x.describe()));
   }
+  if (in.size() == 3) {
+    // Shaw et al. relative positions: a learned [2*clipping + 1, key/heads]
+    // table of offsets -clipping..clipping, added to the keys.
+    auto clipping = attr<int64_t>(spec, kKind, "clipping");
+    if (!clipping.ok()) return clipping.status();
+    const TensorType& table = g.node(in[2]).type;
+    if (*clipping < 1 || table.dims.size() != 2 || table.dims[0].size() != 2 * *clipping + 1 ||
+        table.dims[1].size() != *key_dim->size() / *heads) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("self_attention: the relative position table must be [2*clipping + 1, "
+                       "key/heads] = [",
+                       2 * *clipping + 1, ", ", *key_dim->size() / *heads, "], got ",
+                       describe(table.dims)));
+    }
+  }
   TensorType out = x;
   out.dims[in_pos] = *out_dim;
-  return out;
-}
-
-absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>& in,
-                                      const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kConv;
-  if (auto s = arity(kKind, in, 3); !s.ok()) return s;
-  auto axis = attr<Dim>(spec, kKind, "axis");
-  if (!axis.ok()) return axis.status();
-  auto dilation = attr<int64_t>(spec, kKind, "dilation");
-  if (!dilation.ok()) return dilation.status();
-  if (*dilation < 1) return absl::InvalidArgumentError("conv: dilation must be at least 1");
-  const TensorType& x = g.node(in[0]).type;
-  const TensorType& w = g.node(in[1]).type;
-  const TensorType& b = g.node(in[2]).type;
-  if (auto s = require_float(x, "conv input"); !s.ok()) return s.status();
-  if (w.dims.size() != 3 || !w.dims[0].size() || *w.dims[0].size() % 2 == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "conv: the filter must be [kernel, in, out] with an odd kernel, got ", describe(w.dims)));
-  }
-  if (b.dims != std::vector<Dim>{w.dims[2]}) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("conv: the bias must be [out], got ", describe(b.dims)));
-  }
-  int in_pos = index_of(x.dims, w.dims[1]);
-  if (in_pos < 0 || index_of(x.dims, *axis) < 0 || axis->is_batch() || axis->is_feature_like()) {
-    return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(),
-                                                   " needs the in dim ", w.dims[1].describe(),
-                                                   " and the spatial axis ", axis->describe()));
-  }
-  TensorType out = x;
-  out.dims[in_pos] = w.dims[2];
   return out;
 }
 
@@ -316,6 +302,313 @@ absl::StatusOr<TensorType> infer_regression_loss(const Graph& g, const std::vect
     if (!d.is_feature_like()) out.dims.push_back(d);
   }
   return out;
+}
+
+// The size along an axis after a window of `window` (dilated) with `stride`:
+// "same" keeps ceil(n / stride) positions, "valid" ceil((n - span + 1) / stride).
+int64_t windowed_size(int64_t n, int64_t window, int64_t dilation, int64_t stride,
+                      const std::string& padding) {
+  int64_t span = (window - 1) * dilation + 1;
+  int64_t len = padding == "same" ? n : n - span + 1;
+  return len <= 0 ? 0 : (len + stride - 1) / stride;
+}
+
+// Checks the out axes of a windowed op (conv, pool) over `axes` of `x`.
+absl::Status check_windowed_axes(NodeKind kind, const TensorType& x, const std::vector<Dim>& axes,
+                                 const std::vector<Dim>& out_axes,
+                                 const std::vector<int64_t>& windows,
+                                 const std::vector<int64_t>& strides, int64_t dilation,
+                                 const std::string& padding) {
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+  };
+  if (padding != "same" && padding != "valid")
+    return err("padding must be \"same\" or \"valid\", got \"", padding, "\"");
+  if (axes.empty() || axes.size() > 3 || out_axes.size() != axes.size() ||
+      strides.size() != axes.size() || windows.size() != axes.size()) {
+    return err("needs 1 to 3 spatial axes, with as many out axes, window sizes and strides");
+  }
+  if (dilation < 1) return err("dilation must be at least 1");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const Dim& a = axes[i];
+    const Dim& o = out_axes[i];
+    if (index_of(x.dims, a) < 0 || a.is_batch()) {
+      return err("the spatial axis ", a.describe(), " is not in the input ", x.describe());
+    }
+    if (strides[i] < 1 || windows[i] < 1) return err("window sizes and strides must be positive");
+    bool keeps = strides[i] == 1 && (padding == "same" || windows[i] == 1);
+    if (a.size()) {
+      int64_t want = windowed_size(*a.size(), windows[i], dilation, strides[i], padding);
+      if (want < 1) return err("the axis ", a.describe(), " is shorter than the window");
+      if (o.size() != want || (o != a && o.is_dynamic())) {
+        return err("the out axis for ", a.describe(), " must be static of size ", want, ", got ",
+                   o.describe());
+      }
+    } else if (keeps ? o != a : (o == a || !o.is_dynamic())) {
+      return err("the out axis for the dynamic axis ", a.describe(), " must be ",
+                 keeps ? "the same axis (stride 1, same padding)" : "a new dynamic dim",
+                 ", got ", o.describe());
+    }
+    if (o != a && index_of(x.dims, o) >= 0)
+      return err("the input ", x.describe(), " already has the out axis ", o.describe());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kConv;
+  if (auto s = arity(kKind, in, 3); !s.ok()) return s;
+  auto axes = attr<std::vector<Dim>>(spec, kKind, "axes");
+  if (!axes.ok()) return axes.status();
+  auto out_axes = attr<std::vector<Dim>>(spec, kKind, "out_axes");
+  if (!out_axes.ok()) return out_axes.status();
+  auto strides = attr<std::vector<int64_t>>(spec, kKind, "strides");
+  if (!strides.ok()) return strides.status();
+  auto dilation = attr<int64_t>(spec, kKind, "dilation");
+  if (!dilation.ok()) return dilation.status();
+  auto padding = attr<std::string>(spec, kKind, "padding");
+  if (!padding.ok()) return padding.status();
+  auto groups = attr<int64_t>(spec, kKind, "groups");
+  if (!groups.ok()) return groups.status();
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& w = g.node(in[1]).type;
+  const TensorType& b = g.node(in[2]).type;
+  if (auto s = require_float(x, "conv input"); !s.ok()) return s.status();
+  const size_t n = axes->size();
+  if (w.dims.size() != n + 2) {
+    return absl::InvalidArgumentError(absl::StrCat("conv: the filter must be [", n,
+                                                   " kernel dims, in/groups, out], got ",
+                                                   describe(w.dims)));
+  }
+  std::vector<int64_t> windows;
+  for (size_t i = 0; i < n; ++i) {
+    if (!w.dims[i].size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("conv: kernel dims must be static, got ", describe(w.dims)));
+    }
+    windows.push_back(*w.dims[i].size());
+  }
+  if (auto s = check_windowed_axes(kKind, x, *axes, *out_axes, windows, *strides, *dilation,
+                                   *padding);
+      !s.ok())
+    return s;
+  const Dim& out_dim = w.dims[n + 1];
+  if (b.dims != std::vector<Dim>{out_dim}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv: the bias must be [out], got ", describe(b.dims)));
+  }
+  // The in dim: the filter's, or for groups > 1 the dim it divides.
+  const Dim& w_in = w.dims[n];
+  int in_pos = -1;
+  if (*groups == 1) {
+    in_pos = index_of(x.dims, w_in);
+  } else if (*groups > 1 && w_in.op() == Dim::Op::kFloorDiv && w_in.factor() == *groups) {
+    const Dim& full = w_in.operands()[0];
+    in_pos = index_of(x.dims, full);
+    if (in_pos >= 0 && (*full.size() % *groups != 0 || *out_dim.size() % *groups != 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("conv: in ", full.describe(), " and out ",
+                                                     out_dim.describe(), " must divide into ",
+                                                     *groups, " groups"));
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv: with ", *groups, " groups the filter's in dim must be in // ", *groups,
+                     ", got ", w_in.describe()));
+  }
+  if (in_pos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(),
+                                                   " lacks the filter's in dim ",
+                                                   w_in.describe()));
+  }
+  TensorType out = x;
+  out.dims[in_pos] = out_dim;
+  for (size_t i = 0; i < n; ++i) out.dims[index_of(out.dims, (*axes)[i])] = (*out_axes)[i];
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_pool(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kPool;
+  if (auto s = arity(kKind, in, 1); !s.ok()) return s;
+  auto mode = attr<std::string>(spec, kKind, "mode");
+  if (!mode.ok()) return mode.status();
+  if (*mode != "max" && *mode != "avg")
+    return absl::InvalidArgumentError(absl::StrCat("pool: mode must be max or avg, got ", *mode));
+  auto axes = attr<std::vector<Dim>>(spec, kKind, "axes");
+  if (!axes.ok()) return axes.status();
+  auto out_axes = attr<std::vector<Dim>>(spec, kKind, "out_axes");
+  if (!out_axes.ok()) return out_axes.status();
+  auto size = attr<std::vector<int64_t>>(spec, kKind, "size");
+  if (!size.ok()) return size.status();
+  auto strides = attr<std::vector<int64_t>>(spec, kKind, "strides");
+  if (!strides.ok()) return strides.status();
+  auto padding = attr<std::string>(spec, kKind, "padding");
+  if (!padding.ok()) return padding.status();
+  auto x = require_float(g.node(in[0]).type, "pool input");
+  if (!x.ok()) return x.status();
+  if (auto s = check_windowed_axes(kKind, *x, *axes, *out_axes, *size, *strides, 1, *padding);
+      !s.ok())
+    return s;
+  TensorType out = *x;
+  for (size_t i = 0; i < axes->size(); ++i)
+    out.dims[index_of(out.dims, (*axes)[i])] = (*out_axes)[i];
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_slice(const Graph& g, const std::vector<NodeId>& in,
+                                       const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kSlice;
+  if (auto s = arity(kKind, in, 1); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, kKind, "axis");
+  if (!axis.ok()) return axis.status();
+  auto start = attr<int64_t>(spec, kKind, "start");
+  if (!start.ok()) return start.status();
+  auto out_dim = attr<Dim>(spec, kKind, "out_dim");
+  if (!out_dim.ok()) return out_dim.status();
+  const TensorType& x = g.node(in[0]).type;
+  int pos = index_of(x.dims, *axis);
+  if (pos < 0 || !axis->size() || !out_dim->size() || *start < 0 ||
+      *start + *out_dim->size() > *axis->size() || index_of(x.dims, *out_dim) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slice: [", *start, ", ", *start + out_dim->size().value_or(0), ") of ",
+                     axis->describe(), " into ", out_dim->describe(),
+                     " needs a static axis of the input ", x.describe(),
+                     " that holds the range, and a new static out dim"));
+  }
+  TensorType out = x;
+  out.dims[pos] = *out_dim;
+  return out;
+}
+
+int64_t product(const std::vector<Dim>& dims) {
+  int64_t p = 1;
+  for (const Dim& d : dims) p *= d.size().value_or(-1);
+  return p;
+}
+
+bool all_static(const std::vector<Dim>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.size().has_value(); });
+}
+
+absl::StatusOr<TensorType> infer_split_dims(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kSplitDims;
+  if (auto s = arity(kKind, in, 1); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, kKind, "axis");
+  if (!axis.ok()) return axis.status();
+  auto dims = attr<std::vector<Dim>>(spec, kKind, "dims");
+  if (!dims.ok()) return dims.status();
+  const TensorType& x = g.node(in[0]).type;
+  int pos = index_of(x.dims, *axis);
+  if (pos < 0 || !axis->size() || dims->size() < 2 || !all_static(*dims) ||
+      product(*dims) != *axis->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("split_dims: ", axis->describe(), " of ", x.describe(), " cannot split into ",
+                     describe(*dims), " (a static axis of the input, into 2 or more static dims "
+                     "whose sizes multiply to its size)"));
+  }
+  TensorType out = x;
+  out.dims.erase(out.dims.begin() + pos);
+  for (const Dim& d : *dims) {
+    if (index_of(out.dims, d) >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("split_dims: the input ", x.describe(), " already has ", d.describe()));
+    }
+  }
+  out.dims.insert(out.dims.begin() + pos, dims->begin(), dims->end());
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_merge_dims(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kMergeDims;
+  if (auto s = arity(kKind, in, 1); !s.ok()) return s;
+  auto axes = attr<std::vector<Dim>>(spec, kKind, "axes");
+  if (!axes.ok()) return axes.status();
+  auto out_dim = attr<Dim>(spec, kKind, "out_dim");
+  if (!out_dim.ok()) return out_dim.status();
+  const TensorType& x = g.node(in[0]).type;
+  if (axes->size() < 2 || !all_static(*axes) || !out_dim->size() ||
+      product(*axes) != *out_dim->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "merge_dims: ", describe(*axes), " cannot merge into ", out_dim->describe(),
+        " (2 or more static axes whose sizes multiply to the out dim's size)"));
+  }
+  int pos = index_of(x.dims, (*axes)[0]);
+  auto rest = without(x, *axes, "merge_dims");
+  if (!rest.ok()) return rest.status();
+  if (index_of(*rest, *out_dim) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("merge_dims: the input ", x.describe(), " already has ", out_dim->describe()));
+  }
+  TensorType out = x;
+  out.dims = *std::move(rest);
+  out.dims.insert(out.dims.begin() + std::min<size_t>(pos, out.dims.size()), *out_dim);
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_batch_norm(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kBatchNorm;
+  if (auto s = arity(kKind, in, 5); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, kKind, "axis");
+  if (!axis.ok()) return axis.status();
+  for (const char* key : {"epsilon", "momentum"}) {
+    if (!spec.attrs.get<double>(key))
+      return absl::InvalidArgumentError(absl::StrCat("batch_norm needs attribute '", key, "'"));
+  }
+  auto x = require_float(g.node(in[0]).type, "batch_norm input");
+  if (!x.ok()) return x.status();
+  if (index_of(x->dims, *axis) < 0 || !axis->is_feature_like()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_norm: the axis ", axis->describe(), " must be a feature dim of ", x->describe()));
+  }
+  const char* roles[] = {"mean", "variance", "scale", "bias"};
+  for (size_t k = 1; k < 5; ++k) {
+    if (g.node(in[k]).type.dims != std::vector<Dim>{*axis}) {
+      return absl::InvalidArgumentError(absl::StrCat("batch_norm: the ", roles[k - 1], " must be [",
+                                                     axis->describe(), "], got ",
+                                                     g.node(in[k]).type.describe()));
+    }
+  }
+  return x;
+}
+
+absl::StatusOr<TensorType> infer_ctc_loss(const Graph& g, const std::vector<NodeId>& in,
+                                          const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kCtcLoss;
+  if (auto s = arity(kKind, in, 2); !s.ok()) return s;
+  if (auto s = check_loss_options(spec); !s.ok()) return s;
+  auto axis = attr<Dim>(spec, kKind, "axis");
+  if (!axis.ok()) return axis.status();
+  auto logits = require_float(g.node(in[0]).type, "ctc_loss logits");
+  if (!logits.ok()) return logits.status();
+  const TensorType& targets = g.node(in[1]).type;
+  if (!targets.sparse_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ctc_loss: targets must be sparse class indices, got ", targets.describe()));
+  }
+  const Dim& classes = *targets.sparse_dim;
+  int class_pos = -1;
+  for (size_t i = 0; i < logits->dims.size(); ++i) {
+    const Dim& d = logits->dims[i];
+    if (d.op() == Dim::Op::kAdd && d.operands()[0] == classes && d.operands()[1].size() == 1)
+      class_pos = static_cast<int>(i);
+  }
+  if (class_pos < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ctc_loss: the logits ", logits->describe(), " need the dim ",
+                     classes.describe(), " + blank (a dim of size 1), the blank last"));
+  }
+  if (index_of(logits->dims, *axis) < 0 || !axis->is_dynamic()) {
+    return absl::InvalidArgumentError(absl::StrCat("ctc_loss: the input axis ", axis->describe(),
+                                                   " must be a dynamic axis of the logits ",
+                                                   logits->describe()));
+  }
+  auto rest = without(*logits, {*axis, logits->dims[class_pos]}, "ctc_loss");
+  if (!rest.ok()) return rest.status();
+  return TensorType{*std::move(rest), logits->dtype, std::nullopt};
 }
 
 absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in,
@@ -538,6 +831,39 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_self_attention(g, inputs, spec);
     case NodeKind::kConv:
       return infer_conv(g, inputs, spec);
+    case NodeKind::kPool:
+      return infer_pool(g, inputs, spec);
+    case NodeKind::kSlice:
+      return infer_slice(g, inputs, spec);
+    case NodeKind::kSplitDims:
+      return infer_split_dims(g, inputs, spec);
+    case NodeKind::kMergeDims:
+      return infer_merge_dims(g, inputs, spec);
+    case NodeKind::kBatchNorm:
+      return infer_batch_norm(g, inputs, spec);
+    case NodeKind::kCtcLoss:
+      return infer_ctc_loss(g, inputs, spec);
+    case NodeKind::kShiftAxis:
+    case NodeKind::kSeqMask: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      auto axis = attr<Dim>(spec, kind, "axis");
+      if (!axis.ok()) return axis.status();
+      const char* key = kind == NodeKind::kShiftAxis ? "amount" : "value";
+      if (kind == NodeKind::kShiftAxis ? !spec.attrs.get<int64_t>(key)
+                                       : !spec.attrs.get<double>(key)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(node_kind_name(kind), " needs attribute '", key, "'"));
+      }
+      auto t = require_float(g.node(inputs[0]).type, absl::StrCat(node_kind_name(kind), " input"));
+      if (!t.ok()) return t.status();
+      if (index_of(t->dims, *axis) < 0 || axis->is_batch() ||
+          (kind == NodeKind::kSeqMask && !axis->is_dynamic())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            node_kind_name(kind), ": the axis ", axis->describe(), " must be a ",
+            kind == NodeKind::kSeqMask ? "dynamic " : "", "axis of ", t->describe()));
+      }
+      return t;
+    }
     case NodeKind::kConcat:
       return infer_concat(g, inputs, spec);
     case NodeKind::kScaleGrad: {

@@ -34,9 +34,17 @@ namespace retc::ir {
   X(Gather, "gather")                  /* x, sparse indices into attr axis */                \
   X(Concat, "concat")                  /* a, b along axis_a, axis_b into out_dim */          \
   X(Softmax, "softmax")                /* over attr axis; attr log */                        \
-  X(SelfAttention, "self_attention")   /* x, qkv weight; attrs axis, heads, key/out dims */  \
-  X(Conv, "conv")                      /* x, W [kernel, in, out], b; attrs axis, dilation */ \
-  X(RegressionLoss, "regression_loss") /* prediction, dense target data; attr mode */
+  X(SelfAttention, "self_attention")   /* x, qkv weight[, rel-pos table]; axis, heads, ... */ \
+  X(Conv, "conv")                      /* x, W [kernels..., in/groups, out], b; see infer */ \
+  X(RegressionLoss, "regression_loss") /* prediction, dense target data; attr mode */    \
+  X(Slice, "slice")                    /* [start, start+|out_dim|) of attr axis */           \
+  X(SplitDims, "split_dims")           /* attr axis into attr dims (sizes multiply) */       \
+  X(MergeDims, "merge_dims")           /* attr axes into attr out_dim */                     \
+  X(Pool, "pool")                      /* attrs mode, axes, out_axes, size, strides */       \
+  X(BatchNorm, "batch_norm")           /* x, mean, var, scale, bias; attr axis */            \
+  X(CtcLoss, "ctc_loss")               /* logits (classes + blank), sparse target data */    \
+  X(ShiftAxis, "shift_axis")           /* shift along attr axis by amount, zero padded */    \
+  X(SeqMask, "seq_mask")               /* frames past the length along axis set to value */
 
 enum class NodeKind {
 #define RETC_X(E, S) k##E,

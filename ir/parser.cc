@@ -508,6 +508,18 @@ class Parser {
       ++pos_;
       return AttrValue(t.text == "true");
     }
+    if (at_punct('(')) {
+      ++pos_;
+      std::vector<int64_t> ints;
+      while (!at_punct(')')) {
+        auto v = take_int();
+        if (!v.ok()) return v.status();
+        ints.push_back(*v);
+        if (!at_punct(')') && !expect_punct(',').ok()) return error("expected ',' or ')'");
+      }
+      ++pos_;
+      return AttrValue(std::move(ints));
+    }
     if (at_punct('[')) {
       auto dims = dim_list();
       if (!dims.ok()) return dims.status();

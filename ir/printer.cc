@@ -29,6 +29,9 @@ std::string attr_str(const DimTable& t, const AttrValue& v) {
     std::string operator()(const std::string& s) const { return quote(s); }
     std::string operator()(const Dim& d) const { return t.id(d); }
     std::string operator()(const std::vector<Dim>& ds) const { return dim_list(t, ds); }
+    std::string operator()(const std::vector<int64_t>& v) const {
+      return "(" + absl::StrJoin(v, ", ") + ")";
+    }
   };
   return std::visit(Visitor{t}, v);
 }

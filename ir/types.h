@@ -29,7 +29,9 @@ struct TensorType {
 enum class Stage { kParamInit, kStep };
 absl::string_view stage_name(Stage s);
 
-using AttrValue = std::variant<bool, int64_t, double, std::string, Dim, std::vector<Dim>>;
+/// Ints lists (strides, window sizes) print as `(2, 1)`; dim lists as `[...]`.
+using AttrValue =
+    std::variant<bool, int64_t, double, std::string, Dim, std::vector<Dim>, std::vector<int64_t>>;
 
 /// Node attributes, in insertion order (printing and emission follow it).
 class Attrs {

@@ -47,6 +47,14 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kSelfAttention:
       case NodeKind::kConv:
       case NodeKind::kRegressionLoss:
+      case NodeKind::kPool:
+      case NodeKind::kBatchNorm:
+      case NodeKind::kCtcLoss:
+      case NodeKind::kShiftAxis:
+      case NodeKind::kSeqMask:
+      case NodeKind::kSlice:
+      case NodeKind::kSplitDims:
+      case NodeKind::kMergeDims:
         return "a param-init node may not read a step node";
       case NodeKind::kRandom:
       case NodeKind::kConstant:

@@ -133,7 +133,7 @@ void build_transformer(Builder& b) {
 // Conv1d (kernel 3, dilation 2) straight to the class logits.
 void build_conv(Builder& b) {
   Io io(b);
-  auto conv = b.set_root(std::make_shared<nn::Conv1d>(io.in, io.classes, 3, 2));
+  auto conv = b.set_root(std::make_shared<nn::Conv1d>(io.in, io.classes, 3, 1, nn::ConvOptions{.dilation = 2}));
   nn::Tensor h = conv->forward(io.x, io.time);
   h.mark_as_output("conv_out");
   io.finish(h);

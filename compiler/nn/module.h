@@ -219,6 +219,11 @@ class Module {
   std::string pretty_print() const;
 
  protected:
+  /// A setter at the lowest precedence, for a module's own defaults (e.g.
+  /// BatchNorm's running statistics are not trainable unless the user says so).
+  static ParamSetter default_options(Parameter& p) {
+    return ParamSetter(p.s_, OptionSource::kDefault);
+  }
   /// Opens this module's call scope on the builder of `x`.
   /// Example: `auto scope = enter(x, loc);` at the start of forward().
   ModuleScope enter(const Tensor& x,

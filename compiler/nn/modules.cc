@@ -1,5 +1,8 @@
 #include "compiler/nn/modules.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
 #include "compiler/nn/error.h"
@@ -136,14 +139,22 @@ Tensor Embedding::forward(const Tensor& ids, std::source_location loc) const {
 namespace retc::nn {
 
 SelfAttention::SelfAttention(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads,
-                             bool causal)
+                             bool causal, int64_t rel_pos_clipping)
     : Module("self_attention"),
       in_dim_(in_dim),
       key_dim_(key_dim),
       value_dim_(value_dim),
       num_heads_(num_heads),
-      causal_(causal) {
+      causal_(causal),
+      clipping_(rel_pos_clipping) {
   qkv_ = register_parameter("qkv", {in_dim, 2 * key_dim + value_dim}, ir::ParamKind::kWeight);
+  if (clipping_ > 0) {
+    rel_pos_ = register_parameter(
+        "rel_pos",
+        {ir::Dim::spatial("rel_offsets", 2 * clipping_ + 1),
+         ir::Dim::feature("key_per_head", key_dim.size().value_or(0) / std::max<int64_t>(num_heads, 1))},
+        ir::ParamKind::kWeight);
+  }
   proj = register_module("proj", std::make_shared<Linear>(value_dim, in_dim));
 }
 
@@ -153,13 +164,17 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
     Builder& b = x.builder();
-    Tensor att = b.add(ir::NodeKind::kSelfAttention, {x, b.param(qkv_)},
-                       {{"axis", axis},
-                        {"num_heads", num_heads_},
-                        {"key_dim", key_dim_},
-                        {"out_dim", value_dim_},
-                        {"causal", causal_}},
-                       l);
+    ir::Attrs attrs{{"axis", axis},
+                    {"num_heads", num_heads_},
+                    {"key_dim", key_dim_},
+                    {"out_dim", value_dim_},
+                    {"causal", causal_}};
+    std::vector<Tensor> inputs{x, b.param(qkv_)};
+    if (clipping_ > 0) {
+      attrs.set("clipping", clipping_);
+      inputs.push_back(b.param(rel_pos_));
+    }
+    Tensor att = b.add(ir::NodeKind::kSelfAttention, inputs, std::move(attrs), l);
     return proj->forward(att, loc);
   });
 }
@@ -210,20 +225,189 @@ Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
 
 namespace retc::nn {
 
-Conv1d::Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t dilation)
-    : Module("conv1d"), in_dim_(in_dim), out_dim_(out_dim), dilation_(dilation) {
-  ir::Dim kernel = ir::Dim::spatial("kernel", kernel_size);
-  weight_ = register_parameter("weight", {kernel, in_dim, out_dim}, ir::ParamKind::kWeight);
+Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
+           std::vector<int64_t> strides, ConvOptions opts)
+    : Module(std::move(type_name)),
+      in_dim_(in_dim),
+      out_dim_(out_dim),
+      kernel_(std::move(kernel)),
+      strides_(std::move(strides)),
+      opts_(std::move(opts)) {
+  std::vector<ir::Dim> dims;
+  for (size_t i = 0; i < kernel_.size(); ++i) {
+    dims.push_back(ir::Dim::spatial(kernel_.size() == 1 ? "kernel" : absl::StrCat("kernel", i),
+                                    kernel_[i]));
+  }
+  dims.push_back(opts_.groups == 1 ? in_dim : in_dim.floordiv(opts_.groups));
+  dims.push_back(out_dim);
+  weight_ = register_parameter("weight", std::move(dims), ir::ParamKind::kWeight);
   bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias);
 }
 
-Tensor Conv1d::forward(const Tensor& input, const ir::Dim& axis, std::source_location loc) const {
+ir::Dim Conv::out_axis(const ir::Dim& in_axis, size_t i) const {
+  for (const auto& [in, out] : out_axes_) {
+    if (in == in_axis) return out;
+  }
+  ir::Dim out = windowed_dim(in_axis, kernel_.at(i), strides_.at(i), opts_.dilation, opts_.padding);
+  out_axes_.emplace_back(in_axis, out);
+  return out;
+}
+
+Tensor Conv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
+                     std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
+    if (axes.size() != kernel_.size()) {
+      fail(l, absl::StrCat(describe(), ": needs ", kernel_.size(), " spatial axes, got ",
+                           axes.size()));
+    }
+    std::vector<ir::Dim> out_axes;
+    for (size_t i = 0; i < axes.size(); ++i) out_axes.push_back(out_axis(axes[i], i));
     Builder& b = x.builder();
     return b.add(ir::NodeKind::kConv, {x, b.param(weight_), b.param(bias_)},
-                 {{"axis", axis}, {"dilation", dilation_}}, l);
+                 {{"axes", axes},
+                  {"out_axes", std::move(out_axes)},
+                  {"strides", strides_},
+                  {"dilation", opts_.dilation},
+                  {"padding", opts_.padding},
+                  {"groups", opts_.groups}},
+                 l);
+  });
+}
+
+Conv1d::Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t stride,
+               ConvOptions opts)
+    : Conv("conv1d", in_dim, out_dim, {kernel_size}, {stride}, std::move(opts)) {}
+
+Conv2d::Conv2d(ir::Dim in_dim, ir::Dim out_dim, std::array<int64_t, 2> kernel,
+               std::array<int64_t, 2> strides, ConvOptions opts)
+    : Conv("conv2d", in_dim, out_dim, {kernel[0], kernel[1]}, {strides[0], strides[1]},
+           std::move(opts)) {}
+
+BatchNorm::BatchNorm(ir::Dim dim, double epsilon, double momentum)
+    : Module("batch_norm"), dim_(dim), epsilon_(epsilon), momentum_(momentum) {
+  scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);
+  bias_ = register_parameter("bias", {dim}, ir::ParamKind::kNormShift);
+  running_mean_ = register_parameter("running_mean", {dim}, ir::ParamKind::kAuxiliary);
+  running_var_ = register_parameter("running_var", {dim}, ir::ParamKind::kAuxiliary,
+                                    ir::Initializer::constant(1.0));
+  default_options(running_mean_).set_trainable(false);
+  default_options(running_var_).set_trainable(false);
+}
+
+Tensor BatchNorm::forward(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, dim_, "dim", l);
+    Builder& b = x.builder();
+    return b.add(ir::NodeKind::kBatchNorm,
+                 {x, b.param(running_mean_), b.param(running_var_), b.param(scale_),
+                  b.param(bias_)},
+                 {{"axis", dim_}, {"epsilon", epsilon_}, {"momentum", momentum_}}, l);
+  });
+}
+
+Tensor Dropout::forward(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) { return dropout(x, rate_, {}, loc); });
+}
+
+Tensor Sequential::forward(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h = x;
+    for (const auto& step : steps_) h = step(h, loc);
+    return h;
+  });
+}
+
+CrossAttention::CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim,
+                               ir::Dim value_dim, int64_t num_heads)
+    : Module("cross_attention"),
+      key_dim_(key_dim),
+      value_dim_(value_dim),
+      heads_(ir::Dim::feature("heads", num_heads)),
+      key_per_head_(ir::Dim::feature("key_per_head", key_dim.size().value_or(0) / num_heads)),
+      value_per_head_(
+          ir::Dim::feature("value_per_head", value_dim.size().value_or(0) / num_heads)) {
+  query = register_module("query", std::make_shared<Linear>(query_dim, key_dim, false));
+  key = register_module("key", std::make_shared<Linear>(memory_dim, key_dim, false));
+  value = register_module("value", std::make_shared<Linear>(memory_dim, value_dim, false));
+  proj = register_module("proj", std::make_shared<Linear>(value_dim, query_dim));
+}
+
+Tensor CrossAttention::forward(const Tensor& input, const Tensor& memory,
+                               const ir::Dim& memory_axis, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    if (!memory_axis.is_dynamic() || ir::index_of(memory.dims(), memory_axis) < 0) {
+      fail(l, absl::StrCat(describe(), ": the memory axis ", memory_axis.describe(),
+                           " must be a dynamic axis of the memory ",
+                           ir::describe(memory.dims())));
+    }
+    if (ir::index_of(x.dims(), memory_axis) >= 0) {
+      fail(l, absl::StrCat(describe(), ": the queries ", ir::describe(x.dims()),
+                           " must not have the memory axis ", memory_axis.describe()));
+    }
+    Builder& b = x.builder();
+    const double scale = 1.0 / std::sqrt(static_cast<double>(*key_per_head_.size()));
+    Tensor q = split_dims(query->forward(x, loc), key_dim_, {heads_, key_per_head_}, loc);
+    q = mul(q, constant(b, scale, {}, loc), loc);
+    Tensor k = split_dims(key->forward(memory, loc), key_dim_, {heads_, key_per_head_}, loc);
+    Tensor v = split_dims(value->forward(memory, loc), value_dim_, {heads_, value_per_head_}, loc);
+    Tensor weights = softmax(dot(q, k, {key_per_head_}, loc), memory_axis, loc);
+    Tensor att = dot(weights, v, {memory_axis}, loc);
+    return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
+  });
+}
+
+TransformerDecoderLayer::TransformerDecoderLayer(ir::Dim model_dim, ir::Dim ff_dim,
+                                                 int64_t num_heads, double dropout)
+    : Module("transformer_decoder_layer"), dropout_(dropout) {
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
+  self_att = register_module("self_att", std::make_shared<SelfAttention>(
+                                             model_dim, model_dim, model_dim, num_heads, true));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
+  cross_att = register_module("cross_att", std::make_shared<CrossAttention>(
+                                               model_dim, model_dim, model_dim, model_dim,
+                                               num_heads));
+  ln3 = register_module("ln3", std::make_shared<LayerNorm>(model_dim));
+  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
+  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));
+}
+
+Tensor TransformerDecoderLayer::forward(const Tensor& input, const ir::Dim& axis,
+                                        const Tensor& memory, const ir::Dim& memory_axis,
+                                        std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h =
+        add(x, dropout(self_att->forward(ln1->forward(x, loc), axis, loc), dropout_, {}, loc), loc);
+    h = add(h,
+            dropout(cross_att->forward(ln2->forward(h, loc), memory, memory_axis, loc), dropout_,
+                    {}, loc),
+            loc);
+    Tensor ff = ff2->forward(relu(ff1->forward(ln3->forward(h, loc), loc), loc), loc);
+    return add(h, dropout(ff, dropout_, {}, loc), loc);
+  });
+}
+
+TransformerDecoder::TransformerDecoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim,
+                                       int64_t num_heads, double dropout)
+    : Module("transformer_decoder") {
+  layers = register_module("layers", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < num_layers; ++i) {
+    layers->append(
+        std::make_shared<TransformerDecoderLayer>(model_dim, ff_dim, num_heads, dropout));
+  }
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
+}
+
+Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, const Tensor& memory,
+                                   const ir::Dim& memory_axis, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h = x;
+    for (size_t i = 0; i < layers->size(); ++i)
+      h = layers->at<TransformerDecoderLayer>(i)->forward(h, axis, memory, memory_axis, loc);
+    return final_norm->forward(h, loc);
   });
 }
 

@@ -1,12 +1,16 @@
-// The module library: Linear and LSTM (modules own params; stateless ops are
-// functions in compiler/nn/tensor.h).
+// The module library (modules own params; stateless ops are functions in
+// compiler/nn/tensor.h; the Conformer is in compiler/nn/conformer.h).
 //
 // Default initial values: per param kind (ir::default_initializer): weights
 // Glorot uniform, biases zero, as in returnn_common. A module's params are attributed to the source
 // line where the user registers the module (register_module or set_root).
 #pragma once
 
+#include <array>
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 #include <source_location>
 
 #include "absl/strings/string_view.h"
@@ -106,10 +110,15 @@ class RmsNorm : public Module {
 /// plain or causal (each frame attends to itself and earlier frames), with
 /// an output projection. Params: qkv [in, 2*key + value] (queries, keys,
 /// values in that order), proj.weight [value, in], proj.bias [in].
+///
+/// With `rel_pos_clipping` > 0, relative positions (Shaw et al. 2018, as in
+/// RETURNN's Conformer): a learned table rel_pos [2*clipping + 1, key/heads]
+/// of offsets -clipping..clipping (farther ones clipped) is added to the
+/// keys per query-key offset.
 class SelfAttention : public Module {
  public:
   SelfAttention(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads,
-                bool causal = false);
+                bool causal = false, int64_t rel_pos_clipping = 0);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
   Parameter& qkv() { return qkv_; }
@@ -119,24 +128,135 @@ class SelfAttention : public Module {
   ir::Dim in_dim_, key_dim_, value_dim_;
   int64_t num_heads_;
   bool causal_;
-  Parameter qkv_;
+  int64_t clipping_;
+  Parameter qkv_, rel_pos_;
 };
 
-/// 1-D convolution over a spatial axis with "same" padding (the axis keeps
-/// its dim), stride 1 and an optional dilation; odd kernel sizes. Params:
-/// weight [kernel, in, out] (fan_in = kernel * in), bias [out].
-class Conv1d : public Module {
+/// Multi-head attention of queries over a memory (encoder-decoder
+/// attention), from primitive ops: softmax over the memory axis, masked by
+/// its lengths. Params: query, key, value (Linear without bias) and proj.
+class CrossAttention : public Module {
  public:
-  Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t dilation = 1);
-  Tensor forward(const Tensor& x, const ir::Dim& axis,
+  CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim, ir::Dim value_dim,
+                 int64_t num_heads);
+  Tensor forward(const Tensor& x, const Tensor& memory, const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<Linear> query, key, value, proj;
+
+ private:
+  ir::Dim key_dim_, value_dim_, heads_, key_per_head_, value_per_head_;
+};
+
+/// Options of Conv1d and Conv2d. Padding "same" keeps ceil(n / stride)
+/// positions, "valid" only full windows. groups > 1: grouped convolution
+/// (groups == in == out: depthwise), the weight's in dim is in // groups.
+struct ConvOptions {
+  int64_t dilation = 1;
+  std::string padding = "same";
+  int64_t groups = 1;
+};
+
+/// Convolution over 1 to 3 spatial axes (Conv1d, Conv2d). Params: weight
+/// [kernel dims..., in // groups, out] (fan_in = kernel volume * in/groups),
+/// bias [out]. The output's spatial axes: out_axis(in_axis), the input axis
+/// itself for stride 1 with "same" padding, else a dim made once per input axis.
+class Conv : public Module {
+ public:
+  Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
+       std::vector<int64_t> strides, ConvOptions opts);
+  Tensor forward(const Tensor& x, const std::vector<ir::Dim>& axes,
+                 std::source_location loc = std::source_location::current()) const;
+  /// The output axis for the input axis at spatial position `i`.
+  ir::Dim out_axis(const ir::Dim& in_axis, size_t i = 0) const;
+  const ir::Dim& in_dim() const { return in_dim_; }
+  const ir::Dim& out_dim() const { return out_dim_; }
   Parameter& weight() { return weight_; }
   Parameter& bias() { return bias_; }
 
  private:
   ir::Dim in_dim_, out_dim_;
-  int64_t dilation_;
+  std::vector<int64_t> kernel_, strides_;
+  ConvOptions opts_;
   Parameter weight_, bias_;
+  mutable std::vector<std::pair<ir::Dim, ir::Dim>> out_axes_;  // in -> out, made on first use
+};
+
+/// 1-D convolution over a spatial axis. Example (depthwise, as in the
+/// Conformer): `Conv1d(d, d, 31, 1, {.groups = d.size().value()})`.
+class Conv1d : public Conv {
+ public:
+  Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t stride = 1,
+         ConvOptions opts = {});
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const {
+    return Conv::forward(x, {axis}, loc);
+  }
+};
+
+/// 2-D convolution over two spatial axes (e.g. time and a feature axis
+/// split off as spatial). Kernel and strides per axis.
+class Conv2d : public Conv {
+ public:
+  Conv2d(ir::Dim in_dim, ir::Dim out_dim, std::array<int64_t, 2> kernel,
+         std::array<int64_t, 2> strides = {1, 1}, ConvOptions opts = {});
+  Tensor forward(const Tensor& x, const ir::Dim& axis0, const ir::Dim& axis1,
+                 std::source_location loc = std::source_location::current()) const {
+    return Conv::forward(x, {axis0, axis1}, loc);
+  }
+};
+
+/// Batch normalization over the feature `dim`: statistics over all other
+/// axes but padding frames. Training normalizes with the batch statistics
+/// and updates running ones (new = (1 - momentum) * old + momentum * batch);
+/// evaluation uses the running ones. Params: scale [dim] (1), bias [dim] (0),
+/// running_mean [dim] (0) and running_var [dim] (1), the last two auxiliary
+/// and not trainable (they are saved in checkpoints).
+class BatchNorm : public Module {
+ public:
+  explicit BatchNorm(ir::Dim dim, double epsilon = 1e-5, double momentum = 0.1);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  Parameter& scale() { return scale_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim dim_;
+  double epsilon_, momentum_;
+  Parameter scale_, bias_, running_mean_, running_var_;
+};
+
+/// Dropout as a module (for Sequential): nn::dropout(x, rate), elementwise.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double rate) : Module("dropout"), rate_(rate) {}
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+
+ private:
+  double rate_;
+};
+
+/// Modules (or functions) applied in order, each to the previous output;
+/// modules are registered as "0", "1", ... Example:
+/// `seq->append(lin1); seq->append(nn::relu); seq->append(lin2);`
+class Sequential : public Module {
+ public:
+  Sequential() : Module("sequential") {}
+  /// A module with `Tensor forward(const Tensor&, std::source_location)`.
+  template <class M>
+  std::shared_ptr<M> append(std::shared_ptr<M> m,
+                            std::source_location loc = std::source_location::current()) {
+    register_module(std::to_string(steps_.size()), m, loc);
+    steps_.push_back([m](const Tensor& x, std::source_location l) { return m->forward(x, l); });
+    return m;
+  }
+  /// A function such as nn::relu (its index is skipped in module names).
+  void append(Tensor (*fn)(const Tensor&, std::source_location)) {
+    steps_.push_back([fn](const Tensor& x, std::source_location l) { return fn(x, l); });
+  }
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  size_t size() const { return steps_.size(); }
+
+ private:
+  std::vector<std::function<Tensor(const Tensor&, std::source_location)>> steps_;
 };
 
 /// Modules registered as "0", "1", ...; iterate with size() and at().
@@ -181,6 +301,36 @@ class TransformerEncoder : public Module {
   TransformerEncoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
                      double dropout = 0.1);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<ModuleList> layers;
+  std::shared_ptr<LayerNorm> final_norm;
+};
+
+/// A pre-norm Transformer decoder layer: causal self-attention, attention
+/// over the encoder output, feed-forward, each residual with dropout.
+class TransformerDecoderLayer : public Module {
+ public:
+  TransformerDecoderLayer(ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
+                          double dropout = 0.1);
+  Tensor forward(const Tensor& x, const ir::Dim& axis, const Tensor& memory,
+                 const ir::Dim& memory_axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<LayerNorm> ln1, ln2, ln3;
+  std::shared_ptr<SelfAttention> self_att;
+  std::shared_ptr<CrossAttention> cross_att;
+  std::shared_ptr<Linear> ff1, ff2;
+
+ private:
+  double dropout_;
+};
+
+/// `num_layers` TransformerDecoderLayers ("layers.0", ...) and a final LayerNorm.
+class TransformerDecoder : public Module {
+ public:
+  TransformerDecoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
+                     double dropout = 0.1);
+  Tensor forward(const Tensor& x, const ir::Dim& axis, const Tensor& memory,
+                 const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<LayerNorm> final_norm;

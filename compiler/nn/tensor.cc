@@ -174,6 +174,85 @@ Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir:
            {{"axis_a", axis_a}, {"axis_b", axis_b}, {"out_dim", axis_a + axis_b}}, L(loc));
 }
 
+Tensor slice(const Tensor& x, const ir::Dim& axis, int64_t start, const ir::Dim& out_dim,
+             std::source_location loc) {
+  return builder_of(x, "slice", L(loc))
+      .add(ir::NodeKind::kSlice, {x}, {{"axis", axis}, {"start", start}, {"out_dim", out_dim}},
+           L(loc));
+}
+
+std::vector<Tensor> split(const Tensor& x, const ir::Dim& axis, const std::vector<ir::Dim>& parts,
+                          std::source_location loc) {
+  int64_t total = 0;
+  for (const ir::Dim& d : parts) total += d.size().value_or(0);
+  if (!axis.size() || total != *axis.size()) {
+    fail(L(loc), absl::StrCat("split: the parts ", ir::describe(parts), " do not add up to ",
+                              axis.describe()));
+  }
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (const ir::Dim& d : parts) {
+    out.push_back(slice(x, axis, start, d, loc));
+    start += *d.size();
+  }
+  return out;
+}
+
+Tensor split_dims(const Tensor& x, const ir::Dim& axis, std::vector<ir::Dim> dims,
+                  std::source_location loc) {
+  return builder_of(x, "split_dims", L(loc))
+      .add(ir::NodeKind::kSplitDims, {x}, {{"axis", axis}, {"dims", std::move(dims)}}, L(loc));
+}
+
+Tensor merge_dims(const Tensor& x, std::vector<ir::Dim> axes, const ir::Dim& out_dim,
+                  std::source_location loc) {
+  return builder_of(x, "merge_dims", L(loc))
+      .add(ir::NodeKind::kMergeDims, {x}, {{"axes", std::move(axes)}, {"out_dim", out_dim}},
+           L(loc));
+}
+
+ir::Dim windowed_dim(const ir::Dim& axis, int64_t window, int64_t stride, int64_t dilation,
+                     const std::string& padding) {
+  if (stride == 1 && (padding == "same" || window == 1)) return axis;
+  std::string name = absl::StrCat(axis.name(), "_", padding == "same" ? "s" : "v", stride);
+  if (!axis.size()) return ir::Dim::spatial(name);
+  int64_t span = (window - 1) * dilation + 1;
+  int64_t len = padding == "same" ? *axis.size() : *axis.size() - span + 1;
+  int64_t n = len <= 0 ? 0 : (len + stride - 1) / stride;
+  return axis.is_feature_like() ? ir::Dim::feature(name, n) : ir::Dim::spatial(name, n);
+}
+
+Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
+            std::vector<int64_t> size, std::vector<int64_t> strides, std::string padding,
+            std::vector<ir::Dim> out_axes, std::source_location loc) {
+  Builder& b = builder_of(x, "pool", L(loc));
+  if (strides.empty()) strides = size;
+  if (out_axes.empty() && size.size() == axes.size() && strides.size() == axes.size()) {
+    for (size_t i = 0; i < axes.size(); ++i)
+      out_axes.push_back(windowed_dim(axes[i], size[i], strides[i], 1, padding));
+  }
+  return b.add(ir::NodeKind::kPool, {x},
+               {{"mode", std::move(mode)},
+                {"axes", std::move(axes)},
+                {"out_axes", std::move(out_axes)},
+                {"size", std::move(size)},
+                {"strides", std::move(strides)},
+                {"padding", std::move(padding)}},
+               L(loc));
+}
+
+Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount,
+                   std::source_location loc) {
+  return builder_of(x, "shift_right", L(loc))
+      .add(ir::NodeKind::kShiftAxis, {x}, {{"axis", axis}, {"amount", amount}}, L(loc));
+}
+
+Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value,
+                    std::source_location loc) {
+  return builder_of(x, "mask_padding", L(loc))
+      .add(ir::NodeKind::kSeqMask, {x}, {{"axis", axis}, {"value", value}}, L(loc));
+}
+
 namespace {
 
 ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::SourceLoc& loc) {
@@ -200,6 +279,14 @@ Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOp
                              std::source_location loc) {
   return builder_of(logits, "softmax_cross_entropy", L(loc))
       .add(ir::NodeKind::kCrossEntropy, {logits, targets}, loss_attrs(opts, true, L(loc)), L(loc));
+}
+
+Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis,
+                LossOptions opts, std::source_location loc) {
+  ir::Attrs attrs = loss_attrs(opts, false, L(loc));
+  attrs.set("axis", axis);
+  return builder_of(logits, "ctc_loss", L(loc))
+      .add(ir::NodeKind::kCtcLoss, {logits, targets}, std::move(attrs), L(loc));
 }
 
 Tensor mean_squared_error(const Tensor& prediction, const Tensor& target, LossOptions opts,

@@ -115,6 +115,44 @@ Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
 Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
               std::source_location loc = std::source_location::current());
 
+/// `x` along `axis` from `start`, `out_dim.size()` entries (static axes).
+Tensor slice(const Tensor& x, const ir::Dim& axis, int64_t start, const ir::Dim& out_dim,
+             std::source_location loc = std::source_location::current());
+/// Splits the static `axis` into consecutive parts along the `parts` dims
+/// (their sizes sum to the axis size). Example: GLU halves,
+/// `auto ab = split(x, two_d, {d_a, d_b});`
+std::vector<Tensor> split(const Tensor& x, const ir::Dim& axis, const std::vector<ir::Dim>& parts,
+                          std::source_location loc = std::source_location::current());
+/// Reshapes the static `axis` into `dims` (sizes multiply to its size),
+/// e.g. a key dim into [heads, key_per_head].
+Tensor split_dims(const Tensor& x, const ir::Dim& axis, std::vector<ir::Dim> dims,
+                  std::source_location loc = std::source_location::current());
+/// Merges the static `axes` into `out_dim` (sizes multiply to its size).
+Tensor merge_dims(const Tensor& x, std::vector<ir::Dim> axes, const ir::Dim& out_dim,
+                  std::source_location loc = std::source_location::current());
+
+/// The axis a window of `window` (with `dilation`) and `stride` leaves of
+/// `axis`: the axis itself for stride 1 with "same" padding, else a new dim
+/// ("same": ceil(n / stride) positions; "valid": ceil((n - span + 1) / stride)).
+ir::Dim windowed_dim(const ir::Dim& axis, int64_t window, int64_t stride = 1,
+                     int64_t dilation = 1, const std::string& padding = "same");
+
+/// Max or average pooling ("max", "avg") over `axes` with window `size` and
+/// `strides` (default: the window). `out_axes` default to windowed_dim();
+/// padding frames do not count for "avg".
+Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
+            std::vector<int64_t> size, std::vector<int64_t> strides = {},
+            std::string padding = "same", std::vector<ir::Dim> out_axes = {},
+            std::source_location loc = std::source_location::current());
+
+/// Shifts `x` along `axis` by `amount` (positive: later), zero padded: the
+/// decoder input of teacher forcing is `shift_right(embed(targets), time)`.
+Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount = 1,
+                   std::source_location loc = std::source_location::current());
+/// Sets the frames past each sequence's length along the dynamic `axis` to `value`.
+Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value = 0.0,
+                    std::source_location loc = std::source_location::current());
+
 /// Options of a loss (RETURNN's loss_scale and loss_opts).
 struct LossOptions {
   double scale = 1.0;            ///< multiplies the loss in the training objective
@@ -126,6 +164,14 @@ struct LossOptions {
 /// the frame error rate of this loss.
 Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOptions opts = {},
                              std::source_location loc = std::source_location::current());
+/// Connectionist temporal classification of `logits` over the dynamic
+/// `axis` against the sparse `targets` (their own, shorter axis). The
+/// logits' class dim must be `classes + blank`, blank a dim of size 1:
+/// `Dim out = classes + Dim::feature("blank", 1);`. RETURNN reports the
+/// label error rate of the greedy decoding.
+Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis,
+                LossOptions opts = {},
+                std::source_location loc = std::source_location::current());
 /// Per-frame mean over the feature dim of (prediction - target)^2, or of
 /// |prediction - target| (mean_absolute_error), against dense target data.
 Tensor mean_squared_error(const Tensor& prediction, const Tensor& target, LossOptions opts = {},

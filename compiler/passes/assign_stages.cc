@@ -21,6 +21,9 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kGather:
     case ir::NodeKind::kConcat:
     case ir::NodeKind::kSoftmax:
+    case ir::NodeKind::kSlice:
+    case ir::NodeKind::kSplitDims:
+    case ir::NodeKind::kMergeDims:
       return true;
     case ir::NodeKind::kData:
     case ir::NodeKind::kParam:
@@ -34,6 +37,11 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kSelfAttention:
     case ir::NodeKind::kConv:
     case ir::NodeKind::kRegressionLoss:
+    case ir::NodeKind::kPool:
+    case ir::NodeKind::kBatchNorm:
+    case ir::NodeKind::kCtcLoss:
+    case ir::NodeKind::kShiftAxis:
+    case ir::NodeKind::kSeqMask:
       return false;
   }
   return false;
