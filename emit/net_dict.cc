@@ -345,11 +345,11 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("momentum", *n.attrs.get<double>("momentum"));
         layer.set("reuse_params",
                   PyValue::dict({{"map", PyValue::dict({
-                                             {"v2_mean", PyValue::dict({{"layer_output", ref(1)}})},
-                                             {"v2_variance",
+                                             {"batch_norm/v2_mean", PyValue::dict({{"layer_output", ref(1)}})},
+                                             {"batch_norm/v2_variance",
                                               PyValue::dict({{"layer_output", ref(2)}})},
-                                             {"v2_gamma", PyValue::dict({{"layer_output", ref(3)}})},
-                                             {"v2_beta", PyValue::dict({{"layer_output", ref(4)}})},
+                                             {"batch_norm/v2_gamma", PyValue::dict({{"layer_output", ref(3)}})},
+                                             {"batch_norm/v2_beta", PyValue::dict({{"layer_output", ref(4)}})},
                                          })}}));
         break;
       case ir::NodeKind::kShiftAxis:

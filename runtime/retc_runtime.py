@@ -58,7 +58,8 @@ def _random_feed(net, rng, batch=3, max_time=7):
     """Random values for every extern data placeholder and its sequence lengths."""
     feed = {}
     sizes = {}
-    for key in sorted(net.extern_data.data):
+    keys = sorted(net.extern_data.data, key=lambda k: (k != net.extern_data.default_input, k))
+    for key in keys:
         data = net.extern_data.data[key]
         shape = []
         for axis, tag in enumerate(data.dim_tags):
@@ -68,10 +69,14 @@ def _random_feed(net, rng, batch=3, max_time=7):
                 shape.append(tag.dimension)
             else:
                 if tag not in sizes:
-                    lens = rng.randint(2, max_time + 1, size=(batch,)).astype("int32")
-                    lens[0] = max_time
+                    # The first dynamic dim (the input's time) is long; later
+                    # ones (target sequences of CTC or a decoder) are short,
+                    # so that subsampled inputs can still align with them.
+                    top = max_time if not sizes else 2
+                    lens = rng.randint(min(top, max_time - 2), top + 1, size=(batch,)).astype("int32")
+                    lens[0] = top
                     sizes[tag] = lens
-                shape.append(max_time)
+                shape.append(int(sizes[tag].max()))
                 size_ph = tag.dyn_size_ext.placeholder if tag.dyn_size_ext is not None else None
                 if size_ph is not None:
                     feed[size_ph] = sizes[tag]

@@ -1,6 +1,7 @@
 // Test models for the module library and functional ops; the integration
 // test tests/integration/test_modules.py checks each in RETURNN: variable
 // names and shapes equal the IR's, and the param count equals a formula.
+#include "compiler/nn/conformer.h"
 #include "compiler/nn/modules.h"
 #include "tests/tagging_io.h"
 #include "tests/test_models.h"
@@ -160,6 +161,166 @@ void build_loss(Builder& b) {
   nn::softmax_cross_entropy(logits, io.y, opts).mark_as_loss("ce");
 }
 
+// Features as a spatial axis with one channel: Conv2d 3x3 (4 channels),
+// max pool 2 over the features (5 -> 3), merged back into a feature dim.
+void build_conv2d(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Dim feat = Dim::spatial("feat", 5), chan = Dim::feature("chan", 1);
+    Dim ch4 = Dim::feature("ch4", 4);
+    Dim pooled = nn::windowed_dim(feat, 2, 2), merged = Dim::feature("merged", 12);
+    Net(Dim out) : Module("conv2d_net") {
+      conv = register_module("conv", std::make_shared<nn::Conv2d>(chan, ch4,
+                                                                  std::array<int64_t, 2>{3, 3}));
+      out_ = register_module("out", std::make_shared<nn::Linear>(merged, out));
+    }
+    std::shared_ptr<nn::Conv2d> conv;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.classes));
+  Tensor h = m->conv->forward(nn::split_dims(io.x, io.in, {m->feat, m->chan}), io.time, m->feat);
+  h.mark_as_output("conv_out");
+  h = nn::pool(h, "max", {m->feat}, {2}, {}, "same", {m->pooled});
+  h.mark_as_output("pooled");
+  io.finish(m->out_->forward(nn::merge_dims(h, {m->pooled, m->ch4}, m->merged)));
+}
+
+// Conv1d with time stride 2 and a depthwise Conv1d (groups = channels);
+// the subsampled output is an output only (the loss reads the plain path).
+void build_conv_stride(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("stride_net") {
+      Dim ch = Dim::feature("ch", 4);
+      strided = register_module("strided", std::make_shared<nn::Conv1d>(in, ch, 3, 2));
+      depthwise = register_module(
+          "depthwise", std::make_shared<nn::Conv1d>(ch, ch, 5, 1, nn::ConvOptions{.groups = 4}));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::Conv1d> strided, depthwise;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor h = m->strided->forward(io.x, io.time);
+  h.mark_as_output("strided");
+  m->depthwise->forward(h, m->strided->out_axis(io.time)).mark_as_output("depthwise");
+  nn::pool(io.x, "avg", {io.time}, {2}).mark_as_output("avg_pooled");
+  io.finish(m->out_->forward(io.x));
+}
+
+// Relative-positional self-attention (clipping 2), key 8, value 6, 2 heads.
+void build_rel_pos_attention(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("att_net") {
+      att = register_module("att", std::make_shared<nn::SelfAttention>(
+                                       in, Dim::feature("key", 8), Dim::feature("value", 6), 2,
+                                       false, 2));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::SelfAttention> att;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor h = m->att->forward(io.x, io.time);
+  h.mark_as_output("attended");
+  io.finish(m->out_->forward(h));
+}
+
+// Sequential: Linear, relu, Dropout, Linear.
+void build_sequential(Builder& b) {
+  Io io(b);
+  auto seq = std::make_shared<nn::Sequential>();
+  Dim hidden = Dim::feature("hidden", 6);
+  seq->append(std::make_shared<nn::Linear>(io.in, hidden));
+  seq->append(nn::relu);
+  seq->append(std::make_shared<nn::Dropout>(0.1));
+  seq->append(std::make_shared<nn::Linear>(hidden, io.classes));
+  b.set_root(seq);
+  io.finish(seq->forward(io.x));
+}
+
+// slice, split, split_dims, merge_dims, shift_right and mask_padding, with
+// their results as outputs for the numeric test.
+void build_shape_ops(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("shape_net") {
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Dim two = Dim::feature("two", 2), three = Dim::feature("three", 3);
+  nn::slice(io.x, io.in, 1, three).mark_as_output("sliced");
+  std::vector<Tensor> parts = nn::split(io.x, io.in, {two, three});
+  parts[1].mark_as_output("split_b");
+  // [three] -> [th(3), un(1)] -> back into a new dim of 3.
+  Dim th = Dim::feature("th", 3), un = Dim::feature("un", 1);
+  Tensor split = nn::split_dims(parts[1], three, {th, un});
+  split.mark_as_output("split_dims");
+  nn::merge_dims(split, {th, un}, Dim::feature("merged", 3)).mark_as_output("merged");
+  nn::shift_right(io.x, io.time).mark_as_output("shifted");
+  nn::mask_padding(io.x, io.time, -1.0).mark_as_output("masked");
+  io.finish(m->out_->forward(io.x));
+}
+
+// A 1-block Conformer (frontend with time stride 2, model 8, ff 16, 2
+// heads, conv kernel 3, clipping 2) with CTC over its own label sequences.
+void build_conformer_ctc(Builder& b) {
+  Dim time = Dim::spatial("time"), in = Dim::feature("input", 5);
+  Dim label_time = Dim::spatial("label_time"), labels = Dim::feature("labels", 3);
+  Tensor x = b.extern_data("data", {Dim::batch(), time, in});
+  Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("conformer_ctc") {
+      Dim model = Dim::feature("model", 8);
+      nn::ConformerOptions opts{.num_heads = 2, .conv_kernel = 3, .rel_pos_clipping = 2};
+      encoder = register_module("encoder", std::make_shared<nn::ConformerEncoder>(
+                                               in, model, Dim::feature("ff", 16), 1, opts));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
+    }
+    std::shared_ptr<nn::ConformerEncoder> encoder;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  Dim with_blank = labels + Dim::feature("blank", 1);
+  auto m = b.set_root(std::make_shared<Net>(in, with_blank));
+  Tensor logits = m->out_->forward(m->encoder->forward(x, time));
+  logits.mark_as_output();
+  nn::ctc_loss(logits, y, m->encoder->out_axis(time)).mark_as_loss("ctc");
+}
+
+// A Transformer encoder-decoder (1 layer each, model 8, ff 16, 2 heads) on
+// sparse source and target sequences, teacher forced.
+void build_seq2seq(Builder& b) {
+  Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
+  Dim vocab = Dim::feature("vocab", 6);
+  Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
+  Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
+  struct Net : nn::Module {
+    Net(Dim vocab) : Module("seq2seq") {
+      Dim model = Dim::feature("model", 8), ff = Dim::feature("ff", 16);
+      src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
+      tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
+      encoder = register_module("encoder",
+                                std::make_shared<nn::TransformerEncoder>(1, model, ff, 2));
+      decoder = register_module("decoder",
+                                std::make_shared<nn::TransformerDecoder>(1, model, ff, 2));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, vocab));
+    }
+    std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
+    std::shared_ptr<nn::TransformerEncoder> encoder;
+    std::shared_ptr<nn::TransformerDecoder> decoder;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(vocab));
+  Tensor memory = m->encoder->forward(m->src_embed->forward(src), src_time);
+  Tensor dec_in = nn::shift_right(m->tgt_embed->forward(tgt), tgt_time);
+  Tensor logits = m->out_->forward(m->decoder->forward(dec_in, tgt_time, memory, src_time));
+  logits.mark_as_output();
+  nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
+}
+
 }  // namespace
 
 std::vector<ModelDef> module_test_models() {
@@ -180,6 +341,14 @@ std::vector<ModelDef> module_test_models() {
       def("mod-causal-attention", build_attention<true>),
       def("mod-transformer", build_transformer),
       def("mod-conv1d", build_conv),
+      def("mod-conv2d", build_conv2d),
+      def("mod-conv-stride", build_conv_stride),
+      def("mod-batch-norm", build_normed<nn::BatchNorm>),
+      def("mod-rel-pos-attention", build_rel_pos_attention),
+      def("mod-sequential", build_sequential),
+      def("op-shapes", build_shape_ops),
+      def("mod-conformer-ctc", build_conformer_ctc),
+      def("mod-seq2seq", build_seq2seq),
       def("loss-plain", build_loss<LossVariant::kPlain>),
       def("loss-scaled", build_loss<LossVariant::kScaled>),
       def("loss-smoothed", build_loss<LossVariant::kSmoothed>),

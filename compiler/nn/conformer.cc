@@ -1,0 +1,139 @@
+#include "compiler/nn/conformer.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/nn/builder.h"
+#include "compiler/nn/error.h"
+
+namespace retc::nn {
+namespace {
+
+Tensor swish(const Tensor& x, std::source_location loc) { return activation(x, "swish", loc); }
+
+// x + k·dropout(branch)
+Tensor residual(const Tensor& x, const Tensor& branch, double rate, double k,
+                std::source_location loc) {
+  Tensor h = dropout(branch, rate, {}, loc);
+  if (k != 1.0) h = mul(h, constant(x.builder(), k, {}, loc), loc);
+  return add(x, h, loc);
+}
+
+}  // namespace
+
+ConformerFeedForward::ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout)
+    : Module("conformer_ff"), dropout_(dropout) {
+  linear_ff = register_module("linear_ff", std::make_shared<Linear>(model_dim, ff_dim));
+  linear_out = register_module("linear_out", std::make_shared<Linear>(ff_dim, model_dim));
+}
+
+Tensor ConformerFeedForward::forward(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    return linear_out->forward(dropout(swish(linear_ff->forward(x, loc), loc), dropout_, {}, loc),
+                               loc);
+  });
+}
+
+ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size)
+    : Module("conformer_conv"), model_dim_(model_dim), glu_dim_(2 * model_dim) {
+  pointwise_conv1 =
+      register_module("pointwise_conv1", std::make_shared<Linear>(model_dim, glu_dim_));
+  depthwise_conv = register_module(
+      "depthwise_conv",
+      std::make_shared<Conv1d>(model_dim, model_dim, kernel_size, 1,
+                               ConvOptions{.groups = model_dim.size().value_or(1)}));
+  norm = register_module("norm", std::make_shared<BatchNorm>(model_dim));
+  pointwise_conv2 =
+      register_module("pointwise_conv2", std::make_shared<Linear>(model_dim, model_dim));
+}
+
+Tensor ConformerConvModule::forward(const Tensor& input, const ir::Dim& axis,
+                                    std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    // GLU: the first half gated by the sigmoid of the second, both over model_dim.
+    std::vector<Tensor> halves =
+        split(pointwise_conv1->forward(x, loc), glu_dim_, {model_dim_, model_dim_}, loc);
+    Tensor h = mul(halves[0], sigmoid(halves[1], loc), loc);
+    h = swish(norm->forward(depthwise_conv->forward(h, axis, loc), loc), loc);
+    return pointwise_conv2->forward(h, loc);
+  });
+}
+
+ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts)
+    : Module("conformer_block"), dropout_(opts.dropout) {
+  ff1_norm = register_module("ff1_norm", std::make_shared<LayerNorm>(model_dim));
+  ff1 = register_module("ff1", std::make_shared<ConformerFeedForward>(model_dim, ff_dim,
+                                                                       opts.dropout));
+  att_norm = register_module("att_norm", std::make_shared<LayerNorm>(model_dim));
+  self_att = register_module(
+      "self_att", std::make_shared<SelfAttention>(model_dim, model_dim, model_dim, opts.num_heads,
+                                                  false, opts.rel_pos_clipping));
+  conv_norm = register_module("conv_norm", std::make_shared<LayerNorm>(model_dim));
+  conv = register_module("conv", std::make_shared<ConformerConvModule>(model_dim,
+                                                                        opts.conv_kernel));
+  ff2_norm = register_module("ff2_norm", std::make_shared<LayerNorm>(model_dim));
+  ff2 = register_module("ff2", std::make_shared<ConformerFeedForward>(model_dim, ff_dim,
+                                                                       opts.dropout));
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
+}
+
+Tensor ConformerBlock::forward(const Tensor& input, const ir::Dim& axis,
+                               std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h = residual(x, ff1->forward(ff1_norm->forward(x, loc), loc), dropout_, 0.5, loc);
+    h = residual(h, self_att->forward(att_norm->forward(h, loc), axis, loc), dropout_, 1.0, loc);
+    h = residual(h, conv->forward(conv_norm->forward(h, loc), axis, loc), dropout_, 1.0, loc);
+    h = residual(h, ff2->forward(ff2_norm->forward(h, loc), loc), dropout_, 0.5, loc);
+    return final_norm->forward(h, loc);
+  });
+}
+
+ConformerFrontend::ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim, int64_t channels1,
+                                     int64_t channels2, int64_t time_stride)
+    : Module("conformer_frontend"),
+      in_dim_(in_dim),
+      feat_(ir::Dim::spatial(in_dim.name() + "_spatial", in_dim.size().value_or(1))),
+      chan0_(ir::Dim::feature("in_channels", 1)),
+      pooled_(windowed_dim(feat_, 2, 2)),
+      merged_(ir::Dim::feature("frontend_out", pooled_.size().value_or(1) * channels2)) {
+  ir::Dim c1 = ir::Dim::feature("channels1", channels1);
+  ir::Dim c2 = ir::Dim::feature("channels2", channels2);
+  conv1 = register_module("conv1", std::make_shared<Conv2d>(chan0_, c1, std::array<int64_t, 2>{3, 3}));
+  conv2 = register_module("conv2", std::make_shared<Conv2d>(c1, c2, std::array<int64_t, 2>{3, 3},
+                                                            std::array<int64_t, 2>{time_stride, 1}));
+  linear = register_module("linear", std::make_shared<Linear>(merged_, model_dim));
+}
+
+Tensor ConformerFrontend::forward(const Tensor& input, const ir::Dim& time,
+                                  std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    check_input_dim(*this, x, in_dim_, "in_dim", ir::SourceLoc::from(loc));
+    Tensor h = split_dims(x, in_dim_, {feat_, chan0_}, loc);
+    h = swish(conv1->forward(h, time, feat_, loc), loc);
+    h = pool(h, "max", {feat_}, {2}, {2}, "same", {pooled_}, loc);
+    h = swish(conv2->forward(h, time, pooled_, loc), loc);
+    h = merge_dims(h, {pooled_, conv2->out_dim()}, merged_, loc);
+    return linear->forward(h, loc);
+  });
+}
+
+ConformerEncoder::ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim,
+                                   int64_t num_layers, const ConformerOptions& opts,
+                                   int64_t time_stride)
+    : Module("conformer_encoder"), dropout_(opts.dropout) {
+  frontend = register_module("frontend", std::make_shared<ConformerFrontend>(
+                                             in_dim, model_dim, 32, 64, time_stride));
+  layers = register_module("layers", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < num_layers; ++i)
+    layers->append(std::make_shared<ConformerBlock>(model_dim, ff_dim, opts));
+}
+
+Tensor ConformerEncoder::forward(const Tensor& input, const ir::Dim& time,
+                                 std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h = dropout(frontend->forward(x, time, loc), dropout_, {}, loc);
+    const ir::Dim t = out_axis(time);
+    for (size_t i = 0; i < layers->size(); ++i) h = layers->at<ConformerBlock>(i)->forward(h, t, loc);
+    return h;
+  });
+}
+
+}  // namespace retc::nn

@@ -1,0 +1,97 @@
+// The Conformer (Gulati et al. 2020) as in returnn_common / ESPnet:
+// macaron feed-forward halves around relative-positional self-attention and
+// a convolution module, and a convolutional frontend that subsamples time.
+#pragma once
+
+#include <memory>
+#include <source_location>
+
+#include "compiler/nn/modules.h"
+
+namespace retc::nn {
+
+/// Linear(model, ff) -> swish -> dropout -> Linear(ff, model).
+class ConformerFeedForward : public Module {
+ public:
+  ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<Linear> linear_ff, linear_out;
+
+ private:
+  double dropout_;
+};
+
+/// Pointwise Linear(model, 2*model) -> GLU -> depthwise Conv1d (kernel,
+/// groups = model) -> BatchNorm -> swish -> pointwise Linear(model, model).
+class ConformerConvModule : public Module {
+ public:
+  ConformerConvModule(ir::Dim model_dim, int64_t kernel_size);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<Linear> pointwise_conv1, pointwise_conv2;
+  std::shared_ptr<Conv1d> depthwise_conv;
+  std::shared_ptr<BatchNorm> norm;
+
+ private:
+  ir::Dim model_dim_, glu_dim_;
+};
+
+struct ConformerOptions {
+  int64_t num_heads = 4;
+  int64_t conv_kernel = 31;
+  int64_t rel_pos_clipping = 16;
+  double dropout = 0.1;
+  double att_dropout = 0.1;
+};
+
+/// One block:  x += ½·ff1(ln(x));  x += mhsa(ln(x));  x += conv(ln(x));
+/// x += ½·ff2(ln(x));  y = ln(x)   (each branch with dropout).
+class ConformerBlock : public Module {
+ public:
+  ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<LayerNorm> ff1_norm, att_norm, conv_norm, ff2_norm, final_norm;
+  std::shared_ptr<ConformerFeedForward> ff1, ff2;
+  std::shared_ptr<SelfAttention> self_att;
+  std::shared_ptr<ConformerConvModule> conv;
+
+ private:
+  double dropout_;
+};
+
+/// VGG-style frontend: the features become a spatial axis with one channel;
+/// Conv2d 3x3 (channels1) -> swish -> max pool 1x2 over features -> Conv2d
+/// 3x3 (channels2) with time stride `time_stride` -> swish -> merge features
+/// and channels -> Linear to the model dim. out_axis(time) is the new time.
+class ConformerFrontend : public Module {
+ public:
+  ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim, int64_t channels1 = 32,
+                    int64_t channels2 = 64, int64_t time_stride = 2);
+  Tensor forward(const Tensor& x, const ir::Dim& time,
+                 std::source_location loc = std::source_location::current()) const;
+  ir::Dim out_axis(const ir::Dim& time) const { return conv2->out_axis(time, 0); }
+  std::shared_ptr<Conv2d> conv1, conv2;
+  std::shared_ptr<Linear> linear;
+
+ private:
+  ir::Dim in_dim_, feat_, chan0_, pooled_, merged_;
+};
+
+/// Frontend -> dropout -> `num_layers` ConformerBlocks ("layers.0", ...).
+class ConformerEncoder : public Module {
+ public:
+  ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_layers,
+                   const ConformerOptions& opts = {}, int64_t time_stride = 2);
+  /// The encoder output over out_axis(time).
+  Tensor forward(const Tensor& x, const ir::Dim& time,
+                 std::source_location loc = std::source_location::current()) const;
+  ir::Dim out_axis(const ir::Dim& time) const { return frontend->out_axis(time); }
+  std::shared_ptr<ConformerFrontend> frontend;
+  std::shared_ptr<ModuleList> layers;
+
+ private:
+  double dropout_;
+};
+
+}  // namespace retc::nn
