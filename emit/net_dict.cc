@@ -62,7 +62,16 @@ void set_windowed(PyValue& layer, const ir::DimTable& t, const ir::Node& n) {
   const auto& strides = *n.attrs.get<std::vector<int64_t>>("strides");
   if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
     layer.set("strides", ints_value(strides));
-  layer.set("in_spatial_dims", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("axes")));
+  const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+  // Frames past a sequence's end hold arbitrary values: masked (conv: 0,
+  // max: -inf), they never leak into the frames before the end. RETURNN's
+  // avg pool cannot mask (an int mask value for float data): the IR avg
+  // pool is defined on masked input, nn::pool masks before it.
+  const std::string* mode = n.attrs.get<std::string>("mode");
+  if ((!mode || *mode == "max") &&
+      std::any_of(axes.begin(), axes.end(), [](const ir::Dim& d) { return d.is_dynamic(); }))
+    layer.set("use_time_mask", true);
+  layer.set("in_spatial_dims", dims_value(t, axes));
   layer.set("out_spatial_dims", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("out_axes")));
 }
 

@@ -275,7 +275,11 @@ void build_conformer_ctc(Builder& b) {
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("conformer_ctc") {
       Dim model = Dim::feature("model", 8);
-      nn::ConformerOptions opts{.num_heads = 2, .conv_kernel = 3, .rel_pos_clipping = 2};
+      nn::ConformerOptions opts{.num_heads = 2,
+                                .conv_kernel = 3,
+                                .rel_pos_clipping = 2,
+                                .frontend_channels1 = 4,
+                                .frontend_channels2 = 6};
       encoder = register_module("encoder", std::make_shared<nn::ConformerEncoder>(
                                                in, model, Dim::feature("ff", 16), 1, opts));
       out_ = register_module("out", std::make_shared<nn::Linear>(model, out));

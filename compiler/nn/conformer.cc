@@ -116,11 +116,11 @@ Tensor ConformerFrontend::forward(const Tensor& input, const ir::Dim& time,
 }
 
 ConformerEncoder::ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim,
-                                   int64_t num_layers, const ConformerOptions& opts,
-                                   int64_t time_stride)
+                                   int64_t num_layers, const ConformerOptions& opts)
     : Module("conformer_encoder"), dropout_(opts.dropout) {
-  frontend = register_module("frontend", std::make_shared<ConformerFrontend>(
-                                             in_dim, model_dim, 32, 64, time_stride));
+  frontend = register_module(
+      "frontend", std::make_shared<ConformerFrontend>(in_dim, model_dim, opts.frontend_channels1,
+                                                      opts.frontend_channels2, opts.time_stride));
   layers = register_module("layers", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < num_layers; ++i)
     layers->append(std::make_shared<ConformerBlock>(model_dim, ff_dim, opts));

@@ -41,7 +41,10 @@ struct ConformerOptions {
   int64_t conv_kernel = 31;
   int64_t rel_pos_clipping = 16;
   double dropout = 0.1;
-  double att_dropout = 0.1;
+  /// Frontend: channels of its two Conv2d and the time subsampling factor.
+  int64_t frontend_channels1 = 32;
+  int64_t frontend_channels2 = 64;
+  int64_t time_stride = 2;
 };
 
 /// One block:  x += ½·ff1(ln(x));  x += mhsa(ln(x));  x += conv(ln(x));
@@ -82,7 +85,7 @@ class ConformerFrontend : public Module {
 class ConformerEncoder : public Module {
  public:
   ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_layers,
-                   const ConformerOptions& opts = {}, int64_t time_stride = 2);
+                   const ConformerOptions& opts = {});
   /// The encoder output over out_axis(time).
   Tensor forward(const Tensor& x, const ir::Dim& time,
                  std::source_location loc = std::source_location::current()) const;

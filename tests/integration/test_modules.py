@@ -65,6 +65,86 @@ EXPECTED["mod-transformer"] = (TRANSFORMER, IN * D + D + 2 * PER_LAYER + 2 * D +
 
 EXPECTED["mod-conv1d"] = ({"weight/param:0": [3, IN, C], "bias/param:0": [C]}, 3 * IN * C + C)
 
+OUT = {"out/weight/param:0": [IN, C], "out/bias/param:0": [C]}
+EXPECTED["mod-conv2d"] = (
+    {"conv/weight/param:0": [3, 3, 1, 4], "conv/bias/param:0": [4], "out/weight/param:0": [12, C], "out/bias/param:0": [C]},
+    # 3x3 kernel, 1 -> 4 channels; pooled features ceil(5/2) = 3 times 4 channels -> classes
+    9 * 4 + 4 + 12 * C + C,
+)
+EXPECTED["mod-conv-stride"] = (
+    {"strided/weight/param:0": [3, IN, 4], "strided/bias/param:0": [4], "depthwise/weight/param:0": [5, 1, 4],
+     "depthwise/bias/param:0": [4], **OUT},
+    # kernel 3, 5 -> 4; depthwise kernel 5, in/groups = 1
+    3 * IN * 4 + 4 + 5 * 1 * 4 + 4 + IN * C + C,
+)
+EXPECTED["mod-batch-norm"] = (
+    {"norm/%s/param:0" % k: [IN] for k in ("scale", "bias", "running_mean", "running_var")} | OUT,
+    4 * IN + IN * C + C,
+)
+EXPECTED["mod-rel-pos-attention"] = (
+    ATT | {"att/rel_pos/param:0": [5, 4]},
+    # as mod-self-attention, plus the table [2 * clipping + 1, key / heads]
+    IN * (2 * 8 + 6) + 6 * IN + IN + (2 * 2 + 1) * (8 // 2) + IN * C + C,
+)
+EXPECTED["mod-sequential"] = (
+    {"0/weight/param:0": [IN, 6], "0/bias/param:0": [6], "3/weight/param:0": [6, C], "3/bias/param:0": [C]},
+    IN * 6 + 6 + 6 * C + C,
+)
+EXPECTED["op-shapes"] = (OUT, IN * C + C)
+
+
+def conformer_block(prefix, d, ff, heads, kernel, clipping):
+    """Variables of one Conformer block, and its param count formula."""
+    v = {}
+    for norm in ("ff1_norm", "att_norm", "conv_norm", "ff2_norm", "final_norm"):
+        v[norm + "/scale"] = [d]
+        v[norm + "/bias"] = [d]
+    for f in ("ff1", "ff2"):
+        v.update({f + "/linear_ff/weight": [d, ff], f + "/linear_ff/bias": [ff], f + "/linear_out/weight": [ff, d],
+                  f + "/linear_out/bias": [d]})
+    v.update({"self_att/qkv": [d, 3 * d], "self_att/rel_pos": [2 * clipping + 1, d // heads],
+              "self_att/proj/weight": [d, d], "self_att/proj/bias": [d]})
+    v.update({"conv/pointwise_conv1/weight": [d, 2 * d], "conv/pointwise_conv1/bias": [2 * d],
+              "conv/depthwise_conv/weight": [kernel, 1, d], "conv/depthwise_conv/bias": [d],
+              "conv/pointwise_conv2/weight": [d, d], "conv/pointwise_conv2/bias": [d]})
+    for k in ("scale", "bias", "running_mean", "running_var"):
+        v["conv/norm/" + k] = [d]
+    count = (10 * d  # 5 layer norms
+             + 2 * (d * ff + ff + ff * d + d)  # 2 feed-forward modules
+             + 3 * d * d + (2 * clipping + 1) * (d // heads) + d * d + d  # MHSA: QKV, rel-pos table, proj
+             + d * 2 * d + 2 * d + kernel * d + d + 4 * d + d * d + d)  # conv module (depthwise, batch norm)
+    return {"%s/%s/param:0" % (prefix, k): shape for k, shape in v.items()}, count
+
+
+def conformer_frontend(prefix, feat, c1, c2, d):
+    v = {"conv1/weight": [3, 3, 1, c1], "conv1/bias": [c1], "conv2/weight": [3, 3, c1, c2], "conv2/bias": [c2],
+         "linear/weight": [(feat + 1) // 2 * c2, d], "linear/bias": [d]}
+    # two 3x3 convs; the features max-pooled by 2 (ceil), times c2 channels, -> model dim
+    count = 9 * c1 + c1 + 9 * c1 * c2 + c2 + (feat + 1) // 2 * c2 * d + d
+    return {"%s/%s/param:0" % (prefix, k): shape for k, shape in v.items()}, count
+
+
+FRONT, FRONT_COUNT = conformer_frontend("encoder/frontend", IN, 4, 6, 8)
+BLOCK, BLOCK_COUNT = conformer_block("encoder/layers/0", 8, 16, 2, 3, 2)
+EXPECTED["mod-conformer-ctc"] = (
+    FRONT | BLOCK | {"out/weight/param:0": [8, 4], "out/bias/param:0": [4]},
+    FRONT_COUNT + BLOCK_COUNT + 8 * (C + 1) + C + 1,  # output: the classes and the blank
+)
+S2S = {"src_embed/weight/param:0": [6, D], "tgt_embed/weight/param:0": [6, D], "out/weight/param:0": [D, 6],
+       "out/bias/param:0": [6], "encoder/final_norm/scale/param:0": [D], "encoder/final_norm/bias/param:0": [D],
+       "decoder/final_norm/scale/param:0": [D], "decoder/final_norm/bias/param:0": [D]}
+for k, v in LAYER.items():
+    S2S["encoder/layers/0/%s/param:0" % k] = v
+    S2S["decoder/layers/0/%s/param:0" % k] = v  # the decoder's ln1, self_att, ln2, ff1, ff2
+S2S |= {"decoder/layers/0/ln3/scale/param:0": [D], "decoder/layers/0/ln3/bias/param:0": [D],
+        "decoder/layers/0/cross_att/query/weight/param:0": [D, D],
+        "decoder/layers/0/cross_att/key/weight/param:0": [D, D],
+        "decoder/layers/0/cross_att/value/weight/param:0": [D, D],
+        "decoder/layers/0/cross_att/proj/weight/param:0": [D, D], "decoder/layers/0/cross_att/proj/bias/param:0": [D]}
+# embeddings, encoder layer + final norm, decoder layer (+ ln3 and cross-attention) + final norm, output
+S2S_COUNT = 2 * 6 * D + PER_LAYER + 2 * D + PER_LAYER + 2 * D + 3 * D * D + D * D + D + 2 * D + D * 6 + 6
+EXPECTED["mod-seq2seq"] = (S2S, S2S_COUNT)
+
 
 def test_structure():
     for model, (variables, count) in EXPECTED.items():
@@ -167,13 +247,17 @@ def test_attention_causality():
 
 
 def test_conv1d():
-    """Same padding, dilation 2: y[t] = b + sum_k x[t + 2(k-1)] W[k], zeros outside."""
+    """Same padding, dilation 2: y[t] = b + sum_k x[t + 2(k-1)] W[k], zeros outside each sequence."""
     net = Net(compile_model("mod-conv1d"), train_flag=False)
     feed = net.feed(9)
     x = net.layer("data:data", feed).astype("float64")
     w = net.variable("weight/param:0").astype("float64")
     bias = net.variable("bias/param:0")
     y = net.layer("conv_out", feed)
+    # Frames past each sequence's end count as zeros (use_time_mask).
+    lens = net.run(net.net.extern_data.data["data"].get_sequence_lengths(), feed)
+    for b, n in enumerate(lens):
+        x[b, n:] = 0
     T = x.shape[1]
     pad = numpy.zeros((x.shape[0], T + 4, x.shape[2]))
     pad[:, 2:T + 2] = x
