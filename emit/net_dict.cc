@@ -64,9 +64,9 @@ void set_windowed(PyValue& layer, const ir::DimTable& t, const ir::Node& n) {
     layer.set("strides", ints_value(strides));
   const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
   // Frames past a sequence's end hold arbitrary values: masked (conv: 0,
-  // max: -inf), they never leak into the frames before the end. RETURNN's
-  // avg pool cannot mask (an int mask value for float data): the IR avg
-  // pool is defined on masked input, nn::pool masks before it.
+  // max: -inf), they never leak into the frames before the end. (Avg pool
+  // over a dynamic axis is "valid" only, windows within the sequence;
+  // RETURNN could not mask it: an int mask value for float data.)
   const std::string* mode = n.attrs.get<std::string>("mode");
   if ((!mode || *mode == "max") &&
       std::any_of(axes.begin(), axes.end(), [](const ir::Dim& d) { return d.is_dynamic(); }))

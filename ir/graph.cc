@@ -447,6 +447,16 @@ absl::StatusOr<TensorType> infer_pool(const Graph& g, const std::vector<NodeId>&
   if (!padding.ok()) return padding.status();
   auto x = require_float(g.node(in[0]).type, "pool input");
   if (!x.ok()) return x.status();
+  // TF's "same" average leaves the tensor's padding out of the count but
+  // not a shorter sequence's: results would depend on the batch.
+  for (const Dim& a : *axes) {
+    if (*mode == "avg" && *padding == "same" && a.is_dynamic()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pool: average pooling over the dynamic axis ", a.describe(),
+                       " needs padding \"valid\" (with \"same\", the last window of a "
+                       "sequence would count padding depending on the batch)"));
+    }
+  }
   if (auto s = check_windowed_axes(kKind, *x, *axes, *out_axes, *size, *strides, 1, *padding);
       !s.ok())
     return s;

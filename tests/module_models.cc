@@ -204,7 +204,7 @@ void build_conv_stride(Builder& b) {
   Tensor h = m->strided->forward(io.x, io.time);
   h.mark_as_output("strided");
   m->depthwise->forward(h, m->strided->out_axis(io.time)).mark_as_output("depthwise");
-  nn::pool(io.x, "avg", {io.time}, {2}).mark_as_output("avg_pooled");
+  nn::pool(io.x, "avg", {io.time}, {2}, {2}, "valid").mark_as_output("avg_pooled");
   io.finish(m->out_->forward(io.x));
 }
 

@@ -227,17 +227,12 @@ Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
             std::vector<ir::Dim> out_axes, std::source_location loc) {
   Builder& b = builder_of(x, "pool", L(loc));
   if (strides.empty()) strides = size;
-  Tensor in = x;
-  if (mode == "avg") {
-    for (const ir::Dim& a : axes) {
-      if (a.is_dynamic() && ir::index_of(x.dims(), a) >= 0) in = mask_padding(in, a, 0.0, loc);
-    }
-  }
+
   if (out_axes.empty() && size.size() == axes.size() && strides.size() == axes.size()) {
     for (size_t i = 0; i < axes.size(); ++i)
       out_axes.push_back(windowed_dim(axes[i], size[i], strides[i], 1, padding));
   }
-  return b.add(ir::NodeKind::kPool, {in},
+  return b.add(ir::NodeKind::kPool, {x},
                {{"mode", std::move(mode)},
                 {"axes", std::move(axes)},
                 {"out_axes", std::move(out_axes)},

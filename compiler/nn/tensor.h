@@ -139,8 +139,9 @@ ir::Dim windowed_dim(const ir::Dim& axis, int64_t window, int64_t stride = 1,
 
 /// Max or average pooling ("max", "avg") over `axes` with window `size` and
 /// `strides` (default: the window). `out_axes` default to windowed_dim().
-/// Frames past a sequence's end count as -inf for "max" and 0 for "avg"
-/// (the average still divides by the window size).
+/// Frames past a sequence's end never count (for "max" they are -inf);
+/// "avg" over a dynamic axis needs padding "valid", whose windows lie within
+/// the sequence.
 Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
             std::vector<int64_t> size, std::vector<int64_t> strides = {},
             std::string padding = "same", std::vector<ir::Dim> out_axes = {},

@@ -300,6 +300,134 @@ def test_loss_options():
     print("loss scale 0.5: %.4f = 0.5 x %.4f; label smoothing and MSE match their formulas" % (scaled, plain))
 
 
+
+def seq_lens(net, feed, key="data"):
+    return net.run(net.net.extern_data.data[key].get_sequence_lengths(), feed)
+
+
+def test_batch_norm():
+    """Training: normalized by the batch statistics over the frames within
+    each length; one step moves the running statistics by momentum 0.1."""
+    net = Net(compile_model("mod-batch-norm"), train_flag=True, with_updater=True, learning_rate=0.0)
+    feed = net.feed(4)
+    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+    lens = seq_lens(net, feed)
+    frames = numpy.concatenate([x[b, :n] for b, n in enumerate(lens)])  # [frames, in]
+    mean, var = frames.mean(0), frames.var(0)
+    y = net.layer("norm.batch_norm", feed)
+    for b, n in enumerate(lens):
+        close(y[b, :n], (x[b, :n] - mean) / numpy.sqrt(var + 1e-5), 1e-4, "batch-normalized frames")
+    # RETURNN runs the statistics update with each training step (the
+    # network's post control dependencies, fetched by its engine).
+    net.run(lambda: net.net.get_post_control_dependencies(), feed)
+    close(net.variable("norm/running_mean/param:0"), 0.1 * mean, 1e-5, "running mean after a step")
+    close(net.variable("norm/running_var/param:0"), 0.9 + 0.1 * var, 1e-4, "running var after a step")
+    trainable = {v.name for v in net.graph.get_collection("trainable_variables")}
+    assert "norm/running_mean/param:0" not in trainable and "norm/scale/param:0" in trainable, trainable
+    print("batch norm: batch statistics over valid frames, running statistics updated, stats not trainable")
+
+
+def test_shape_ops():
+    """slice, split, split_dims, merge_dims, shift_right and mask_padding against numpy."""
+    net = Net(compile_model("op-shapes"), train_flag=False)
+    feed = net.feed(5)
+    x = feed[net.net.extern_data.data["data"].placeholder]
+    lens = seq_lens(net, feed)
+    close(net.layer("sliced", feed), x[..., 1:4], 0, "slice [1, 4)")
+    close(net.layer("split_b", feed), x[..., 2:5], 0, "split's second part")
+    close(net.layer("split_dims", feed), x[..., 2:5, None], 0, "split_dims")
+    close(net.layer("merged", feed), x[..., 2:5], 0, "merge_dims")
+    shifted = net.layer("shifted", feed)
+    close(shifted[:, 0], 0 * x[:, 0], 0, "shift_right pads the first frame with zeros")
+    close(shifted[:, 1:], x[:, :-1], 0, "shift_right")
+    masked = net.layer("masked", feed)
+    for b, n in enumerate(lens):
+        close(masked[b, :n], x[b, :n], 0, "mask_padding keeps frames within the length")
+        assert (masked[b, n:] == -1).all(), "mask_padding sets frames past the length"
+    print("slice, split, split_dims, merge_dims, shift_right, mask_padding: checked")
+
+
+def test_pooling():
+    """Max pool 2 over the (spatial) features with same padding; avg pool 2
+    over time with stride 2, valid padding."""
+    net = Net(compile_model("mod-conv2d"), train_flag=False)
+    feed = net.feed(6)
+    conv = net.layer("conv_out", feed)  # [B, T, feat 5, ch 4]
+    want = numpy.stack([conv[:, :, 0:2].max(2), conv[:, :, 2:4].max(2), conv[:, :, 4]], axis=2)
+    close(net.layer("pooled", feed), want, 1e-6, "max pool over features")
+    net = Net(compile_model("mod-conv-stride"), train_flag=False)
+    feed = net.feed(6)
+    x = feed[net.net.extern_data.data["data"].placeholder]
+    lens = seq_lens(net, feed)
+    got = net.layer("avg_pooled", feed)
+    for b, n in enumerate(lens):
+        m = n // 2  # "valid": whole windows within the sequence
+        close(got[b, :m], (x[b, 0:2 * m:2] + x[b, 1:2 * m:2]) / 2, 1e-6, "avg pool over time, stride 2")
+    sub = net.layer("strided", feed)
+    assert sub.shape[1] == (x.shape[1] + 1) // 2, sub.shape  # "same": ceil(T / 2)
+    print("max pool (features), avg pool (time, stride 2), strided conv lengths: checked")
+
+
+def test_decoder_causality():
+    """Teacher-forced decoder: the output at target position t depends on
+    targets before t only (shift right + causal self-attention), and on the
+    whole source through cross-attention; source padding is masked."""
+    net = Net(compile_model("mod-seq2seq"), train_flag=False)
+    feed = net.feed(7)
+    src, tgt = net.net.extern_data.data["data"], net.net.extern_data.data["classes"]
+    src_lens, tgt_lens = seq_lens(net, feed, "data"), seq_lens(net, feed, "classes")
+    b = int(numpy.argmax(tgt_lens))
+    assert tgt_lens[b] >= 2
+    before = net.layer("output", feed)
+    y = feed[tgt.placeholder].copy()
+    y[b, 1] = (y[b, 1] + 1) % 6
+    feed[tgt.placeholder] = y
+    after = net.layer("output", feed)
+    close(before[b, :2], after[b, :2], 1e-6, "positions 0 and 1 ignore target 1")
+    assert not numpy.allclose(before[b, 2:tgt_lens[b]], after[b, 2:tgt_lens[b]]) or tgt_lens[b] == 2
+    x = feed[src.placeholder].copy()
+    x[b, src_lens[b] - 1] = (x[b, src_lens[b] - 1] + 1) % 6
+    feed[src.placeholder] = x
+    again = net.layer("output", feed)
+    assert not numpy.allclose(after[b, 0], again[b, 0]), "cross-attention does not see the last source token"
+    short = int(numpy.argmin(src_lens))
+    x[short, src_lens[short]:] = (x[short, src_lens[short]:] + 1) % 6
+    feed[src.placeholder] = x
+    padded = net.layer("output", feed)
+    close(padded[short], again[short], 1e-5, "source padding is masked")
+    print("decoder: causal over targets, sees the whole source, source padding masked")
+
+
+def test_rel_pos_attention():
+    """The relative-position table is used: zeroing it changes the output;
+    its effect depends on offsets only (attention stays length-masked)."""
+    net = Net(compile_model("mod-rel-pos-attention"), train_flag=False)
+    feed = net.feed(8)
+    before = net.layer("attended", feed)
+    with net.graph.as_default():
+        table = [v for v in net.net.get_params_list() if v.name == "att/rel_pos/param:0"][0]
+        net.session.run(table.assign(numpy.zeros(table.shape.as_list(), "float32")))
+    after = net.layer("attended", feed)
+    assert not numpy.allclose(before, after), "the relative position table has no effect"
+    print("relative-positional attention uses its table")
+
+
+def test_conformer_ctc():
+    """The Conformer subsamples time by 2 (ceil) and its CTC loss trains:
+    a few Adam steps on one batch lower it."""
+    net = Net(compile_model("mod-conformer-ctc"), train_flag=True, with_updater=True, learning_rate=0.01)
+    feed = net.feed(9)
+    lens = seq_lens(net, feed)
+    out = net.layer("output", feed)
+    assert out.shape[1] == (int(lens.max()) + 1) // 2 and out.shape[-1] == 4, out.shape
+    loss0 = net.run(lambda: net.net.get_total_loss(), feed)
+    for _ in range(20):
+        net.step(feed)
+    loss1 = net.run(lambda: net.net.get_total_loss(), feed)
+    print("CTC loss %.4f -> %.4f after 20 steps on one batch" % (loss0, loss1))
+    assert numpy.isfinite(loss0) and loss1 < loss0 * 0.8, (loss0, loss1)
+
+
 if __name__ == "__main__":
     globals()["test_" + sys.argv[1]]()
     print("ok:", sys.argv[1])
