@@ -14,5 +14,8 @@ ModelDef model_12ax();
 ModelDef model_12ax_wn();
 ModelDef model_blstm_tagger();
 ModelDef model_lstm_lm();
+ModelDef model_transformer_copy();
+ModelDef model_conformer_ctc();
+ModelDef model_conformer_large();
 
 }  // namespace retc::configs

@@ -369,6 +369,12 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("pad", true);
         layer.set("adjust_size_info", false);
         break;
+      case ir::NodeKind::kPosEncoding:
+        layer.set("class", "positional_encoding");
+        layer.set("from", ref(0));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        layer.set("add_to_input", true);
+        break;
       case ir::NodeKind::kSeqMask:
         layer.set("class", "seq_len_mask");
         layer.set("from", ref(0));
@@ -435,6 +441,11 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("activation", "softmax");
         layer.set("loss", "ctc");
         layer.set("target", *targets.attrs.get<std::string>("key"));
+        // A sequence whose labels cannot align with its frames adds 0 (and
+        // no gradient) instead of stopping training with an infinite loss.
+        layer.set("loss_opts",
+                  PyValue::dict({{"ctc_opts", PyValue::dict({{"ignore_longer_outputs_than_inputs",
+                                                              true}})}}));
         if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
         break;
       }

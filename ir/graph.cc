@@ -854,18 +854,29 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kCtcLoss:
       return infer_ctc_loss(g, inputs, spec);
     case NodeKind::kShiftAxis:
-    case NodeKind::kSeqMask: {
+    case NodeKind::kSeqMask:
+    case NodeKind::kPosEncoding: {
       if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
       auto axis = attr<Dim>(spec, kind, "axis");
       if (!axis.ok()) return axis.status();
       const char* key = kind == NodeKind::kShiftAxis ? "amount" : "value";
-      if (kind == NodeKind::kShiftAxis ? !spec.attrs.get<int64_t>(key)
-                                       : !spec.attrs.get<double>(key)) {
+      if (kind == NodeKind::kPosEncoding) {
+        // no attributes besides the axis
+      } else if (kind == NodeKind::kShiftAxis ? !spec.attrs.get<int64_t>(key)
+                                              : !spec.attrs.get<double>(key)) {
         return absl::InvalidArgumentError(
             absl::StrCat(node_kind_name(kind), " needs attribute '", key, "'"));
       }
       auto t = require_float(g.node(inputs[0]).type, absl::StrCat(node_kind_name(kind), " input"));
       if (!t.ok()) return t.status();
+      if (kind == NodeKind::kPosEncoding) {
+        int features = 0;
+        for (const Dim& d : t->dims) features += d.is_feature_like();
+        if (features != 1 || t->dims.back().size().value_or(1) % 2 != 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "pos_encoding: the input ", t->describe(), " needs one feature dim, of even size"));
+        }
+      }
       if (index_of(t->dims, *axis) < 0 || axis->is_batch() ||
           (kind == NodeKind::kSeqMask && !axis->is_dynamic())) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -52,6 +52,7 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kCtcLoss:
       case NodeKind::kShiftAxis:
       case NodeKind::kSeqMask:
+      case NodeKind::kPosEncoding:
       case NodeKind::kSlice:
       case NodeKind::kSplitDims:
       case NodeKind::kMergeDims:

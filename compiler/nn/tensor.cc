@@ -248,6 +248,11 @@ Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount,
       .add(ir::NodeKind::kShiftAxis, {x}, {{"axis", axis}, {"amount", amount}}, L(loc));
 }
 
+Tensor add_positional_encoding(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return builder_of(x, "add_positional_encoding", L(loc))
+      .add(ir::NodeKind::kPosEncoding, {x}, {{"axis", axis}}, L(loc));
+}
+
 Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value,
                     std::source_location loc) {
   return builder_of(x, "mask_padding", L(loc))

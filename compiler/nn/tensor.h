@@ -151,6 +151,10 @@ Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
 /// decoder input of teacher forcing is `shift_right(embed(targets), time)`.
 Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount = 1,
                    std::source_location loc = std::source_location::current());
+/// x + the sinusoidal position signal of Vaswani et al. along `axis` (over
+/// x's one feature dim, of even size).
+Tensor add_positional_encoding(const Tensor& x, const ir::Dim& axis,
+                               std::source_location loc = std::source_location::current());
 /// Sets the frames past each sequence's length along the dynamic `axis` to `value`.
 Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value = 0.0,
                     std::source_location loc = std::source_location::current());
@@ -170,7 +174,9 @@ Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOp
 /// `axis` against the sparse `targets` (their own, shorter axis). The
 /// logits' class dim must be `classes + blank`, blank a dim of size 1:
 /// `Dim out = classes + Dim::feature("blank", 1);`. RETURNN reports the
-/// label error rate of the greedy decoding.
+/// label error rate of the greedy decoding. A sequence whose labels cannot
+/// align with its frames (too many for the subsampled length) adds 0 and no
+/// gradient, instead of an infinite loss that would stop training.
 Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis,
                 LossOptions opts = {},
                 std::source_location loc = std::source_location::current());

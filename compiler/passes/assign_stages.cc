@@ -42,6 +42,7 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kCtcLoss:
     case ir::NodeKind::kShiftAxis:
     case ir::NodeKind::kSeqMask:
+    case ir::NodeKind::kPosEncoding:
       return false;
   }
   return false;

@@ -1,0 +1,80 @@
+// transformer-copy: a Transformer encoder-decoder on RETURNN's
+// CopyTaskDataset: read a random symbol sequence, write it again. Teacher
+// forced; RETURNN's frame error of the cross-entropy is the token error.
+#include "compiler/nn/modules.h"
+#include "configs/bundled.h"
+
+namespace retc::configs {
+namespace {
+
+using ir::Dim;
+
+class CopyTransformer : public nn::Module {
+ public:
+  CopyTransformer(Dim vocab, Dim model, Dim ff, int64_t layers, int64_t heads)
+      : Module("copy_transformer") {
+    src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
+    tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
+    encoder = register_module("encoder",
+                              std::make_shared<nn::TransformerEncoder>(layers, model, ff, heads));
+    decoder = register_module("decoder",
+                              std::make_shared<nn::TransformerDecoder>(layers, model, ff, heads));
+    out = register_module("out", std::make_shared<nn::Linear>(model, vocab));
+  }
+  /// Logits over `tgt_time`: position t sees the source and targets < t.
+  nn::Tensor forward(const nn::Tensor& src, const Dim& src_time, const nn::Tensor& tgt,
+                     const Dim& tgt_time) const {
+    return call(src, std::source_location::current(), [&](const nn::Tensor& s) {
+      nn::Tensor memory =
+          encoder->forward(nn::add_positional_encoding(src_embed->forward(s), src_time), src_time);
+      nn::Tensor dec_in = nn::add_positional_encoding(
+          nn::shift_right(tgt_embed->forward(tgt), tgt_time), tgt_time);
+      return out->forward(decoder->forward(dec_in, tgt_time, memory, src_time));
+    });
+  }
+  std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
+  std::shared_ptr<nn::TransformerEncoder> encoder;
+  std::shared_ptr<nn::TransformerDecoder> decoder;
+  std::shared_ptr<nn::Linear> out;
+};
+
+void build(nn::Builder& b) {
+  const Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
+  const Dim vocab = Dim::feature("vocab", 10);
+  nn::Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
+  nn::Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
+  auto model = b.set_root(std::make_shared<CopyTransformer>(vocab, Dim::feature("model", 64),
+                                                            Dim::feature("ff", 256), 2, 4));
+  nn::Tensor logits = model->forward(src, src_time, tgt, tgt_time);
+  logits.mark_as_output();
+  nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
+}
+
+emit::PyValue copy_task(int64_t num_seqs, bool fixed) {
+  emit::PyValue d = emit::PyValue::dict({{"class", "CopyTaskDataset"},
+                                         {"nsymbols", 10},
+                                         {"minlen", 5},
+                                         {"maxlen", 15},
+                                         {"num_seqs", num_seqs}});
+  if (fixed) d.set("fixed_random_seed", 1);
+  return d;
+}
+
+}  // namespace
+
+ModelDef model_transformer_copy() {
+  ModelDef def;
+  def.name = "transformer-copy";
+  def.description = "Transformer encoder-decoder copying symbol sequences (CopyTaskDataset)";
+  def.build = build;
+  emit::TrainingSetup& t = def.training;
+  t.train = copy_task(2000, false);
+  t.dev = copy_task(200, true);
+  t.batch_size = 2000;
+  t.max_seqs = 40;
+  t.learning_rate = 0.001;
+  t.num_epochs = 8;
+  return def;
+}
+
+}  // namespace retc::configs
