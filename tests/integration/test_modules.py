@@ -428,6 +428,25 @@ def test_conformer_ctc():
     assert numpy.isfinite(loss0) and loss1 < loss0 * 0.8, (loss0, loss1)
 
 
+def test_conformer_large():
+    """`retc check conformer-12x512` (the bundled realistic size): RETURNN
+    constructs it; variables and param count match the formula."""
+    retc = os.environ["RETC"]
+    out = subprocess.run([retc, "check", "conformer-12x512"], check=True, capture_output=True, text=True).stdout
+    got = {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"^variable (\S+) (\[.*\])$", out, re.M)}
+    want, count = conformer_frontend("encoder/frontend", 80, 32, 64, 512)
+    for i in range(12):
+        block, block_count = conformer_block("encoder/layers/%d" % i, 512, 2048, 8, 31, 16)
+        want |= block
+        count += block_count
+    want |= {"out/weight/param:0": [512, 1001], "out/bias/param:0": [1001]}  # 1000 labels + blank
+    count += 512 * 1001 + 1001
+    assert got == want, sorted(set(got.items()) ^ set((k, tuple(v)) for k, v in want.items()))[:5]
+    total = int(re.search(r"(\d+) parameters;", out).group(1))
+    assert total == count, (total, count)
+    print("conformer-12x512: %d variables, %d parameters (formula: %d)" % (len(got), total, count))
+
+
 if __name__ == "__main__":
     globals()["test_" + sys.argv[1]]()
     print("ok:", sys.argv[1])

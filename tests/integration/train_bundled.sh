@@ -3,7 +3,7 @@
 # with its training loss falling.
 source "$(dirname "$0")/lib.sh"
 
-for model in blstm-tagger lstm-lm; do
+for model in blstm-tagger lstm-lm transformer-copy conformer-ctc; do
   "$RETC" train "$model" --workdir "$TMP/$model" --epochs 2 >"$TMP/log" 2>"$TMP/err" ||
     { tail -n 30 "$TMP/log" "$TMP/err"; fail "train $model"; }
   mapfile -t scores < <(grep -oE '^epoch [12] score: [0-9.e-]+' "$TMP/log" | awk '{print $4}')
