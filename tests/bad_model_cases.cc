@@ -3,6 +3,7 @@
 // description. tests/integration/bad_models.sh compiles each with the CLI
 // (non-zero exit, the message at file:line, no output file), and
 // nn_test.cc checks the same through the API.
+#include "compiler/nn/conformer.h"
 #include "compiler/nn/modules.h"
 #include "compiler/nn/parametrize.h"
 #include "tests/test_models.h"
@@ -153,7 +154,7 @@ const Case kCases[] = {
      [](Builder& b) {
        b.extern_data("data:x", {Dim::batch(), Dim::spatial("t")});  // MISTAKE: bad:data-key
      }},
-    {"bad:loss-not-ce", "only a softmax_cross_entropy or a regression loss result can be a loss",
+    {"bad:loss-not-ce", "only a softmax_cross_entropy, ctc_loss or regression loss result can be a loss",
      [](Builder& b) {
        Setup s(b);
        nn::tanh(s.x).mark_as_loss("l");  // MISTAKE: bad:loss-not-ce
@@ -243,6 +244,83 @@ const Case kCases[] = {
        lin->weight().set_initial(nn::constant(b, 0.0, {s.in, s.in}) * from_data);
        b.set_root(lin);
        lin->forward(s.x).mark_as_output();
+     }},
+    {"bad:conv-in-dim", "input dim 'input'(4) does not match in_dim 'other'(6)",
+     [](Builder& b) {
+       Setup s(b);
+       auto conv = b.set_root(std::make_shared<nn::Conv1d>(Dim::feature("other", 6), s.out, 3));
+       conv->forward(s.x, s.time).mark_as_output();  // MISTAKE: bad:conv-in-dim
+     }},
+    {"bad:conv-feature-axis", "the spatial axis 'out'(3) is not in the input",
+     [](Builder& b) {
+       Setup s(b);
+       auto conv = b.set_root(std::make_shared<nn::Conv1d>(s.in, s.in, 3));
+       conv->forward(s.x, s.out).mark_as_output();  // MISTAKE: bad:conv-feature-axis
+     }},
+    {"bad:groups", "must divide into 3 groups",
+     [](Builder& b) {
+       Setup s(b);
+       auto conv = b.set_root(std::make_shared<nn::Conv1d>(s.in, s.in, 3, 1, nn::ConvOptions{.groups = 3}));
+       conv->forward(s.x, s.time).mark_as_output();  // MISTAKE: bad:groups
+     }},
+    {"bad:avg-pool-same", "average pooling over the dynamic axis 'time'(dyn) needs padding \"valid\"",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::pool(s.x, "avg", {s.time}, {2}).mark_as_output();  // MISTAKE: bad:avg-pool-same
+     }},
+    {"bad:split-parts", "split: the parts ['a'(1), 'b'(2)] do not add up to 'input'(4)",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::split(s.x, s.in, {Dim::feature("a", 1), Dim::feature("b", 2)});  // MISTAKE: bad:split-parts
+     }},
+    {"bad:merge-sizes", "cannot merge into 'merged'(5)",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       Dim two = Dim::feature("two", 2), other = Dim::feature("other", 2);
+       Tensor h = nn::split_dims(s.x, s.in, {two, other});
+       nn::merge_dims(h, {two, other}, Dim::feature("merged", 5));  // MISTAKE: bad:merge-sizes
+     }},
+    {"bad:ctc-no-blank", "ctc_loss: the logits [B, 'time'(dyn), 'out'(3)] float32 need the dim 'out'(3) + blank",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::ctc_loss(lin->forward(s.x), s.y, s.time).mark_as_loss("ctc");  // MISTAKE: bad:ctc-no-blank
+     }},
+    {"bad:ctc-static-axis", "the input axis 'input'(4) must be a dynamic axis",
+     [](Builder& b) {
+       Setup s(b);
+       Dim with_blank = s.out + Dim::feature("blank", 1);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, with_blank));
+       Tensor logits = lin->forward(s.x) + nn::constant(b, 0.0, {s.in});
+       nn::ctc_loss(logits, s.y, s.in).mark_as_loss("ctc");  // MISTAKE: bad:ctc-static-axis
+     }},
+    {"bad:mask-static-axis", "the axis 'input'(4) must be a dynamic axis",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::mask_padding(s.x, s.in).mark_as_output();  // MISTAKE: bad:mask-static-axis
+     }},
+    {"bad:cross-attention-axis", "the memory axis 'time'(dyn) must be a dynamic axis of the memory",
+     [](Builder& b) {
+       Setup s(b);
+       auto att = b.set_root(std::make_shared<nn::CrossAttention>(s.in, s.in, s.in, s.in, 2));
+       Tensor memory = nn::reduce(s.x, "mean", {s.time});
+       att->forward(s.x, memory, s.time).mark_as_output();  // MISTAKE: bad:cross-attention-axis
+     }},
+    {"bad:rel-pos-static-axis", "must be the only dynamic dim",
+     [](Builder& b) {
+       Setup s(b);
+       auto att = b.set_root(std::make_shared<nn::SelfAttention>(s.in, s.in, s.in, 2, false, 4));
+       att->forward(s.x, s.in).mark_as_output();  // MISTAKE: bad:rel-pos-static-axis
+     }},
+    {"bad:conformer-features", "conformer_frontend '<root>': input dim 'input'(4) does not match in_dim 'mel'(80)",
+     [](Builder& b) {
+       Setup s(b);
+       auto front = b.set_root(std::make_shared<nn::ConformerFrontend>(Dim::feature("mel", 80), s.out));
+       front->forward(s.x, s.time).mark_as_output();  // MISTAKE: bad:conformer-features
      }},
 };
 // clang-format on
