@@ -1,6 +1,7 @@
 // The bundled models, by name: a plain table, no self-registration.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "compiler/model.h"
@@ -17,5 +18,8 @@ ModelDef model_lstm_lm();
 ModelDef model_transformer_copy();
 ModelDef model_conformer_ctc();
 ModelDef model_conformer_large();
+/// The conformer-12x512 model with `blocks` blocks (benchmarks), optionally
+/// weight-normed on every Linear.
+ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm);
 
 }  // namespace retc::configs

@@ -5,7 +5,9 @@
 // sequence. conformer-12x512: the realistic size (12 blocks, 512 dims, 80
 // input features, time subsampled by 4) for compile, check and benchmarks,
 // with random features and labels (DummyGenericDataset).
+#include "absl/strings/str_cat.h"
 #include "compiler/nn/conformer.h"
+#include "compiler/nn/parametrize.h"
 #include "configs/bundled.h"
 
 namespace retc::configs {
@@ -55,15 +57,21 @@ void build_small(nn::Builder& b) {
   nn::ctc_loss(logits, y, model->encoder->out_axis(time)).mark_as_loss("ctc");
 }
 
-void build_large(nn::Builder& b) {
+void build_large(nn::Builder& b, int64_t blocks, bool weight_norm) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim features = Dim::feature("features", 80), labels = Dim::feature("labels", 1000);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
   nn::ConformerOptions opts{.num_heads = 8, .conv_kernel = 31, .time_stride = 4};
-  auto model = b.set_root(std::make_shared<ConformerCtc>(
-      std::nullopt, features, Dim::feature("model", 512), Dim::feature("ff", 2048), 12, labels,
-      opts));
+  auto model = std::make_shared<ConformerCtc>(std::nullopt, features, Dim::feature("model", 512),
+                                              Dim::feature("ff", 2048), blocks, labels, opts);
+  if (weight_norm) {
+    // Every Linear's weight: w = g * v / ||v|| (per output unit).
+    model->apply([](nn::Module& m) {
+      if (m.type_name() == "linear") nn::weight_norm(m, "weight");
+    });
+  }
+  b.set_root(model);
   nn::Tensor logits = model->forward(x, time);
   logits.mark_as_output();
   nn::ctc_loss(logits, y, model->encoder->out_axis(time)).mark_as_loss("ctc");
@@ -106,11 +114,13 @@ ModelDef model_conformer_ctc() {
   return def;
 }
 
-ModelDef model_conformer_large() {
+ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm) {
   ModelDef def;
-  def.name = "conformer-12x512";
-  def.description = "Conformer CTC encoder, 12 blocks, 512 dims, 80 features (random data)";
-  def.build = build_large;
+  def.name = absl::StrCat("conformer-", blocks, "x512", weight_norm ? "-wn" : "");
+  def.description = absl::StrCat("Conformer CTC encoder, ", blocks,
+                                 " blocks, 512 dims, 80 features (random data)",
+                                 weight_norm ? ", weight norm on every Linear" : "");
+  def.build = [blocks, weight_norm](nn::Builder& b) { build_large(b, blocks, weight_norm); };
   emit::TrainingSetup& t = def.training;
   t.train = random_features(100);
   t.dev = random_features(10);
@@ -120,5 +130,7 @@ ModelDef model_conformer_large() {
   t.num_epochs = 1;
   return def;
 }
+
+ModelDef model_conformer_large() { return conformer_ctc_model(12, false); }
 
 }  // namespace retc::configs

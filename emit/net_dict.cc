@@ -273,7 +273,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
           for (const ir::Node& other : g.nodes()) {
             if (other.name == rel) return unsupported(n, "the layer name '" + rel + "' is taken");
           }
-          out.network.set(
+          out.network.append(
               rel, PyValue::dict({
                        {"class", "relative_positional_encoding"},
                        {"from", ref(0)},
@@ -465,7 +465,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
       }
     }
     if (is_output[i] && n.name != "output") layer.set("is_output_layer", true);
-    out.network.set(n.name, std::move(layer));
+    out.network.append(n.name, std::move(layer));  // names are unique (naming pass)
   }
   out.decouple_weight_decay = decoupled.value_or(false);
   return out;

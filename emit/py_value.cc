@@ -95,6 +95,12 @@ PyValue& PyValue::set(std::string key, PyValue v) {
   return *this;
 }
 
+PyValue& PyValue::append(std::string key, PyValue v) {
+  if (kind_ != Kind::kDict) internal_error("append() on a non-dict");
+  items_.emplace_back(std::move(key), std::move(v));
+  return *this;
+}
+
 const PyValue* PyValue::get(absl::string_view key) const {
   for (const auto& [k, x] : items_) {
     if (k == key) return &x;

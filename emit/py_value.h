@@ -45,6 +45,8 @@ class PyValue {
   Kind kind() const { return kind_; }
   /// For dicts: appends (or replaces) `key`.
   PyValue& set(std::string key, PyValue v);
+  /// Adds an entry whose key the caller knows is new (O(1); set() searches).
+  PyValue& append(std::string key, PyValue v);
   const PyValue* get(absl::string_view key) const;
   const Items& items() const { return items_; }
   const std::vector<PyValue>& elements() const { return elements_; }

@@ -1,5 +1,7 @@
 #include "ir/format.h"
 
+#include <algorithm>
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -77,6 +79,17 @@ void append_hex(std::string& out, uint32_t v, int digits) {
 }  // namespace
 
 std::string quote(absl::string_view s) {
+  // Fast path: printable ASCII without quote or backslash is copied as is.
+  if (std::all_of(s.begin(), s.end(), [](char c) {
+        return c >= 0x20 && c < 0x7F && c != '"' && c != '\\';
+      })) {
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    out.append(s.data(), s.size());
+    out += '"';
+    return out;
+  }
   std::string out = "\"";
   for (size_t i = 0; i < s.size();) {
     uint32_t cp = 0;

@@ -1,5 +1,6 @@
 #include "compiler/passes/naming.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
@@ -37,6 +38,9 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
     }
   }
   bool changed = false;
+  // The next suffix to try per base name: numbering stays linear in the
+  // number of nodes (a root-level `add` may occur thousands of times).
+  absl::flat_hash_map<std::string, int> next_suffix;
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& n = g.nodes()[i];
     if (!n.name.empty()) continue;
@@ -45,7 +49,9 @@ absl::StatusOr<bool> naming(ir::Graph& g, const NamingOptions&) {
       std::string base(ir::node_kind_name(n.kind));
       if (!n.module_path.empty()) base = n.module_path + "." + base;
       name = base;
-      for (int k = 2; taken.contains(name); ++k) name = absl::StrCat(base, "_", k);
+      int& k = next_suffix[base];
+      if (k == 0) k = 2;
+      while (taken.contains(name)) name = absl::StrCat(base, "_", k++);
       taken.insert(name);
     }
     g.set_name(g.id_of(i), std::move(name));

@@ -1,0 +1,393 @@
+"""retc benchmarks (issue: compile speed and emitted-graph quality).
+
+Run by tools/bench.sh, which builds retc first. Everything is measured in
+this one run, side by side, and printed as a table that is also written to
+benchmarks/RESULTS.md with the machine and versions:
+
+1. retc compile time (build + passes + emit) of the Conformer CTC encoder
+   (512 dims) at 1, 6, 12, 24 and 48 blocks and of a ~50,000-node stress
+   model: the median of repeated compiles in one process, per block and per
+   node, and the peak RSS of that process (os.wait4).
+2. The same-size Conformer built with RETURNN's own frontend
+   (returnn.frontend ConformerEncoder with ConformerConvSubsample, on the
+   TF net-dict backend), timed until the net dict exists: the ratio.
+3. RETURNN network construction time, TensorFlow op count and the median
+   training step time (CPU, fixed random batch, warm-up then timed steps)
+   for retc's config against rf's net dict of the same model.
+4. The weight-normed Conformer's step time against the plain one's.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- 1. retc compile -----------------------------------------------------------------------------
+
+def run_compile(binary, args):
+    """Runs retc_bench_compile in a child; returns (its JSON, peak RSS in MiB)."""
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen([binary] + args, stdout=out)
+        _, status, rusage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError("%s %s failed" % (binary, " ".join(args)))
+        out.seek(0)
+        result = json.loads(out.read().decode())
+    return result, rusage.ru_maxrss / 1024.0  # Linux: KiB
+
+
+# --- 2./3. RETURNN side (run in worker subprocesses: one TF graph each) ----------------------------
+
+FEATURES, LABELS, MODEL, FF, HEADS, KERNEL = 80, 1000, 512, 2048, 8, 31
+
+
+def rf_config(num_layers):
+    """A RETURNN Config whose get_model/train_step build the rf Conformer CTC."""
+    from returnn.config import Config
+    from returnn.tensor import Dim, batch_dim
+    import returnn.frontend as rf
+    from returnn.frontend.encoder.conformer import ConformerEncoder, ConformerConvSubsample
+
+    time_dim = Dim(None, name="time")
+    label_time = Dim(None, name="label_time")
+    feat = Dim(FEATURES, name="features")
+    labels = Dim(LABELS, name="labels")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            front = ConformerConvSubsample(
+                feat, out_dims=[Dim(32, name="channels1"), Dim(64, name="channels2")],
+                filter_sizes=[(3, 3), (3, 3)], pool_sizes=[(1, 2)], strides=[(1, 1), (4, 1)])
+            self.encoder = ConformerEncoder(
+                feat, Dim(MODEL, name="model"), ff_dim=Dim(FF, name="ff"), num_layers=num_layers,
+                input_layer=front, num_heads=HEADS, conv_kernel_size=KERNEL)
+            self.out = rf.Linear(self.encoder.out_dim, Dim(LABELS + 1, name="labels_blank"))
+
+    def get_model(*, epoch, step, **_):
+        return Model()
+
+    def train_step(*, model, extern_data, **_):
+        data = extern_data["data"]
+        targets = extern_data["classes"]
+        enc, enc_time = model.encoder(data, in_spatial_dim=time_dim)
+        logits = model.out(enc)
+        loss = rf.ctc_loss(logits=logits, targets=targets, input_spatial_dim=enc_time,
+                           targets_spatial_dim=label_time, blank_index=LABELS)
+        loss.mark_as_loss("ctc")
+
+    config = Config()
+    config.update({
+        "task": "train",
+        "behavior_version": 21,
+        "extern_data": {"data": {"dim_tags": [batch_dim, time_dim, feat]},
+                        "classes": {"dim_tags": [batch_dim, label_time], "sparse_dim": labels}},
+        "get_model": get_model,
+        "train_step": train_step,
+        "optimizer": {"class": "adam"},
+        "learning_rate": 0.0005,
+    })
+    return config
+
+
+def rf_net_dict(num_layers, repeat):
+    """Times rf's get_net_dict; returns (median ms, net dict, config)."""
+    from returnn.config import set_global_config
+    from returnn.tf.frontend_layers.config_entry_points import get_net_dict
+    import tensorflow as tf
+
+    config = rf_config(num_layers)
+    set_global_config(config)
+    times = []
+    net_dict = None
+    for _ in range(repeat):
+        with tf.Graph().as_default():
+            t0 = time.perf_counter()
+            net_dict, _model = get_net_dict(epoch=1, step=0)
+            times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times), net_dict, config
+
+
+def random_feed(net, rng, batch, max_time, max_labels):
+    feed = {}
+    for key, data in net.extern_data.data.items():
+        shape = []
+        for tag in data.dim_tags:
+            if tag.is_batch_dim():
+                shape.append(batch)
+            elif tag.dimension is not None:
+                shape.append(tag.dimension)
+            else:
+                top = max_time if key == "data" else max_labels
+                lens = rng.randint(top * 3 // 4, top + 1, size=(batch,)).astype("int32")
+                lens[0] = top
+                feed[tag.dyn_size_ext.placeholder] = lens
+                shape.append(top)
+        if data.sparse_dim is not None:
+            feed[data.placeholder] = rng.randint(0, data.sparse_dim.dimension, size=shape).astype(data.dtype)
+        else:
+            feed[data.placeholder] = rng.normal(size=shape).astype(data.dtype)
+    return feed
+
+
+def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels):
+    """Constructs the network (retc config or rf net dict), then trains on one
+    fixed random batch; prints JSON."""
+    import numpy
+    import tensorflow as tf
+    import returnn.tf.compat as tf_compat
+    from returnn.log import log as rlog
+    from returnn.config import Config, set_global_config
+    from returnn.util.basic import BehaviorVersion
+    from returnn.tf.network import TFNetwork
+    from returnn.tf.updater import Updater
+
+    rlog.initialize(verbosity=[0])
+    tf_compat.v1.disable_eager_execution()
+    result = {"kind": kind}
+    if kind == "rf":
+        ms, net_dict, config = rf_net_dict(num_layers, 1)
+    else:
+        config = Config()
+        config.load_file(config_path)
+        set_global_config(config)
+        BehaviorVersion.set(config.int("behavior_version", 0) or None)
+        net_dict = config.typed_value("network")
+    with tf.Graph().as_default() as graph:
+        tf_compat.v1.set_random_seed(42)
+        t0 = time.perf_counter()
+        net = TFNetwork(config=config, train_flag=True, eval_flag=True)
+        net.construct_from_dict(net_dict)
+        result["construct_ms"] = (time.perf_counter() - t0) * 1000
+        result["forward_ops"] = len(graph.get_operations())
+        t1 = time.perf_counter()
+        updater = Updater(config=config, network=net, initial_learning_rate=0.0005)
+        updater.set_trainable_vars(net.get_trainable_params())
+        optim_op = updater.get_optim_op()
+        result["updater_ms"] = (time.perf_counter() - t1) * 1000
+        result["total_ops"] = len(graph.get_operations())
+        result["params"] = int(sum(numpy.prod(v.shape.as_list()) for v in net.get_params_list()))
+        fetches = [optim_op] + list(net.get_post_control_dependencies())
+        with tf_compat.v1.Session() as session:
+            net.initialize_params(session)
+            updater.init_optimizer_vars(session)
+            updater.set_learning_rate(0.0005, session=session)
+            feed = random_feed(net, numpy.random.RandomState(1), batch, max_time, max_labels)
+            loss = net.get_total_loss()
+            for _ in range(warmup):
+                session.run(fetches, feed_dict=feed)
+            times = []
+            for _ in range(steps):
+                t = time.perf_counter()
+                session.run(fetches, feed_dict=feed)
+                times.append((time.perf_counter() - t) * 1000)
+            result["loss_after"] = float(session.run(loss, feed_dict=feed))
+    result["step_ms_median"] = statistics.median(times)
+    result["step_ms_min"] = min(times)
+    print(json.dumps(result))
+
+
+def run_worker(args):
+    out = subprocess.run([sys.executable, __file__, "--worker"] + [str(a) for a in args], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def worker_rf_dict(num_layers, repeat):
+    import tensorflow as tf
+    import returnn.tf.compat as tf_compat
+    from returnn.log import log as rlog
+    rlog.initialize(verbosity=[0])
+    tf_compat.v1.disable_eager_execution()
+    ms, net_dict, _ = rf_net_dict(num_layers, repeat)
+    print(json.dumps({"rf_net_dict_ms_median": ms, "layers": len(net_dict)}))
+    del tf
+
+
+# --- driver ----------------------------------------------------------------------------------------
+
+def versions():
+    import importlib.metadata as md
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return {
+        "machine": "%s, %d cores, %s" % (cpu, os.cpu_count(), platform.platform()),
+        "python": platform.python_version(),
+        "tensorflow": md.version("tensorflow-cpu"),
+        "returnn": md.version("returnn"),
+        "compiler": gxx,
+        "retc": commit + (" (with local changes)" if dirty else ""),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="retc build directory")
+    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "RESULTS.md"), help="results file")
+    ap.add_argument("--steps", type=int, default=50, help="timed training steps per model (after warm-up)")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed training steps first")
+    ap.add_argument("--step-blocks", type=int, default=12, help="Conformer blocks for the step-time runs")
+    ap.add_argument("--batch", type=int, default=2, help="sequences per training batch")
+    ap.add_argument("--frames", type=int, default=200, help="frames of the longest sequence")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats and steps (a smoke run)")
+    ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker is not None:
+        if args.worker[0] == "steps":
+            kind, path, layers, steps, warmup, batch, frames = args.worker[1:]
+            worker_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
+                         max(4, int(frames) // 10))
+        else:
+            worker_rf_dict(int(args.worker[1]), int(args.worker[2]))
+        return
+    if args.quick:
+        args.steps, args.warmup = 5, 1
+
+    binary = os.path.join(args.build, "retc_bench_compile")
+    ver = versions()
+    lines = []
+
+    def out(line=""):
+        print(line, flush=True)
+        lines.append(line)
+
+    out("# retc benchmarks")
+    out()
+    for k, v in ver.items():
+        out("- %s: %s" % (k, v))
+    out("- run: %s" % time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    out()
+
+    # 1. compile
+    out("## 1. Compile time (build + passes + emit), one process per model")
+    out()
+    out("| model | nodes (built / emitted) | median ms | build / passes / emit ms | ms per block | us per node | peak RSS MiB |")
+    out("|---|---|---|---|---|---|---|")
+    base, base_rss = run_compile(binary, ["--conformer", "0", "--repeat", "3"])
+    compile_rows = {}
+    for blocks in (1, 6, 12, 24, 48):
+        repeat = (21 if blocks <= 12 else 11) if not args.quick else 3
+        log("compile conformer %d blocks x %d" % (blocks, repeat))
+        r, rss = run_compile(binary, ["--conformer", str(blocks), "--repeat", str(repeat)])
+        compile_rows[blocks] = r
+        out("| conformer %d x 512 | %d / %d | %.2f | %.2f / %.2f / %.2f | %.3f | %.2f | %.1f |" % (
+            blocks, r["nodes_built"], r["nodes_emitted"], r["total_ms_median"], r["build_ms_median"],
+            r["passes_ms_median"], r["emit_ms_median"], r["total_ms_median"] / blocks,
+            1000 * r["total_ms_median"] / r["nodes_emitted"], rss))
+    log("compile stress model")
+    r, rss = run_compile(binary, ["--stress", "8300", "--repeat", "5" if not args.quick else "1"])
+    out("| stress (8300 residual tanh layers) | %d / %d | %.2f | %.2f / %.2f / %.2f | | %.2f | %.1f |" % (
+        r["nodes_built"], r["nodes_emitted"], r["total_ms_median"], r["build_ms_median"], r["passes_ms_median"],
+        r["emit_ms_median"], 1000 * r["total_ms_median"] / r["nodes_emitted"], rss))
+    stress = (r, rss)
+    out()
+    per_block = {b: compile_rows[b]["total_ms_median"] / b for b in compile_rows}
+    out("Linear scaling: time per block at 48 blocks / at 1 block = %.2f (the 1-block model also holds the "
+        "frontend and output layer, %d nodes without any block; per-block increment from 24 to 48 blocks: "
+        "%.3f ms)." % (per_block[48] / per_block[1], base["nodes_emitted"],
+                       (compile_rows[48]["total_ms_median"] - compile_rows[24]["total_ms_median"]) / 24))
+    out("Peak RSS of a process compiling no block (the binary and its libraries, embedded Python "
+        "not started): %.1f MiB." % base_rss)
+    out()
+
+    # 2. rf net dict
+    log("rf net dict (12 blocks)")
+    rf = run_worker(["rf_dict", 12, 5 if not args.quick else 1])
+    retc12 = compile_rows[12]["total_ms_median"]
+    out("## 2. To a net dict: retc against RETURNN's frontend (12 blocks)")
+    out()
+    out("| | median ms | layers in the net dict |")
+    out("|---|---|---|")
+    out("| retc (build + passes + emit, config text) | %.2f | %d |" % (retc12, compile_rows[12]["nodes_emitted"]))
+    out("| rf `get_net_dict` (returnn.frontend ConformerEncoder, TF net-dict backend) | %.1f | %d |" % (
+        rf["rf_net_dict_ms_median"], rf["layers"]))
+    out()
+    out("retc is %.0fx faster to a net dict." % (rf["rf_net_dict_ms_median"] / retc12))
+    out()
+
+    # 3./4. construction and steps
+    out("## 3. RETURNN construction and training steps (%d blocks, batch %d, %d frames, CPU)" % (
+        args.step_blocks, args.batch, args.frames))
+    out()
+    tmp = tempfile.mkdtemp(prefix="retc-bench-")
+    configs = {}
+    for wn in (False, True):
+        path = os.path.join(tmp, "retc%s.config" % ("-wn" if wn else ""))
+        run_compile(binary, ["--conformer", str(args.step_blocks), "--repeat", "1", "--write-config", path] +
+                    (["--weight-norm"] if wn else []))
+        configs[wn] = path
+    runs = {}
+    for name, kind, path in [("retc", "retc", configs[False]), ("rf", "rf", "-"),
+                             ("retc weight norm", "retc", configs[True])]:
+        log("steps: %s" % name)
+        runs[name] = run_worker(["steps", kind, path, args.step_blocks, args.steps, args.warmup, args.batch,
+                                 args.frames])
+    out("| config | params | construct ms | updater ms | TF ops (network / with updater) | median step ms | min step ms |")
+    out("|---|---|---|---|---|---|---|")
+    for name, r in runs.items():
+        out("| %s | %d | %.0f | %.0f | %d / %d | %.1f | %.1f |" % (
+            name, r["params"], r["construct_ms"], r["updater_ms"], r["forward_ops"], r["total_ops"],
+            r["step_ms_median"], r["step_ms_min"]))
+    out()
+    a, b, w = runs["retc"], runs["rf"], runs["retc weight norm"]
+    out("- construction retc / rf: %.2f; TF ops retc / rf: %.2f (network), %.2f (with updater)" % (
+        a["construct_ms"] / b["construct_ms"], a["forward_ops"] / b["forward_ops"], a["total_ops"] / b["total_ops"]))
+    out("- median step retc / rf: %.3f" % (a["step_ms_median"] / b["step_ms_median"]))
+    out("- weight norm: median step weight-normed / plain (retc): %.3f" % (w["step_ms_median"] / a["step_ms_median"]))
+    out("- %d timed steps after %d warm-up steps on one fixed random batch, each config in its own process." % (
+        args.steps, args.warmup))
+    out()
+
+    out("## Targets")
+    out()
+    t12 = compile_rows[12]["total_ms_median"]
+    checks = [
+        ("build+emit of the 12-block Conformer < 20 ms", "%.2f ms" % t12, t12 < 20),
+        (">= 50x faster than rf to a net dict", "%.0fx" % (rf["rf_net_dict_ms_median"] / t12),
+         rf["rf_net_dict_ms_median"] / t12 >= 50),
+        ("RETURNN construction of retc's config no slower than rf's", "%.2f" % (a["construct_ms"] / b["construct_ms"]),
+         a["construct_ms"] <= b["construct_ms"]),
+        ("step time within 3% of rf's or better", "%.3f" % (a["step_ms_median"] / b["step_ms_median"]),
+         a["step_ms_median"] <= 1.03 * b["step_ms_median"]),
+        ("weight-norm overhead <= 1.1x", "%.3f" % (w["step_ms_median"] / a["step_ms_median"]),
+         w["step_ms_median"] <= 1.1 * a["step_ms_median"]),
+        ("50,000-node stress model < 1 s and < 500 MiB", "%.0f ms, %.0f MiB" % (stress[0]["total_ms_median"], stress[1]),
+         stress[0]["total_ms_median"] < 1000 and stress[1] < 500),
+    ]
+    out("| target | measured | met |")
+    out("|---|---|---|")
+    for what, got, ok in checks:
+        out("| %s | %s | %s |" % (what, got, "yes" if ok else "no"))
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(args.out + ".tmp", args.out)
+    log("wrote %s" % args.out)
+
+
+if __name__ == "__main__":
+    main()
