@@ -449,6 +449,21 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
         break;
       }
+      case ir::NodeKind::kCustomLoss: {
+        // RETURNN's "as_is" loss: the value summed over frames (and over
+        // any other dims), like a loss layer's per-frame value.
+        if (!is_loss[i]) return unsupported(n, "the result must be marked as a loss");
+        layer.set("class", "copy");
+        layer.set("from", ref(0));
+        layer.set("loss", "as_is");
+        PyValue opts = PyValue::dict();
+        if (const bool* e = n.attrs.get<bool>("as_error"); e && *e) opts.set("as_error", true);
+        if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
+          opts.set("use_normalized_loss", true);
+        if (!opts.items().empty()) layer.set("loss_opts", std::move(opts));
+        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+        break;
+      }
       case ir::NodeKind::kRegressionLoss: {
         const ir::Node& target = g.node(n.inputs[1]);
         if (target.kind != ir::NodeKind::kData)

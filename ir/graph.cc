@@ -853,6 +853,11 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_batch_norm(g, inputs, spec);
     case NodeKind::kCtcLoss:
       return infer_ctc_loss(g, inputs, spec);
+    case NodeKind::kCustomLoss: {
+      if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
+      if (auto s = check_loss_options(spec); !s.ok()) return s;
+      return require_float(g.node(inputs[0]).type, "custom_loss value");
+    }
     case NodeKind::kShiftAxis:
     case NodeKind::kSeqMask:
     case NodeKind::kPosEncoding: {

@@ -45,7 +45,8 @@ namespace retc::ir {
   X(CtcLoss, "ctc_loss")               /* logits (classes + blank), sparse target data */    \
   X(ShiftAxis, "shift_axis")           /* shift along attr axis by amount, zero padded */    \
   X(SeqMask, "seq_mask")               /* frames past the length along axis set to value */  \
-  X(PosEncoding, "pos_encoding")       /* x + sinusoidal position signal along attr axis */
+  X(PosEncoding, "pos_encoding")       /* x + sinusoidal position signal along attr axis */  \
+  X(CustomLoss, "custom_loss")         /* any value as a loss, summed over frames */
 
 enum class NodeKind {
 #define RETC_X(E, S) k##E,

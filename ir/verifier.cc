@@ -53,6 +53,7 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kShiftAxis:
       case NodeKind::kSeqMask:
       case NodeKind::kPosEncoding:
+      case NodeKind::kCustomLoss:
       case NodeKind::kSlice:
       case NodeKind::kSplitDims:
       case NodeKind::kMergeDims:

@@ -142,7 +142,7 @@ void build_conv(Builder& b) {
 
 // Loss options: a tagger whose CE loss is plain, scaled by 0.5 or label
 // smoothed (0.1), and a regression head with a mean squared error loss.
-enum class LossVariant { kPlain, kScaled, kSmoothed, kMse };
+enum class LossVariant { kPlain, kScaled, kSmoothed, kMse, kCustom };
 
 template <LossVariant kVariant>
 void build_loss(Builder& b) {
@@ -156,6 +156,16 @@ void build_loss(Builder& b) {
     return;
   }
   nn::LossOptions opts;
+  if (kVariant == LossVariant::kCustom) {
+    // The CE loss, plus a custom one (sum of squared logits, normalized by
+    // frames, scale 0.1) and a custom error (max logit), reported only.
+    nn::softmax_cross_entropy(logits, io.y).mark_as_loss("ce");
+    Tensor sq = nn::reduce(logits * logits, "sum", {io.classes});
+    nn::custom_loss(sq, {.scale = 0.1, .normalize = true}).mark_as_loss("sq");
+    nn::custom_loss(nn::reduce(logits, "max", {io.classes}), {.as_error = true})
+        .mark_as_loss("max_logit");
+    return;
+  }
   if (kVariant == LossVariant::kScaled) opts.scale = 0.5;
   if (kVariant == LossVariant::kSmoothed) opts.label_smoothing = 0.1;
   nn::softmax_cross_entropy(logits, io.y, opts).mark_as_loss("ce");
@@ -357,6 +367,7 @@ std::vector<ModelDef> module_test_models() {
       def("loss-scaled", build_loss<LossVariant::kScaled>),
       def("loss-smoothed", build_loss<LossVariant::kSmoothed>),
       def("loss-mse", build_loss<LossVariant::kMse>),
+      def("loss-custom", build_loss<LossVariant::kCustom>),
   };
 }
 

@@ -169,10 +169,11 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
   }
   ir::NodeKind k = graph_.node(t.id()).kind;
   if (kind == ir::Mark::Kind::kLoss && k != ir::NodeKind::kCrossEntropy &&
-      k != ir::NodeKind::kRegressionLoss && k != ir::NodeKind::kCtcLoss) {
+      k != ir::NodeKind::kRegressionLoss && k != ir::NodeKind::kCtcLoss &&
+      k != ir::NodeKind::kCustomLoss) {
     fail(loc, absl::StrCat("loss '", name,
-                           "': only a softmax_cross_entropy, ctc_loss or regression loss result "
-                           "can be a loss"));
+                           "': only a softmax_cross_entropy, ctc_loss, regression loss or "
+                           "custom_loss result can be a loss"));
   }
   graph_.add_mark(ir::Mark{kind, t.id(), std::move(name), loc});
 }

@@ -262,6 +262,8 @@ Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value,
 namespace {
 
 ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::SourceLoc& loc) {
+  if (opts.as_error || opts.normalize)
+    fail(loc, "as_error and normalize apply to custom_loss only");
   ir::Attrs a;
   if (opts.scale != 1.0) a.set("scale", opts.scale);
   if (opts.label_smoothing != 0.0) {
@@ -293,6 +295,17 @@ Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis
   attrs.set("axis", axis);
   return builder_of(logits, "ctc_loss", L(loc))
       .add(ir::NodeKind::kCtcLoss, {logits, targets}, std::move(attrs), L(loc));
+}
+
+Tensor custom_loss(const Tensor& value, LossOptions opts, std::source_location loc) {
+  if (opts.label_smoothing != 0.0)
+    fail(L(loc), "label smoothing applies to the cross-entropy loss only");
+  ir::Attrs attrs;
+  if (opts.scale != 1.0) attrs.set("scale", opts.scale);
+  if (opts.as_error) attrs.set("as_error", true);
+  if (opts.normalize) attrs.set("normalize", true);
+  return builder_of(value, "custom_loss", L(loc))
+      .add(ir::NodeKind::kCustomLoss, {value}, std::move(attrs), L(loc));
 }
 
 Tensor mean_squared_error(const Tensor& prediction, const Tensor& target, LossOptions opts,

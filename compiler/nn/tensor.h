@@ -163,7 +163,19 @@ Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value = 0.0,
 struct LossOptions {
   double scale = 1.0;            ///< multiplies the loss in the training objective
   double label_smoothing = 0.0;  ///< cross-entropy only
+  /// custom_loss only: report the value as the error (`<set>_error_<name>`)
+  /// instead of training on it.
+  bool as_error = false;
+  /// custom_loss only: the objective divides by the number of frames
+  /// (RETURNN's use_normalized_loss) instead of summing.
+  bool normalize = false;
 };
+
+/// Any float value as a loss (RETURNN's "as_is" loss): summed over frames
+/// and any other dims; with `as_error`, only reported. Mark the result with
+/// mark_as_loss. Example: `nn::custom_loss(nn::reduce(err, "sum", {feat}))`.
+Tensor custom_loss(const Tensor& value, LossOptions opts = {},
+                   std::source_location loc = std::source_location::current());
 
 /// Per-frame softmax cross-entropy of `logits` against sparse `targets`
 /// (class indices whose sparse dim is in the logits). RETURNN also reports

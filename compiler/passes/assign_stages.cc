@@ -43,6 +43,7 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kShiftAxis:
     case ir::NodeKind::kSeqMask:
     case ir::NodeKind::kPosEncoding:
+    case ir::NodeKind::kCustomLoss:
       return false;
   }
   return false;

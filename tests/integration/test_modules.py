@@ -297,7 +297,21 @@ def test_loss_options():
     target = net.layer("data:target", feed).astype("float64")
     want = sum(((pred[b, :lens[b]] - target[b, :lens[b]]) ** 2).mean(-1).sum() for b in range(len(lens)))
     close(mse, want, 1e-4, "mean squared error")
-    print("loss scale 0.5: %.4f = 0.5 x %.4f; label smoothing and MSE match their formulas" % (scaled, plain))
+    # custom losses: "sq" (sum over classes of logits^2, normalized by frames, scale 0.1) adds to the
+    # objective; "max_logit" (as_error) is reported only.
+    net, feed, custom, lens = _objective_and_logits("loss-custom")
+    logits = net.layer("output", feed).astype("float64")
+    frames = [logits[b, :lens[b]] for b in range(len(lens))]
+    n = sum(lens)
+    sq = sum((f ** 2).sum() for f in frames) / n
+    close(custom, plain + 0.1 * sq, 1e-4, "CE + 0.1 x normalized custom loss")
+    errors = net.run(lambda: {k: v.get_error_value() for k, v in net.net.losses_dict.items()
+                              if v.get_error_value() is not None}, feed)
+    want_err = sum(f.max(-1).sum() for f in frames)
+    assert "max_logit" in errors, errors
+    close(float(errors["max_logit"]), want_err, 1e-3, "as_error: the summed value, reported as the error")
+    print("loss scale 0.5: %.4f = 0.5 x %.4f; label smoothing, MSE and custom losses match their formulas" % (
+        scaled, plain))
 
 
 
