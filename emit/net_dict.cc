@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "ir/dim_table.h"
@@ -97,6 +98,47 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     for (ir::NodeId in : n.inputs) ++uses[in.index];
   }
 
+  // Loops: each becomes a `rec` layer whose subnetwork unit holds the
+  // nodes computed in it; a state is read as `prev:<its next value>`.
+  auto membership = ir::loop_membership(g);
+  if (!membership.ok()) return membership.status();
+  const std::vector<int32_t>& loop = *membership;
+  struct LoopOut {
+    std::string name;
+    std::optional<ir::Dim> axis;
+    PyValue unit = PyValue::dict();
+    std::string output;  // the unit's "output": the first stacked value, else a next value
+    bool output_stacked = false;
+  };
+  std::vector<LoopOut> loops;
+  std::vector<int32_t> next_of_state(g.size(), -1);
+  std::vector<bool> stacked(g.size(), false);
+  absl::flat_hash_set<std::string> names;
+  for (const ir::Node& n : g.nodes()) names.insert(n.name);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    const int64_t* id = n.attrs.get<int64_t>("loop");
+    if (!id) continue;
+    if (loops.size() <= static_cast<size_t>(*id)) loops.resize(*id + 1);
+    LoopOut& l = loops[*id];
+    if (const ir::Dim* axis = n.attrs.get<ir::Dim>("axis"); axis && !l.axis) l.axis = *axis;
+    if (l.name.empty()) {
+      std::string base = n.module_path.empty() ? "loop" : n.module_path + ".loop";
+      l.name = base;
+      for (int k = 2; names.contains(l.name); ++k) l.name = absl::StrCat(base, "_", k);
+      names.insert(l.name);
+    }
+    if (n.kind == ir::NodeKind::kLoopNext) {
+      next_of_state[n.inputs[0].index] = static_cast<int32_t>(i);
+      if (l.output.empty()) l.output = n.name;
+    }
+    if (n.kind == ir::NodeKind::kLoopStack) {
+      stacked[n.inputs[0].index] = true;
+      if (!l.output_stacked) l.output = g.node(n.inputs[0]).name;
+      l.output_stacked = true;
+    }
+  }
+
   std::optional<bool> decoupled;  // of the weight decay, once a param has some
   out.extern_data = PyValue::dict();
   out.network = PyValue::dict();
@@ -104,7 +146,20 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     const ir::Node& n = g.nodes()[i];
     if (n.name.empty())
       return absl::InternalError("emit_net_dict: a node has no name; run naming first");
-    auto ref = [&](size_t k) { return PyValue(g.node(n.inputs[k]).name); };
+    const int32_t in_loop = n.kind == ir::NodeKind::kLoopStack ? -1 : loop[i];
+    auto ref = [&](size_t k) {
+      const ir::NodeId in = n.inputs[k];
+      const ir::Node& src = g.node(in);
+      const int32_t src_loop = loop[in.index];
+      if (in_loop >= 0 && src_loop == in_loop) {
+        if (src.kind == ir::NodeKind::kLoopState)
+          return PyValue("prev:" + g.node(ir::NodeId{next_of_state[in.index]}).name);
+        return PyValue(src.name);
+      }
+      if (in_loop >= 0) return PyValue("base:" + src.name);
+      if (src_loop >= 0) return PyValue(loops[src_loop].name + "/" + src.name);
+      return PyValue(src.name);
+    };
     auto from = [&]() {
       if (n.inputs.size() == 1) return ref(0);
       std::vector<PyValue> v;
@@ -274,16 +329,17 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
             if (other.name == rel) return unsupported(n, "the layer name '" + rel + "' is taken");
           }
           out.network.append(
-              rel, PyValue::dict({
-                       {"class", "relative_positional_encoding"},
-                       {"from", ref(0)},
-                       {"out_dim", dim_ref(t, table.type.dims[1])},
-                       {"clipping", *n.attrs.get<int64_t>("clipping")},
-                       {"reuse_params",
-                        PyValue::dict({{"map", PyValue::dict({{"encoding_matrix",
-                                                               PyValue::dict({{"layer_output",
-                                                                               ref(2)}})}})}})},
-                   }));
+              rel,
+              PyValue::dict({
+                  {"class", "relative_positional_encoding"},
+                  {"from", ref(0)},
+                  {"out_dim", dim_ref(t, table.type.dims[1])},
+                  {"clipping", *n.attrs.get<int64_t>("clipping")},
+                  {"reuse_params",
+                   PyValue::dict(
+                       {{"map", PyValue::dict({{"encoding_matrix",
+                                                PyValue::dict({{"layer_output", ref(2)}})}})}})},
+              }));
           layer.set("key_shift", rel);
         }
         break;
@@ -352,14 +408,15 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("masked_time", true);
         layer.set("epsilon", *n.attrs.get<double>("epsilon"));
         layer.set("momentum", *n.attrs.get<double>("momentum"));
-        layer.set("reuse_params",
-                  PyValue::dict({{"map", PyValue::dict({
-                                             {"batch_norm/v2_mean", PyValue::dict({{"layer_output", ref(1)}})},
-                                             {"batch_norm/v2_variance",
-                                              PyValue::dict({{"layer_output", ref(2)}})},
-                                             {"batch_norm/v2_gamma", PyValue::dict({{"layer_output", ref(3)}})},
-                                             {"batch_norm/v2_beta", PyValue::dict({{"layer_output", ref(4)}})},
-                                         })}}));
+        layer.set(
+            "reuse_params",
+            PyValue::dict(
+                {{"map", PyValue::dict({
+                             {"batch_norm/v2_mean", PyValue::dict({{"layer_output", ref(1)}})},
+                             {"batch_norm/v2_variance", PyValue::dict({{"layer_output", ref(2)}})},
+                             {"batch_norm/v2_gamma", PyValue::dict({{"layer_output", ref(3)}})},
+                             {"batch_norm/v2_beta", PyValue::dict({{"layer_output", ref(4)}})},
+                         })}}));
         break;
       case ir::NodeKind::kShiftAxis:
         layer.set("class", "shift_axis");
@@ -432,7 +489,8 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
       case ir::NodeKind::kCtcLoss: {
         // RETURNN's "ctc" loss on a softmax layer (blank last).
         const ir::Node& targets = g.node(n.inputs[1]);
-        if (targets.kind != ir::NodeKind::kData) return unsupported(n, "targets must be extern data");
+        if (targets.kind != ir::NodeKind::kData)
+          return unsupported(n, "targets must be extern data");
         if (!is_loss[i] || uses[i] > 0) {
           return unsupported(n, "the result may only be marked as a loss, not used further");
         }
@@ -444,11 +502,29 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         // A sequence whose labels cannot align with its frames adds 0 (and
         // no gradient) instead of stopping training with an infinite loss.
         layer.set("loss_opts",
-                  PyValue::dict({{"ctc_opts", PyValue::dict({{"ignore_longer_outputs_than_inputs",
-                                                              true}})}}));
+                  PyValue::dict({{"ctc_opts",
+                                  PyValue::dict({{"ignore_longer_outputs_than_inputs", true}})}}));
         if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
         break;
       }
+      case ir::NodeKind::kLoopState:
+        continue;  // read as prev:<next value>; its initial value is there
+      case ir::NodeKind::kLoopUnstack:
+        layer.set("class", "rec_unstack");
+        layer.set("from", ref(0));
+        layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
+        break;
+      case ir::NodeKind::kLoopNext: {
+        const ir::Node& state = g.node(n.inputs[0]);
+        layer.set("class", "copy");
+        layer.set("from", ref(1));
+        layer.set("initial_output", "base:" + g.node(state.inputs[0]).name);
+        break;
+      }
+      case ir::NodeKind::kLoopStack:
+        layer.set("class", "copy");
+        layer.set("from", ref(0));
+        break;
       case ir::NodeKind::kCustomLoss: {
         // RETURNN's "as_is" loss: the value summed over frames (and over
         // any other dims), like a loss layer's per-frame value.
@@ -480,7 +556,20 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
       }
     }
     if (is_output[i] && n.name != "output") layer.set("is_output_layer", true);
+    if (in_loop >= 0) {
+      if (stacked[i]) layer.set("is_output_layer", true);
+      loops[in_loop].unit.append(n.name, std::move(layer));
+      continue;
+    }
     out.network.append(n.name, std::move(layer));  // names are unique (naming pass)
+  }
+  for (LoopOut& l : loops) {
+    if (l.name.empty()) continue;
+    l.unit.append("output", PyValue::dict({{"class", "copy"}, {"from", l.output}}));
+    out.network.append(l.name, PyValue::dict({{"class", "rec"},
+                                              {"from", PyValue::list({})},
+                                              {"axis", dim_ref(t, *l.axis)},
+                                              {"unit", std::move(l.unit)}}));
   }
   out.decouple_weight_decay = decoupled.value_or(false);
   return out;

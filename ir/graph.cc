@@ -254,11 +254,10 @@ absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vecto
     const TensorType& table = g.node(in[2]).type;
     if (*clipping < 1 || table.dims.size() != 2 || table.dims[0].size() != 2 * *clipping + 1 ||
         table.dims[1].size() != *key_dim->size() / *heads) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("self_attention: the relative position table must be [2*clipping + 1, "
-                       "key/heads] = [",
-                       2 * *clipping + 1, ", ", *key_dim->size() / *heads, "], got ",
-                       describe(table.dims)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "self_attention: the relative position table must be [2*clipping + 1, "
+          "key/heads] = [",
+          2 * *clipping + 1, ", ", *key_dim->size() / *heads, "], got ", describe(table.dims)));
     }
   }
   TensorType out = x;
@@ -304,6 +303,68 @@ absl::StatusOr<TensorType> infer_regression_loss(const Graph& g, const std::vect
   return out;
 }
 
+absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  if (auto s = arity(kind, in, kind == NodeKind::kLoopNext ? 2 : 1); !s.ok()) return s;
+  auto loop = attr<int64_t>(spec, kind, "loop");
+  if (!loop.ok()) return loop.status();
+  if (*loop < 0) return absl::InvalidArgumentError("loop ids are not negative");
+  const TensorType& x = g.node(in[0]).type;
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+  };
+  if (kind == NodeKind::kLoopNext) {
+    const Node& state = g.node(in[0]);
+    const TensorType& v = g.node(in[1]).type;
+    if (state.kind != NodeKind::kLoopState || *state.attrs.get<int64_t>("loop") != *loop)
+      return err("the first input must be a state of loop ", *loop);
+    bool same =
+        v.dims.size() == x.dims.size() && v.dtype == x.dtype && v.sparse_dim == x.sparse_dim;
+    for (const Dim& d : v.dims) same = same && index_of(x.dims, d) >= 0;
+    if (!same) {
+      return err("the next value ", v.describe(), " of a loop state must have the state's type ",
+                 x.describe());
+    }
+    return v;
+  }
+  auto axis = attr<Dim>(spec, kind, "axis");
+  if (!axis.ok()) return axis.status();
+  if (axis->is_batch() || axis->is_feature_like())
+    return err("the loop axis ", axis->describe(), " must be a spatial dim");
+  int pos = index_of(x.dims, *axis);
+  switch (kind) {
+    case NodeKind::kLoopUnstack: {
+      if (pos < 0)
+        return err("the input ", x.describe(), " lacks the loop axis ", axis->describe());
+      TensorType out = x;
+      out.dims.erase(out.dims.begin() + pos);
+      return out;
+    }
+    case NodeKind::kLoopState: {
+      // The state's dims; the initial value broadcasts to them.
+      auto dims = attr<std::vector<Dim>>(spec, kind, "dims");
+      if (!dims.ok()) return dims.status();
+      bool sub = true;
+      for (const Dim& d : x.dims) sub = sub && index_of(*dims, d) >= 0;
+      if (index_of(*dims, *axis) >= 0 || !sub) {
+        return err("the initial value ", x.describe(), " must broadcast to the state's dims ",
+                   describe(*dims), ", which lack the loop axis ", axis->describe());
+      }
+      TensorType out = x;
+      out.dims = *dims;
+      return out;
+    }
+    default: {  // kLoopStack
+      if (pos >= 0)
+        return err("the value ", x.describe(), " already has the axis ", axis->describe());
+      TensorType out = x;
+      size_t at = !out.dims.empty() && out.dims[0].is_batch() ? 1 : 0;
+      out.dims.insert(out.dims.begin() + at, *axis);
+      return out;
+    }
+  }
+}
+
 // The size along an axis after a window of `window` (dilated) with `stride`:
 // "same" keeps ceil(n / stride) positions, "valid" ceil((n - span + 1) / stride).
 int64_t windowed_size(int64_t n, int64_t window, int64_t dilation, int64_t stride,
@@ -346,8 +407,8 @@ absl::Status check_windowed_axes(NodeKind kind, const TensorType& x, const std::
       }
     } else if (keeps ? o != a : (o == a || !o.is_dynamic())) {
       return err("the out axis for the dynamic axis ", a.describe(), " must be ",
-                 keeps ? "the same axis (stride 1, same padding)" : "a new dynamic dim",
-                 ", got ", o.describe());
+                 keeps ? "the same axis (stride 1, same padding)" : "a new dynamic dim", ", got ",
+                 o.describe());
     }
     if (o != a && index_of(x.dims, o) >= 0)
       return err("the input ", x.describe(), " already has the out axis ", o.describe());
@@ -377,9 +438,8 @@ absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>&
   if (auto s = require_float(x, "conv input"); !s.ok()) return s.status();
   const size_t n = axes->size();
   if (w.dims.size() != n + 2) {
-    return absl::InvalidArgumentError(absl::StrCat("conv: the filter must be [", n,
-                                                   " kernel dims, in/groups, out], got ",
-                                                   describe(w.dims)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv: the filter must be [", n, " kernel dims, in/groups, out], got ", describe(w.dims)));
   }
   std::vector<int64_t> windows;
   for (size_t i = 0; i < n; ++i) {
@@ -389,8 +449,8 @@ absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>&
     }
     windows.push_back(*w.dims[i].size());
   }
-  if (auto s = check_windowed_axes(kKind, x, *axes, *out_axes, windows, *strides, *dilation,
-                                   *padding);
+  if (auto s =
+          check_windowed_axes(kKind, x, *axes, *out_axes, windows, *strides, *dilation, *padding);
       !s.ok())
     return s;
   const Dim& out_dim = w.dims[n + 1];
@@ -412,14 +472,13 @@ absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>&
                                                      *groups, " groups"));
     }
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("conv: with ", *groups, " groups the filter's in dim must be in // ", *groups,
-                     ", got ", w_in.describe()));
+    return absl::InvalidArgumentError(absl::StrCat("conv: with ", *groups,
+                                                   " groups the filter's in dim must be in // ",
+                                                   *groups, ", got ", w_in.describe()));
   }
   if (in_pos < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(),
-                                                   " lacks the filter's in dim ",
-                                                   w_in.describe()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv: input ", x.describe(), " lacks the filter's in dim ", w_in.describe()));
   }
   TensorType out = x;
   out.dims[in_pos] = out_dim;
@@ -480,11 +539,10 @@ absl::StatusOr<TensorType> infer_slice(const Graph& g, const std::vector<NodeId>
   int pos = index_of(x.dims, *axis);
   if (pos < 0 || !axis->size() || !out_dim->size() || *start < 0 ||
       *start + *out_dim->size() > *axis->size() || index_of(x.dims, *out_dim) >= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("slice: [", *start, ", ", *start + out_dim->size().value_or(0), ") of ",
-                     axis->describe(), " into ", out_dim->describe(),
-                     " needs a static axis of the input ", x.describe(),
-                     " that holds the range, and a new static out dim"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slice: [", *start, ", ", *start + out_dim->size().value_or(0), ") of ", axis->describe(),
+        " into ", out_dim->describe(), " needs a static axis of the input ", x.describe(),
+        " that holds the range, and a new static out dim"));
   }
   TensorType out = x;
   out.dims[pos] = *out_dim;
@@ -515,7 +573,8 @@ absl::StatusOr<TensorType> infer_split_dims(const Graph& g, const std::vector<No
       product(*dims) != *axis->size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("split_dims: ", axis->describe(), " of ", x.describe(), " cannot split into ",
-                     describe(*dims), " (a static axis of the input, into 2 or more static dims "
+                     describe(*dims),
+                     " (a static axis of the input, into 2 or more static dims "
                      "whose sizes multiply to its size)"));
   }
   TensorType out = x;
@@ -541,9 +600,9 @@ absl::StatusOr<TensorType> infer_merge_dims(const Graph& g, const std::vector<No
   const TensorType& x = g.node(in[0]).type;
   if (axes->size() < 2 || !all_static(*axes) || !out_dim->size() ||
       product(*axes) != *out_dim->size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "merge_dims: ", describe(*axes), " cannot merge into ", out_dim->describe(),
-        " (2 or more static axes whose sizes multiply to the out dim's size)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("merge_dims: ", describe(*axes), " cannot merge into ", out_dim->describe(),
+                     " (2 or more static axes whose sizes multiply to the out dim's size)"));
   }
   int pos = index_of(x.dims, (*axes)[0]);
   auto rest = without(x, *axes, "merge_dims");
@@ -571,8 +630,8 @@ absl::StatusOr<TensorType> infer_batch_norm(const Graph& g, const std::vector<No
   auto x = require_float(g.node(in[0]).type, "batch_norm input");
   if (!x.ok()) return x.status();
   if (index_of(x->dims, *axis) < 0 || !axis->is_feature_like()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "batch_norm: the axis ", axis->describe(), " must be a feature dim of ", x->describe()));
+    return absl::InvalidArgumentError(absl::StrCat("batch_norm: the axis ", axis->describe(),
+                                                   " must be a feature dim of ", x->describe()));
   }
   const char* roles[] = {"mean", "variance", "scale", "bias"};
   for (size_t k = 1; k < 5; ++k) {
@@ -607,9 +666,9 @@ absl::StatusOr<TensorType> infer_ctc_loss(const Graph& g, const std::vector<Node
       class_pos = static_cast<int>(i);
   }
   if (class_pos < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ctc_loss: the logits ", logits->describe(), " need the dim ",
-                     classes.describe(), " + blank (a dim of size 1), the blank last"));
+    return absl::InvalidArgumentError(absl::StrCat("ctc_loss: the logits ", logits->describe(),
+                                                   " need the dim ", classes.describe(),
+                                                   " + blank (a dim of size 1), the blank last"));
   }
   if (index_of(logits->dims, *axis) < 0 || !axis->is_dynamic()) {
     return absl::InvalidArgumentError(absl::StrCat("ctc_loss: the input axis ", axis->describe(),
@@ -853,6 +912,11 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_batch_norm(g, inputs, spec);
     case NodeKind::kCtcLoss:
       return infer_ctc_loss(g, inputs, spec);
+    case NodeKind::kLoopUnstack:
+    case NodeKind::kLoopState:
+    case NodeKind::kLoopNext:
+    case NodeKind::kLoopStack:
+      return infer_loop(g, kind, inputs, spec);
     case NodeKind::kCustomLoss: {
       if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
       if (auto s = check_loss_options(spec); !s.ok()) return s;
@@ -878,15 +942,15 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
         int features = 0;
         for (const Dim& d : t->dims) features += d.is_feature_like();
         if (features != 1 || t->dims.back().size().value_or(1) % 2 != 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "pos_encoding: the input ", t->describe(), " needs one feature dim, of even size"));
+          return absl::InvalidArgumentError(absl::StrCat("pos_encoding: the input ", t->describe(),
+                                                         " needs one feature dim, of even size"));
         }
       }
       if (index_of(t->dims, *axis) < 0 || axis->is_batch() ||
           (kind == NodeKind::kSeqMask && !axis->is_dynamic())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            node_kind_name(kind), ": the axis ", axis->describe(), " must be a ",
-            kind == NodeKind::kSeqMask ? "dynamic " : "", "axis of ", t->describe()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(node_kind_name(kind), ": the axis ", axis->describe(), " must be a ",
+                         kind == NodeKind::kSeqMask ? "dynamic " : "", "axis of ", t->describe()));
       }
       return t;
     }
@@ -1000,11 +1064,48 @@ void Graph::renumber(const std::vector<int32_t>& remap, std::vector<Node> nodes)
   nodes_ = std::move(nodes);
 }
 
+absl::StatusOr<std::vector<int32_t>> loop_membership(const Graph& g) {
+  std::vector<int32_t> loop(g.size(), -1);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes()[i];
+    const int64_t* id = n.attrs.get<int64_t>("loop");
+    auto err = [&](auto&&... parts) {
+      return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: node %", i, " (",
+                                                     node_kind_name(n.kind), "): ", parts...));
+    };
+    switch (n.kind) {
+      case NodeKind::kLoopUnstack:
+      case NodeKind::kLoopState:
+        if (loop[n.inputs[0].index] >= 0)
+          return err("reads a value inside loop ", loop[n.inputs[0].index],
+                     "; loops do not nest yet");
+        loop[i] = static_cast<int32_t>(*id);
+        continue;
+      case NodeKind::kLoopStack:
+        if (loop[n.inputs[0].index] != *id)
+          return err("stacks a value that is not computed in loop ", *id);
+        continue;  // outside the loop
+      default:
+        break;
+    }
+    for (NodeId in : n.inputs) {
+      int32_t l = loop[in.index];
+      if (l < 0) continue;
+      if (loop[i] >= 0 && loop[i] != l) return err("mixes values of loops ", loop[i], " and ", l);
+      loop[i] = l;
+    }
+    if (n.kind == NodeKind::kLoopNext && loop[i] != *id)
+      return err("the next value is not computed in loop ", *id);
+  }
+  return loop;
+}
+
 std::vector<bool> root_mask(const Graph& g) {
   std::vector<bool> root(g.size(), false);
   for (size_t i = 0; i < g.size(); ++i) {
     NodeKind k = g.nodes()[i].kind;
-    root[i] = k == NodeKind::kParam || k == NodeKind::kData;
+    // A state's next value is read by the following frame (no edge shows it).
+    root[i] = k == NodeKind::kParam || k == NodeKind::kData || k == NodeKind::kLoopNext;
   }
   for (const Mark& m : g.marks()) root[m.node.index] = true;
   for (const Param& p : g.params()) {

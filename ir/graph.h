@@ -122,6 +122,12 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
 
 /// Which nodes must be kept whatever uses them: params, data, marked nodes,
 /// and nodes giving a param's initial value.
+/// Which loop each node is computed in (-1: outside every loop), by
+/// dataflow: loop_unstack and loop_state nodes open their loop, nodes reading
+/// a loop's values are in it, loop_stack nodes are outside. Errors: a node
+/// mixing two loops, nested loops, stacking a value of another loop.
+absl::StatusOr<std::vector<int32_t>> loop_membership(const Graph& g);
+
 std::vector<bool> root_mask(const Graph& g);
 
 }  // namespace retc::ir

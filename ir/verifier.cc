@@ -54,6 +54,10 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kSeqMask:
       case NodeKind::kPosEncoding:
       case NodeKind::kCustomLoss:
+      case NodeKind::kLoopUnstack:
+      case NodeKind::kLoopState:
+      case NodeKind::kLoopNext:
+      case NodeKind::kLoopStack:
       case NodeKind::kSlice:
       case NodeKind::kSplitDims:
       case NodeKind::kMergeDims:
@@ -95,6 +99,7 @@ absl::Status verify_stage_rules(const Graph& g) {
 
 absl::Status verify(const Graph& g) {
   if (absl::Status s = verify_stage_rules(g); !s.ok()) return s;
+  if (auto loops = loop_membership(g); !loops.ok()) return loops.status();
   absl::flat_hash_set<std::string> paths;
   for (const Param& p : g.params()) {
     if (p.path.empty()) return absl::InvalidArgumentError("a param has an empty path");

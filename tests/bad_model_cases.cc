@@ -4,6 +4,7 @@
 // (non-zero exit, the message at file:line, no output file), and
 // nn_test.cc checks the same through the API.
 #include "compiler/nn/conformer.h"
+#include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
 #include "compiler/nn/parametrize.h"
 #include "tests/test_models.h"
@@ -154,7 +155,7 @@ const Case kCases[] = {
      [](Builder& b) {
        b.extern_data("data:x", {Dim::batch(), Dim::spatial("t")});  // MISTAKE: bad:data-key
      }},
-    {"bad:loss-not-ce", "only a softmax_cross_entropy, ctc_loss or regression loss result can be a loss",
+    {"bad:loss-not-ce", "only a softmax_cross_entropy, ctc_loss, regression loss or custom_loss result can be a loss",
      [](Builder& b) {
        Setup s(b);
        nn::tanh(s.x).mark_as_loss("l");  // MISTAKE: bad:loss-not-ce
@@ -321,6 +322,67 @@ const Case kCases[] = {
        Setup s(b);
        auto front = b.set_root(std::make_shared<nn::ConformerFrontend>(Dim::feature("mel", 80), s.out));
        front->forward(s.x, s.time).mark_as_output();  // MISTAKE: bad:conformer-features
+     }},
+    {"bad:loop-state-no-initial", "loop state without an initial value",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.time);
+       Tensor h = loop.state(Tensor());  // MISTAKE: bad:loop-state-no-initial
+     }},
+    {"bad:loop-state-no-next", "loop state without a next value",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.time);
+       Tensor h = loop.state(nn::constant(b, 0.0, {s.in}), {Dim::batch(), s.in});  // MISTAKE: bad:loop-state-no-next
+       Tensor x_t = loop.unstack(s.x);
+       loop.stack(x_t + x_t).mark_as_output();
+       loop.end();
+     }},
+    {"bad:loop-value-outside", "reads a value computed in the loop over 'time'(dyn) outside that loop",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.time);
+       Tensor x_t = loop.unstack(s.x);
+       loop.end();
+       nn::tanh(x_t).mark_as_output();  // MISTAKE: bad:loop-value-outside
+     }},
+    {"bad:loop-nested", "loops do not nest yet",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop outer(b, s.time);
+       nn::Loop inner(b, s.time);  // MISTAKE: bad:loop-nested
+     }},
+    {"bad:loop-axis-kind", "loop: the axis 'input'(4) must be a spatial dim",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.in);  // MISTAKE: bad:loop-axis-kind
+     }},
+    {"bad:loop-next-type", "the next value [B, 'out'(3)] float32 of a loop state must have the state's type",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.time);
+       Tensor h = loop.state(nn::constant(b, 0.0, {s.in}), {Dim::batch(), s.in});
+       loop.next(h, lin->forward(loop.unstack(s.x)));  // MISTAKE: bad:loop-next-type
+     }},
+    {"bad:loop-mark-inner", "has one value per frame; mark loop.stack(value) instead",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.time);
+       loop.unstack(s.x).mark_as_output();  // MISTAKE: bad:loop-mark-inner
+     }},
+    {"bad:loop-not-ended", "never ends: call loop.end()",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.time);  // MISTAKE: bad:loop-not-ended
+       loop.stack(loop.unstack(s.x)).mark_as_output();
      }},
 };
 // clang-format on

@@ -2,6 +2,7 @@
 // test tests/integration/test_modules.py checks each in RETURNN: variable
 // names and shapes equal the IR's, and the param count equals a formula.
 #include "compiler/nn/conformer.h"
+#include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
 #include "tests/tagging_io.h"
 #include "tests/test_models.h"
@@ -134,7 +135,8 @@ void build_transformer(Builder& b) {
 // Conv1d (kernel 3, dilation 2) straight to the class logits.
 void build_conv(Builder& b) {
   Io io(b);
-  auto conv = b.set_root(std::make_shared<nn::Conv1d>(io.in, io.classes, 3, 1, nn::ConvOptions{.dilation = 2}));
+  auto conv = b.set_root(
+      std::make_shared<nn::Conv1d>(io.in, io.classes, 3, 1, nn::ConvOptions{.dilation = 2}));
   nn::Tensor h = conv->forward(io.x, io.time);
   h.mark_as_output("conv_out");
   io.finish(h);
@@ -180,8 +182,8 @@ void build_conv2d(Builder& b) {
     Dim ch4 = Dim::feature("ch4", 4);
     Dim pooled = nn::windowed_dim(feat, 2, 2), merged = Dim::feature("merged", 12);
     Net(Dim out) : Module("conv2d_net") {
-      conv = register_module("conv", std::make_shared<nn::Conv2d>(chan, ch4,
-                                                                  std::array<int64_t, 2>{3, 3}));
+      conv = register_module("conv",
+                             std::make_shared<nn::Conv2d>(chan, ch4, std::array<int64_t, 2>{3, 3}));
       out_ = register_module("out", std::make_shared<nn::Linear>(merged, out));
     }
     std::shared_ptr<nn::Conv2d> conv;
@@ -223,9 +225,9 @@ void build_rel_pos_attention(Builder& b) {
   Io io(b);
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("att_net") {
-      att = register_module("att", std::make_shared<nn::SelfAttention>(
-                                       in, Dim::feature("key", 8), Dim::feature("value", 6), 2,
-                                       false, 2));
+      att = register_module(
+          "att", std::make_shared<nn::SelfAttention>(in, Dim::feature("key", 8),
+                                                     Dim::feature("value", 6), 2, false, 2));
       out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
     }
     std::shared_ptr<nn::SelfAttention> att;
@@ -316,10 +318,10 @@ void build_seq2seq(Builder& b) {
       Dim model = Dim::feature("model", 8), ff = Dim::feature("ff", 16);
       src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
       tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
-      encoder = register_module("encoder",
-                                std::make_shared<nn::TransformerEncoder>(1, model, ff, 2));
-      decoder = register_module("decoder",
-                                std::make_shared<nn::TransformerDecoder>(1, model, ff, 2));
+      encoder =
+          register_module("encoder", std::make_shared<nn::TransformerEncoder>(1, model, ff, 2));
+      decoder =
+          register_module("decoder", std::make_shared<nn::TransformerDecoder>(1, model, ff, 2));
       out_ = register_module("out", std::make_shared<nn::Linear>(model, vocab));
     }
     std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
@@ -333,6 +335,35 @@ void build_seq2seq(Builder& b) {
   Tensor logits = m->out_->forward(m->decoder->forward(dec_in, tgt_time, memory, src_time));
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
+}
+
+// A loop over time: an Elman RNN h_t = tanh(W x_t + U h_{t-1} + b) and a
+// running sum c_t = c_{t-1} + x_t, both stacked; the tagger reads h.
+void build_loop(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Dim hidden = Dim::feature("hidden", 4);
+    Net(Dim in, Dim out) : Module("loop_net") {
+      in_ = register_module("in", std::make_shared<nn::Linear>(in, hidden));
+      rec = register_module("rec", std::make_shared<nn::Linear>(hidden, hidden, false));
+      out_ = register_module("out", std::make_shared<nn::Linear>(hidden, out));
+    }
+    std::shared_ptr<nn::Linear> in_, rec, out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  nn::Loop loop(b, io.time);
+  Tensor h = loop.state(nn::constant(b, 0.0, {m->hidden}), {Dim::batch(), m->hidden});
+  Tensor c = loop.state(nn::constant(b, 0.0, {io.in}), {Dim::batch(), io.in});
+  Tensor x_t = loop.unstack(io.x);
+  Tensor h_new = nn::tanh(m->in_->forward(x_t) + m->rec->forward(h));
+  Tensor c_new = c + x_t;
+  loop.next(h, h_new);
+  loop.next(c, c_new);
+  loop.end();
+  Tensor hs = loop.stack(h_new);
+  hs.mark_as_output("rnn");
+  loop.stack(c_new).mark_as_output("cumsum");
+  io.finish(m->out_->forward(hs));
 }
 
 }  // namespace
@@ -363,6 +394,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
+      def("mod-loop", build_loop),
       def("loss-plain", build_loss<LossVariant::kPlain>),
       def("loss-scaled", build_loss<LossVariant::kScaled>),
       def("loss-smoothed", build_loss<LossVariant::kSmoothed>),

@@ -139,12 +139,37 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
     }
     ids.push_back(t.id());
   }
+  // Which loop the new node is in: a node reading a loop's values is in
+  // that loop, which must be the active one (outside, values of a finished
+  // loop are reachable through loop.stack() only).
+  loop_of_.resize(graph_.size(), -1);
+  int32_t loop = -1;
+  if (kind == ir::NodeKind::kLoopUnstack || kind == ir::NodeKind::kLoopState) {
+    loop = static_cast<int32_t>(*attrs.get<int64_t>("loop"));
+  }
+  if (kind != ir::NodeKind::kLoopStack) {
+    for (ir::NodeId id : ids) {
+      int32_t l = loop_of_[id.index];
+      if (l < 0) continue;
+      if (l != active_loop_) {
+        fail(loc,
+             absl::StrCat(where(), node_kind_name(kind),
+                          ": reads a value computed in the loop over ", loops_[l].axis.describe(),
+                          " outside that loop; stack it with "
+                          "loop.stack(value)\n",
+                          loops_[l].loc.str(), ": note: the loop starts here"));
+      }
+      loop = l;
+    }
+  }
   ir::NodeSpec spec;
   spec.attrs = std::move(attrs);
   spec.loc = loc;
   spec.module_path = scopes_.empty() ? "" : scopes_.back().module->path();
   auto id = graph_.add(kind, std::move(ids), std::move(spec));
   if (!id.ok()) fail(loc, absl::StrCat(where(), id.status().message()));
+  loop_of_.resize(graph_.size(), -1);
+  loop_of_[id->index] = loop;
   return Tensor(this, *id);
 }
 
@@ -160,6 +185,12 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
   if (!is_layer_name(name)) {
     fail(loc, absl::StrCat("output or loss name '", name,
                            "' is invalid; expected letters, digits, '_', '.' and '-'"));
+  }
+  if (int32_t l = loop_of(t); l >= 0) {
+    fail(loc, absl::StrCat("output or loss '", name, "': a value inside the loop over ",
+                           loops_[l].axis.describe(),
+                           " has one value per frame; mark "
+                           "loop.stack(value) instead"));
   }
   for (const ir::Mark& m : graph_.marks()) {
     if (m.kind == kind && m.name == name) {
@@ -178,7 +209,56 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
   graph_.add_mark(ir::Mark{kind, t.id(), std::move(name), loc});
 }
 
+int32_t Builder::loop_of(const Tensor& t) const {
+  return static_cast<size_t>(t.id().index) < loop_of_.size() ? loop_of_[t.id().index] : -1;
+}
+
+int32_t Builder::begin_loop(const ir::Dim& axis, const ir::SourceLoc& loc) {
+  if (active_loop_ >= 0) {
+    fail(loc, absl::StrCat("a loop inside the loop over ", loops_[active_loop_].axis.describe(),
+                           ": loops do not nest yet\n", loops_[active_loop_].loc.str(),
+                           ": note: the outer loop starts here"));
+  }
+  if (axis.is_batch() || axis.is_feature_like())
+    fail(loc, absl::StrCat("loop: the axis ", axis.describe(), " must be a spatial dim"));
+  loops_.push_back(LoopInfo{axis, loc});
+  active_loop_ = static_cast<int32_t>(loops_.size() - 1);
+  return active_loop_;
+}
+
+void Builder::add_loop_state(int32_t loop, const Tensor& state) {
+  loops_.at(loop).states.emplace_back(state.id(), false);
+}
+
+void Builder::set_loop_next(int32_t loop, const Tensor& state, const ir::SourceLoc& loc) {
+  for (auto& [id, has_next] : loops_.at(loop).states) {
+    if (id != state.id()) continue;
+    if (has_next) fail(loc, "loop.next: this state already has a next value");
+    has_next = true;
+    return;
+  }
+  fail(loc, "loop.next: the first argument is not a state of this loop (use loop.state(initial))");
+}
+
+void Builder::end_loop(int32_t loop, const ir::SourceLoc& loc) {
+  LoopInfo& info = loops_.at(loop);
+  if (info.ended) fail(loc, "loop.end: the loop has ended already");
+  for (const auto& [id, has_next] : info.states) {
+    if (!has_next) {
+      fail(graph_.node(id).loc,
+           "loop state without a next value: call loop.next(state, value) before loop.end()");
+    }
+  }
+  info.ended = true;
+  active_loop_ = -1;
+}
+
 void Builder::finish() {
+  if (active_loop_ >= 0) {
+    fail(loops_[active_loop_].loc,
+         absl::StrCat("the loop over ", loops_[active_loop_].axis.describe(),
+                      " never ends: call loop.end()"));
+  }
   for (size_t i = 0; i < decls_.size(); ++i) {
     // Only options change after set_root; dims and paths are fixed there.
     const ir::Param& p = state(decls_[i]).param;

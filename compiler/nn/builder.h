@@ -60,8 +60,16 @@ class Builder {
   void mark(const Tensor& t, ir::Mark::Kind kind, std::string name, const ir::SourceLoc& loc);
 
   /// Copies the params' final options (set after construction) into the graph
-  /// and checks them.
+  /// and checks them (and that every loop ended).
   void finish();
+
+  // Loops: see compiler/nn/loop.h (nn::Loop is the interface).
+  int32_t begin_loop(const ir::Dim& axis, const ir::SourceLoc& loc);
+  void add_loop_state(int32_t loop, const Tensor& state);
+  void set_loop_next(int32_t loop, const Tensor& state, const ir::SourceLoc& loc);
+  void end_loop(int32_t loop, const ir::SourceLoc& loc);
+  /// The loop a node is computed in, or -1.
+  int32_t loop_of(const Tensor& t) const;
 
   const ir::Graph& graph() const { return graph_; }
 
@@ -80,6 +88,15 @@ class Builder {
   std::vector<Parameter> decls_;
   /// The node reading each param: its derived value if reparametrized.
   absl::flat_hash_map<const void*, ir::NodeId> param_nodes_;
+  struct LoopInfo {
+    ir::Dim axis;
+    ir::SourceLoc loc;
+    bool ended = false;
+    std::vector<std::pair<ir::NodeId, bool>> states;  // state node, has a next value
+  };
+  std::vector<LoopInfo> loops_;
+  std::vector<int32_t> loop_of_;  // per node: its loop or -1
+  int32_t active_loop_ = -1;
 };
 
 }  // namespace retc::nn

@@ -44,6 +44,10 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kSeqMask:
     case ir::NodeKind::kPosEncoding:
     case ir::NodeKind::kCustomLoss:
+    case ir::NodeKind::kLoopUnstack:
+    case ir::NodeKind::kLoopState:
+    case ir::NodeKind::kLoopNext:
+    case ir::NodeKind::kLoopStack:
       return false;
   }
   return false;

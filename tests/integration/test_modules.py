@@ -91,6 +91,11 @@ EXPECTED["mod-sequential"] = (
     IN * 6 + 6 + 6 * C + C,
 )
 EXPECTED["op-shapes"] = (OUT, IN * C + C)
+EXPECTED["mod-loop"] = (
+    {"in/weight/param:0": [IN, 4], "in/bias/param:0": [4], "rec/weight/param:0": [4, 4],
+     "out/weight/param:0": [4, C], "out/bias/param:0": [C]},
+    IN * 4 + 4 + 4 * 4 + 4 * C + C,
+)
 
 
 def conformer_block(prefix, d, ff, heads, kernel, clipping):
@@ -459,6 +464,25 @@ def test_conformer_large():
     total = int(re.search(r"(\d+) parameters;", out).group(1))
     assert total == count, (total, count)
     print("conformer-12x512: %d variables, %d parameters (formula: %d)" % (len(got), total, count))
+
+
+def test_loop():
+    """A loop over time (RETURNN rec layer with a subnetwork): an Elman RNN
+    and a running sum equal numpy's, frame by frame, within each length."""
+    net = Net(compile_model("mod-loop"), train_flag=False)
+    feed = net.feed(3)
+    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+    lens = seq_lens(net, feed)
+    w, bias = net.variable("in/weight/param:0"), net.variable("in/bias/param:0")
+    u = net.variable("rec/weight/param:0")
+    rnn, cumsum = net.layer("rnn", feed), net.layer("cumsum", feed)
+    for b, n in enumerate(lens):
+        h = numpy.zeros(u.shape[0])
+        for t in range(n):
+            h = numpy.tanh(x[b, t] @ w + bias + h @ u)
+            close(rnn[b, t], h, 1e-5, "rnn frame %d" % t)
+        close(cumsum[b, :n], numpy.cumsum(x[b, :n], axis=0), 1e-5, "running sum")
+    print("loop: Elman RNN and running sum match numpy over %d sequences" % len(lens))
 
 
 if __name__ == "__main__":
