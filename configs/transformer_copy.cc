@@ -27,8 +27,8 @@ class CopyTransformer : public nn::Module {
     return call(src, std::source_location::current(), [&](const nn::Tensor& s) {
       nn::Tensor memory =
           encoder->forward(nn::add_positional_encoding(src_embed->forward(s), src_time), src_time);
-      nn::Tensor dec_in = nn::add_positional_encoding(
-          nn::shift_right(tgt_embed->forward(tgt), tgt_time), tgt_time);
+      nn::Tensor dec_in =
+          nn::add_positional_encoding(nn::shift_right(tgt_embed->forward(tgt), tgt_time), tgt_time);
       return out->forward(decoder->forward(dec_in, tgt_time, memory, src_time));
     });
   }

@@ -1,7 +1,6 @@
 #include "ir/format.h"
 
 #include <algorithm>
-
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -80,9 +79,8 @@ void append_hex(std::string& out, uint32_t v, int digits) {
 
 std::string quote(absl::string_view s) {
   // Fast path: printable ASCII without quote or backslash is copied as is.
-  if (std::all_of(s.begin(), s.end(), [](char c) {
-        return c >= 0x20 && c < 0x7F && c != '"' && c != '\\';
-      })) {
+  if (std::all_of(s.begin(), s.end(),
+                  [](char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; })) {
     std::string out;
     out.reserve(s.size() + 2);
     out += '"';

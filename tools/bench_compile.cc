@@ -89,8 +89,8 @@ int run(int argc, char** argv) {
     }
   }
   if ((blocks < 0) == (stress < 0)) return usage();
-  ModelDef def = blocks >= 0 ? configs::conformer_ctc_model(blocks, weight_norm)
-                             : stress_model(stress);
+  ModelDef def =
+      blocks >= 0 ? configs::conformer_ctc_model(blocks, weight_norm) : stress_model(stress);
   emit::ConfigOptions opts = config_options(def);
   std::vector<double> build_ms, passes_ms, emit_ms, total_ms;
   size_t nodes_built = 0, nodes_emitted = 0, params = 0;

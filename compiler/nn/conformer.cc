@@ -60,18 +60,18 @@ Tensor ConformerConvModule::forward(const Tensor& input, const ir::Dim& axis,
 ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts)
     : Module("conformer_block"), dropout_(opts.dropout) {
   ff1_norm = register_module("ff1_norm", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<ConformerFeedForward>(model_dim, ff_dim,
-                                                                       opts.dropout));
+  ff1 = register_module("ff1",
+                        std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts.dropout));
   att_norm = register_module("att_norm", std::make_shared<LayerNorm>(model_dim));
   self_att = register_module(
       "self_att", std::make_shared<SelfAttention>(model_dim, model_dim, model_dim, opts.num_heads,
                                                   false, opts.rel_pos_clipping));
   conv_norm = register_module("conv_norm", std::make_shared<LayerNorm>(model_dim));
-  conv = register_module("conv", std::make_shared<ConformerConvModule>(model_dim,
-                                                                        opts.conv_kernel));
+  conv =
+      register_module("conv", std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel));
   ff2_norm = register_module("ff2_norm", std::make_shared<LayerNorm>(model_dim));
-  ff2 = register_module("ff2", std::make_shared<ConformerFeedForward>(model_dim, ff_dim,
-                                                                       opts.dropout));
+  ff2 = register_module("ff2",
+                        std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts.dropout));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
 }
 
@@ -96,9 +96,11 @@ ConformerFrontend::ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim, int64_t 
       merged_(ir::Dim::feature("frontend_out", pooled_.size().value_or(1) * channels2)) {
   ir::Dim c1 = ir::Dim::feature("channels1", channels1);
   ir::Dim c2 = ir::Dim::feature("channels2", channels2);
-  conv1 = register_module("conv1", std::make_shared<Conv2d>(chan0_, c1, std::array<int64_t, 2>{3, 3}));
-  conv2 = register_module("conv2", std::make_shared<Conv2d>(c1, c2, std::array<int64_t, 2>{3, 3},
-                                                            std::array<int64_t, 2>{time_stride, 1}));
+  conv1 =
+      register_module("conv1", std::make_shared<Conv2d>(chan0_, c1, std::array<int64_t, 2>{3, 3}));
+  conv2 =
+      register_module("conv2", std::make_shared<Conv2d>(c1, c2, std::array<int64_t, 2>{3, 3},
+                                                        std::array<int64_t, 2>{time_stride, 1}));
   linear = register_module("linear", std::make_shared<Linear>(merged_, model_dim));
 }
 
@@ -131,7 +133,8 @@ Tensor ConformerEncoder::forward(const Tensor& input, const ir::Dim& time,
   return call(input, loc, [&](const Tensor& x) {
     Tensor h = dropout(frontend->forward(x, time, loc), dropout_, {}, loc);
     const ir::Dim t = out_axis(time);
-    for (size_t i = 0; i < layers->size(); ++i) h = layers->at<ConformerBlock>(i)->forward(h, t, loc);
+    for (size_t i = 0; i < layers->size(); ++i)
+      h = layers->at<ConformerBlock>(i)->forward(h, t, loc);
     return h;
   });
 }

@@ -149,11 +149,12 @@ SelfAttention::SelfAttention(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim,
       clipping_(rel_pos_clipping) {
   qkv_ = register_parameter("qkv", {in_dim, 2 * key_dim + value_dim}, ir::ParamKind::kWeight);
   if (clipping_ > 0) {
-    rel_pos_ = register_parameter(
-        "rel_pos",
-        {ir::Dim::spatial("rel_offsets", 2 * clipping_ + 1),
-         ir::Dim::feature("key_per_head", key_dim.size().value_or(0) / std::max<int64_t>(num_heads, 1))},
-        ir::ParamKind::kWeight);
+    rel_pos_ =
+        register_parameter("rel_pos",
+                           {ir::Dim::spatial("rel_offsets", 2 * clipping_ + 1),
+                            ir::Dim::feature("key_per_head", key_dim.size().value_or(0) /
+                                                                 std::max<int64_t>(num_heads, 1))},
+                           ir::ParamKind::kWeight);
   }
   proj = register_module("proj", std::make_shared<Linear>(value_dim, in_dim));
 }
@@ -235,8 +236,8 @@ Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<i
       opts_(std::move(opts)) {
   std::vector<ir::Dim> dims;
   for (size_t i = 0; i < kernel_.size(); ++i) {
-    dims.push_back(ir::Dim::spatial(kernel_.size() == 1 ? "kernel" : absl::StrCat("kernel", i),
-                                    kernel_[i]));
+    dims.push_back(
+        ir::Dim::spatial(kernel_.size() == 1 ? "kernel" : absl::StrCat("kernel", i), kernel_[i]));
   }
   dims.push_back(opts_.groups == 1 ? in_dim : in_dim.floordiv(opts_.groups));
   dims.push_back(out_dim);
@@ -301,10 +302,10 @@ Tensor BatchNorm::forward(const Tensor& input, std::source_location loc) const {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, dim_, "dim", l);
     Builder& b = x.builder();
-    return b.add(ir::NodeKind::kBatchNorm,
-                 {x, b.param(running_mean_), b.param(running_var_), b.param(scale_),
-                  b.param(bias_)},
-                 {{"axis", dim_}, {"epsilon", epsilon_}, {"momentum", momentum_}}, l);
+    return b.add(
+        ir::NodeKind::kBatchNorm,
+        {x, b.param(running_mean_), b.param(running_var_), b.param(scale_), b.param(bias_)},
+        {{"axis", dim_}, {"epsilon", epsilon_}, {"momentum", momentum_}}, l);
   });
 }
 
@@ -341,8 +342,7 @@ Tensor CrossAttention::forward(const Tensor& input, const Tensor& memory,
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     if (!memory_axis.is_dynamic() || ir::index_of(memory.dims(), memory_axis) < 0) {
       fail(l, absl::StrCat(describe(), ": the memory axis ", memory_axis.describe(),
-                           " must be a dynamic axis of the memory ",
-                           ir::describe(memory.dims())));
+                           " must be a dynamic axis of the memory ", ir::describe(memory.dims())));
     }
     if (ir::index_of(x.dims(), memory_axis) >= 0) {
       fail(l, absl::StrCat(describe(), ": the queries ", ir::describe(x.dims()),
@@ -367,9 +367,9 @@ TransformerDecoderLayer::TransformerDecoderLayer(ir::Dim model_dim, ir::Dim ff_d
   self_att = register_module("self_att", std::make_shared<SelfAttention>(
                                              model_dim, model_dim, model_dim, num_heads, true));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
-  cross_att = register_module("cross_att", std::make_shared<CrossAttention>(
-                                               model_dim, model_dim, model_dim, model_dim,
-                                               num_heads));
+  cross_att = register_module(
+      "cross_att",
+      std::make_shared<CrossAttention>(model_dim, model_dim, model_dim, model_dim, num_heads));
   ln3 = register_module("ln3", std::make_shared<LayerNorm>(model_dim));
   ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
   ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));

@@ -9,9 +9,9 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
-#include <source_location>
 
 #include "absl/strings/string_view.h"
 #include "compiler/nn/module.h"

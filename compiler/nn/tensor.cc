@@ -222,9 +222,9 @@ ir::Dim windowed_dim(const ir::Dim& axis, int64_t window, int64_t stride, int64_
   return axis.is_feature_like() ? ir::Dim::feature(name, n) : ir::Dim::spatial(name, n);
 }
 
-Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
-            std::vector<int64_t> size, std::vector<int64_t> strides, std::string padding,
-            std::vector<ir::Dim> out_axes, std::source_location loc) {
+Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes, std::vector<int64_t> size,
+            std::vector<int64_t> strides, std::string padding, std::vector<ir::Dim> out_axes,
+            std::source_location loc) {
   Builder& b = builder_of(x, "pool", L(loc));
   if (strides.empty()) strides = size;
 
@@ -242,8 +242,7 @@ Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
                L(loc));
 }
 
-Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount,
-                   std::source_location loc) {
+Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount, std::source_location loc) {
   return builder_of(x, "shift_right", L(loc))
       .add(ir::NodeKind::kShiftAxis, {x}, {{"axis", axis}, {"amount", amount}}, L(loc));
 }
@@ -253,8 +252,7 @@ Tensor add_positional_encoding(const Tensor& x, const ir::Dim& axis, std::source
       .add(ir::NodeKind::kPosEncoding, {x}, {{"axis", axis}}, L(loc));
 }
 
-Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value,
-                    std::source_location loc) {
+Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value, std::source_location loc) {
   return builder_of(x, "mask_padding", L(loc))
       .add(ir::NodeKind::kSeqMask, {x}, {{"axis", axis}, {"value", value}}, L(loc));
 }
@@ -289,8 +287,8 @@ Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOp
       .add(ir::NodeKind::kCrossEntropy, {logits, targets}, loss_attrs(opts, true, L(loc)), L(loc));
 }
 
-Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis,
-                LossOptions opts, std::source_location loc) {
+Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis, LossOptions opts,
+                std::source_location loc) {
   ir::Attrs attrs = loss_attrs(opts, false, L(loc));
   attrs.set("axis", axis);
   return builder_of(logits, "ctc_loss", L(loc))

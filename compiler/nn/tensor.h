@@ -134,17 +134,17 @@ Tensor merge_dims(const Tensor& x, std::vector<ir::Dim> axes, const ir::Dim& out
 /// The axis a window of `window` (with `dilation`) and `stride` leaves of
 /// `axis`: the axis itself for stride 1 with "same" padding, else a new dim
 /// ("same": ceil(n / stride) positions; "valid": ceil((n - span + 1) / stride)).
-ir::Dim windowed_dim(const ir::Dim& axis, int64_t window, int64_t stride = 1,
-                     int64_t dilation = 1, const std::string& padding = "same");
+ir::Dim windowed_dim(const ir::Dim& axis, int64_t window, int64_t stride = 1, int64_t dilation = 1,
+                     const std::string& padding = "same");
 
 /// Max or average pooling ("max", "avg") over `axes` with window `size` and
 /// `strides` (default: the window). `out_axes` default to windowed_dim().
 /// Frames past a sequence's end never count (for "max" they are -inf);
 /// "avg" over a dynamic axis needs padding "valid", whose windows lie within
 /// the sequence.
-Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
-            std::vector<int64_t> size, std::vector<int64_t> strides = {},
-            std::string padding = "same", std::vector<ir::Dim> out_axes = {},
+Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes, std::vector<int64_t> size,
+            std::vector<int64_t> strides = {}, std::string padding = "same",
+            std::vector<ir::Dim> out_axes = {},
             std::source_location loc = std::source_location::current());
 
 /// Shifts `x` along `axis` by `amount` (positive: later), zero padded: the
@@ -190,8 +190,7 @@ Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOp
 /// align with its frames (too many for the subsampled length) adds 0 and no
 /// gradient, instead of an infinite loss that would stop training.
 Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis,
-                LossOptions opts = {},
-                std::source_location loc = std::source_location::current());
+                LossOptions opts = {}, std::source_location loc = std::source_location::current());
 /// Per-frame mean over the feature dim of (prediction - target)^2, or of
 /// |prediction - target| (mean_absolute_error), against dense target data.
 Tensor mean_squared_error(const Tensor& prediction, const Tensor& target, LossOptions opts = {},
