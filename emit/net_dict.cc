@@ -525,6 +525,41 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("class", "copy");
         layer.set("from", ref(0));
         break;
+      case ir::NodeKind::kTrainFlag:
+        layer.set("class", "train_flag");
+        break;
+      case ir::NodeKind::kRange: {
+        const ir::Dim& dim = *n.attrs.get<ir::Dim>("dim");
+        if (dim.is_dynamic()) {
+          layer.set("class", "range_in_axis");
+          layer.set("from", ref(0));
+          layer.set("axis", dim_ref(t, dim));
+        } else {
+          layer.set("class", "range");
+          layer.set("limit", *dim.size());
+          layer.set("out_spatial_dim", dim_ref(t, dim));
+          layer.set("dtype", "int32");
+          layer.set("sparse", true);
+        }
+        break;
+      }
+      case ir::NodeKind::kCompare:
+        layer.set("class", "compare");
+        layer.set("from", from());
+        layer.set("kind", *n.attrs.get<std::string>("op"));
+        layer.set("allow_broadcast_all_sources", true);
+        break;
+      case ir::NodeKind::kCast:
+        layer.set("class", "cast");
+        layer.set("from", ref(0));
+        layer.set("dtype", *n.attrs.get<std::string>("dtype"));
+        break;
+      case ir::NodeKind::kWhere:
+        layer.set("class", "switch");
+        layer.set("condition", ref(0));
+        layer.set("true_from", ref(1));
+        layer.set("false_from", ref(2));
+        break;
       case ir::NodeKind::kCustomLoss: {
         // RETURNN's "as_is" loss: the value summed over frames (and over
         // any other dims), like a loss layer's per-frame value.

@@ -365,6 +365,75 @@ absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::
   }
 }
 
+// Dims of `a` followed by those of `b` not in `a` (broadcasting by identity).
+std::vector<Dim> union_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  std::vector<Dim> out = a;
+  for (const Dim& d : b) {
+    if (index_of(out, d) < 0) out.push_back(d);
+  }
+  return out;
+}
+
+// range, compare, cast, where, train_flag.
+absl::StatusOr<TensorType> infer_select(const Graph& g, NodeKind kind,
+                                        const std::vector<NodeId>& in, const NodeSpec& spec) {
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+  };
+  switch (kind) {
+    case NodeKind::kTrainFlag:
+      if (auto s = arity(kind, in, 0); !s.ok()) return s;
+      return TensorType{{}, DType::kBool, std::nullopt};
+    case NodeKind::kRange: {
+      auto dim = attr<Dim>(spec, kind, "dim");
+      if (!dim.ok()) return dim.status();
+      if (dim->is_batch()) return err("no range over the batch");
+      if (dim->is_dynamic()) {
+        // Positions along a dynamic axis: the input gives its lengths.
+        if (auto s = arity(kind, in, 1); !s.ok()) return s;
+        if (index_of(g.node(in[0]).type.dims, *dim) < 0)
+          return err("the input ", g.node(in[0]).type.describe(), " lacks the axis ",
+                     dim->describe());
+        return TensorType{{*dim}, DType::kInt32, std::nullopt};
+      }
+      if (auto s = arity(kind, in, 0); !s.ok()) return s;
+      return TensorType{{*dim}, DType::kInt32, *dim};
+    }
+    case NodeKind::kCompare: {
+      if (auto s = arity(kind, in, 2); !s.ok()) return s;
+      auto op = attr<std::string>(spec, kind, "op");
+      if (!op.ok()) return op.status();
+      static const char* kOps[] = {"equal",      "not_equal", "less",
+                                   "less_equal", "greater",   "greater_equal"};
+      if (std::find(std::begin(kOps), std::end(kOps), *op) == std::end(kOps))
+        return err("unknown op '", *op, "'");
+      const TensorType& a = g.node(in[0]).type;
+      const TensorType& b = g.node(in[1]).type;
+      if (a.dtype != b.dtype)
+        return err("operands ", a.describe(), " and ", b.describe(), " differ in dtype");
+      return TensorType{union_dims(a.dims, b.dims), DType::kBool, std::nullopt};
+    }
+    case NodeKind::kCast: {
+      if (auto s = arity(kind, in, 1); !s.ok()) return s;
+      auto dtype = attr<std::string>(spec, kind, "dtype");
+      if (!dtype.ok()) return dtype.status();
+      std::optional<DType> t = parse_dtype(*dtype);
+      if (!t) return err("unknown dtype '", *dtype, "'");
+      return TensorType{g.node(in[0]).type.dims, *t, std::nullopt};
+    }
+    default: {  // kWhere
+      if (auto s = arity(kind, in, 3); !s.ok()) return s;
+      const TensorType& c = g.node(in[0]).type;
+      const TensorType& a = g.node(in[1]).type;
+      const TensorType& b = g.node(in[2]).type;
+      if (c.dtype != DType::kBool) return err("the condition ", c.describe(), " must be bool");
+      if (a.dtype != b.dtype || a.sparse_dim != b.sparse_dim)
+        return err("the branches ", a.describe(), " and ", b.describe(), " differ in type");
+      return TensorType{union_dims(union_dims(a.dims, b.dims), c.dims), a.dtype, a.sparse_dim};
+    }
+  }
+}
+
 // The size along an axis after a window of `window` (dilated) with `stride`:
 // "same" keeps ceil(n / stride) positions, "valid" ceil((n - span + 1) / stride).
 int64_t windowed_size(int64_t n, int64_t window, int64_t dilation, int64_t stride,
@@ -917,6 +986,12 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kLoopNext:
     case NodeKind::kLoopStack:
       return infer_loop(g, kind, inputs, spec);
+    case NodeKind::kRange:
+    case NodeKind::kCompare:
+    case NodeKind::kCast:
+    case NodeKind::kWhere:
+    case NodeKind::kTrainFlag:
+      return infer_select(g, kind, inputs, spec);
     case NodeKind::kCustomLoss: {
       if (auto s = arity(kind, inputs, 1); !s.ok()) return s;
       if (auto s = check_loss_options(spec); !s.ok()) return s;

@@ -50,7 +50,12 @@ namespace retc::ir {
   X(LoopUnstack, "loop_unstack")       /* loop attr loop: the current frame of x along axis */ \
   X(LoopState, "loop_state")           /* loop: a state's previous value; input: initial */    \
   X(LoopNext, "loop_next")             /* loop: (state, value): the state's next value */      \
-  X(LoopStack, "loop_stack")           /* after loop: a value's frames stacked along axis */
+  X(LoopStack, "loop_stack")           /* after loop: a value's frames stacked along axis */   \
+  X(Range, "range")                    /* 0, 1, ... along attr dim (dynamic: input x) */       \
+  X(Compare, "compare")                /* a op b elementwise (attr op), bool */                \
+  X(Cast, "cast")                      /* x as attr dtype (dense) */                           \
+  X(Where, "where")                    /* cond ? a : b elementwise (both evaluated) */         \
+  X(TrainFlag, "train_flag")           /* scalar bool: training or not */
 
 enum class NodeKind {
 #define RETC_X(E, S) k##E,

@@ -24,6 +24,8 @@ std::string param_init_violation(const Node& in) {
         return "a param-init node may not read a param's current value";
       case NodeKind::kDropout:
         return "a param-init node may not depend on the train flag (dropout)";
+      case NodeKind::kTrainFlag:
+        return "a param-init node may not depend on the train flag";
       case NodeKind::kWeightDropout:
       case NodeKind::kWeightNoise:
         return "a param-init node may not depend on the train flag (weight dropout or noise)";
@@ -58,6 +60,10 @@ std::string param_init_violation(const Node& in) {
       case NodeKind::kLoopState:
       case NodeKind::kLoopNext:
       case NodeKind::kLoopStack:
+      case NodeKind::kRange:
+      case NodeKind::kCompare:
+      case NodeKind::kCast:
+      case NodeKind::kWhere:
       case NodeKind::kSlice:
       case NodeKind::kSplitDims:
       case NodeKind::kMergeDims:

@@ -366,6 +366,32 @@ void build_loop(Builder& b) {
   io.finish(m->out_->forward(hs));
 }
 
+// one_hot, train-flag where, range, and a masked loop update: a running
+// sum over the frames whose first feature is positive.
+void build_select(Builder& b) {
+  Dim vocab = Dim::feature("vocab", 7);
+  Io io(b);
+  Dim feat = io.in;
+  Tensor x = io.x;
+  Tensor ids = b.extern_data("ids", {Dim::batch(), io.time}, ir::DType::kInt32, vocab);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(vocab, io.classes));
+  Tensor oh = nn::one_hot(ids);
+  oh.mark_as_output("one_hot");
+  nn::where(nn::train_flag(b), x, x * nn::constant(b, 2.0)).mark_as_output("by_flag");
+  nn::cast(nn::range_in_axis(x, io.time), ir::DType::kFloat32).mark_as_output("positions");
+  nn::Loop loop(b, io.time);
+  Tensor s = loop.state(nn::constant(b, 0.0, {feat}), {Dim::batch(), feat});
+  Tensor x_t = loop.unstack(x);
+  Tensor first = nn::slice(x_t, feat, 0, Dim::feature("first", 1));
+  Tensor mask =
+      nn::compare(nn::reduce(first, "sum", {first.dims().back()}), nn::constant(b, 0.0), "greater");
+  Tensor s_new = nn::where(mask, s + x_t, s);
+  loop.next(s, s_new);
+  loop.end();
+  loop.stack(s_new).mark_as_output("masked_sum");
+  io.finish(lin->forward(oh));
+}
+
 }  // namespace
 
 std::vector<ModelDef> module_test_models() {
@@ -395,6 +421,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
       def("mod-loop", build_loop),
+      def("op-select", build_select),
       def("loss-plain", build_loss<LossVariant::kPlain>),
       def("loss-scaled", build_loss<LossVariant::kScaled>),
       def("loss-smoothed", build_loss<LossVariant::kSmoothed>),

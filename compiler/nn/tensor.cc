@@ -257,6 +257,45 @@ Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value, std::sou
       .add(ir::NodeKind::kSeqMask, {x}, {{"axis", axis}, {"value", value}}, L(loc));
 }
 
+Tensor train_flag(Builder& b, std::source_location loc) {
+  return b.add(ir::NodeKind::kTrainFlag, {}, {}, L(loc));
+}
+
+Tensor range(Builder& b, const ir::Dim& dim, std::source_location loc) {
+  return b.add(ir::NodeKind::kRange, {}, {{"dim", dim}}, L(loc));
+}
+
+Tensor range_in_axis(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return builder_of(x, "range_in_axis", L(loc))
+      .add(ir::NodeKind::kRange, {x}, {{"dim", axis}}, L(loc));
+}
+
+Tensor compare(const Tensor& a, const Tensor& b, std::string op, std::source_location loc) {
+  return builder_of(a, "compare", L(loc))
+      .add(ir::NodeKind::kCompare, {a, b}, {{"op", std::move(op)}}, L(loc));
+}
+
+Tensor cast(const Tensor& x, ir::DType dtype, std::source_location loc) {
+  return builder_of(x, "cast", L(loc))
+      .add(ir::NodeKind::kCast, {x}, {{"dtype", std::string(ir::dtype_name(dtype))}}, L(loc));
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc) {
+  return builder_of(cond, "where", L(loc)).add(ir::NodeKind::kWhere, {cond, a, b}, {}, L(loc));
+}
+
+Tensor one_hot(const Tensor& ids, std::source_location loc) {
+  Builder& b = builder_of(ids, "one_hot", L(loc));
+  if (!ids.type().sparse_dim) {
+    fail(L(loc), absl::StrCat("one_hot: ids ", ids.type().describe(), " must be sparse"));
+  }
+  Tensor r = range(b, *ids.type().sparse_dim, loc);
+  if (ids.type().dtype != r.type().dtype) {
+    fail(L(loc), absl::StrCat("one_hot: ids ", ids.type().describe(), " must be int32"));
+  }
+  return cast(compare(ids, r, "equal", loc), ir::DType::kFloat32, loc);
+}
+
 namespace {
 
 ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::SourceLoc& loc) {

@@ -159,6 +159,30 @@ Tensor add_positional_encoding(const Tensor& x, const ir::Dim& axis,
 Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value = 0.0,
                     std::source_location loc = std::source_location::current());
 
+/// The train flag: a scalar bool, true in training.
+Tensor train_flag(Builder& b, std::source_location loc = std::source_location::current());
+/// 0, 1, ..., n-1 along the static `dim` (int32, sparse over `dim`).
+Tensor range(Builder& b, const ir::Dim& dim,
+             std::source_location loc = std::source_location::current());
+/// The positions 0, 1, ... along the dynamic `axis` of `x` (int32).
+Tensor range_in_axis(const Tensor& x, const ir::Dim& axis,
+                     std::source_location loc = std::source_location::current());
+/// Elementwise comparison, broadcasting by dim: op is "equal", "not_equal",
+/// "less", "less_equal", "greater" or "greater_equal". Result: bool.
+Tensor compare(const Tensor& a, const Tensor& b, std::string op,
+               std::source_location loc = std::source_location::current());
+/// `x` as `dtype` (dense).
+Tensor cast(const Tensor& x, ir::DType dtype,
+            std::source_location loc = std::source_location::current());
+/// Elementwise `cond ? a : b`, broadcasting by dim. Both branches are
+/// computed (a select, not a lazy branch). Conditions: a bool tensor, or
+/// train_flag(b). In a loop, a masked state update is
+/// `loop.next(s, nn::where(mask, updated, s))`.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+             std::source_location loc = std::source_location::current());
+/// One-hot float32 vectors of sparse `ids` over their sparse dim.
+Tensor one_hot(const Tensor& ids, std::source_location loc = std::source_location::current());
+
 /// Options of a loss (RETURNN's loss_scale and loss_opts).
 struct LossOptions {
   double scale = 1.0;            ///< multiplies the loss in the training objective

@@ -24,6 +24,10 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kSlice:
     case ir::NodeKind::kSplitDims:
     case ir::NodeKind::kMergeDims:
+    case ir::NodeKind::kRange:
+    case ir::NodeKind::kCompare:
+    case ir::NodeKind::kCast:
+    case ir::NodeKind::kWhere:
       return true;
     case ir::NodeKind::kData:
     case ir::NodeKind::kParam:
@@ -48,6 +52,7 @@ bool may_be_param_init(ir::NodeKind k) {
     case ir::NodeKind::kLoopState:
     case ir::NodeKind::kLoopNext:
     case ir::NodeKind::kLoopStack:
+    case ir::NodeKind::kTrainFlag:
       return false;
   }
   return false;

@@ -91,6 +91,7 @@ EXPECTED["mod-sequential"] = (
     IN * 6 + 6 + 6 * C + C,
 )
 EXPECTED["op-shapes"] = (OUT, IN * C + C)
+EXPECTED["op-select"] = ({"weight/param:0": [7, C], "bias/param:0": [C]}, 7 * C + C)
 EXPECTED["mod-loop"] = (
     {"in/weight/param:0": [IN, 4], "in/bias/param:0": [4], "rec/weight/param:0": [4, 4],
      "out/weight/param:0": [4, C], "out/bias/param:0": [C]},
@@ -483,6 +484,28 @@ def test_loop():
             close(rnn[b, t], h, 1e-5, "rnn frame %d" % t)
         close(cumsum[b, :n], numpy.cumsum(x[b, :n], axis=0), 1e-5, "running sum")
     print("loop: Elman RNN and running sum match numpy over %d sequences" % len(lens))
+
+
+def test_select():
+    """one_hot, where on the train flag, range over time, and a masked loop
+    update (sum over the frames whose first feature is positive)."""
+    for train in (False, True):
+        net = Net(compile_model("op-select"), train_flag=train)
+        feed = net.feed(4)
+        ids = feed[net.net.extern_data.data["ids"].placeholder]
+        x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+        lens = seq_lens(net, feed)
+        close(net.layer("one_hot", feed), numpy.eye(7)[ids], 0, "one_hot")
+        close(net.layer("by_flag", feed), x if train else 2 * x, 1e-6, "where(train_flag, x, 2x)")
+        close(net.layer("positions", feed), numpy.arange(x.shape[1]), 0, "range over time")
+        got = net.layer("masked_sum", feed)
+        for b, n in enumerate(lens):
+            s = numpy.zeros(x.shape[-1])
+            for t in range(n):
+                if x[b, t, 0] > 0:
+                    s = s + x[b, t]
+                close(got[b, t], s, 1e-5, "masked running sum, frame %d" % t)
+    print("one_hot, where(train_flag), range, masked loop update: checked in training and evaluation")
 
 
 if __name__ == "__main__":
