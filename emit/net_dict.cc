@@ -76,6 +76,14 @@ void set_windowed(PyValue& layer, const ir::DimTable& t, const ir::Node& n) {
   layer.set("out_spatial_dims", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("out_axes")));
 }
 
+// loss_opts (`opts` plus use_normalized_loss) and loss_scale of a loss node.
+void set_loss_options(PyValue& layer, const ir::Node& n, PyValue opts) {
+  if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
+    opts.set("use_normalized_loss", true);
+  if (!opts.items().empty()) layer.set("loss_opts", std::move(opts));
+  if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+}
+
 absl::Status unsupported(const ir::Node& n, absl::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
@@ -480,10 +488,10 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("activation", "softmax");
         layer.set("loss", "ce");
         layer.set("target", *targets.attrs.get<std::string>("key"));
-        if (const double* e = n.attrs.get<double>("label_smoothing")) {
-          layer.set("loss_opts", PyValue::dict({{"label_smoothing", *e}}));
-        }
-        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+        PyValue opts = PyValue::dict();
+        if (const double* e = n.attrs.get<double>("label_smoothing"))
+          opts.set("label_smoothing", *e);
+        set_loss_options(layer, n, std::move(opts));
         break;
       }
       case ir::NodeKind::kCtcLoss: {
@@ -501,10 +509,10 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("target", *targets.attrs.get<std::string>("key"));
         // A sequence whose labels cannot align with its frames adds 0 (and
         // no gradient) instead of stopping training with an infinite loss.
-        layer.set("loss_opts",
-                  PyValue::dict({{"ctc_opts",
-                                  PyValue::dict({{"ignore_longer_outputs_than_inputs", true}})}}));
-        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+        set_loss_options(
+            layer, n,
+            PyValue::dict(
+                {{"ctc_opts", PyValue::dict({{"ignore_longer_outputs_than_inputs", true}})}}));
         break;
       }
       case ir::NodeKind::kLoopState:
@@ -569,10 +577,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("loss", "as_is");
         PyValue opts = PyValue::dict();
         if (const bool* e = n.attrs.get<bool>("as_error"); e && *e) opts.set("as_error", true);
-        if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
-          opts.set("use_normalized_loss", true);
-        if (!opts.items().empty()) layer.set("loss_opts", std::move(opts));
-        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+        set_loss_options(layer, n, std::move(opts));
         break;
       }
       case ir::NodeKind::kRegressionLoss: {
@@ -586,7 +591,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("from", ref(0));
         layer.set("loss", *n.attrs.get<std::string>("mode"));
         layer.set("target", *target.attrs.get<std::string>("key"));
-        if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+        set_loss_options(layer, n, PyValue::dict());
         break;
       }
     }

@@ -144,7 +144,7 @@ void build_conv(Builder& b) {
 
 // Loss options: a tagger whose CE loss is plain, scaled by 0.5 or label
 // smoothed (0.1), and a regression head with a mean squared error loss.
-enum class LossVariant { kPlain, kScaled, kSmoothed, kMse, kCustom };
+enum class LossVariant { kPlain, kScaled, kSmoothed, kMse, kCustom, kNormalized };
 
 template <LossVariant kVariant>
 void build_loss(Builder& b) {
@@ -169,6 +169,7 @@ void build_loss(Builder& b) {
     return;
   }
   if (kVariant == LossVariant::kScaled) opts.scale = 0.5;
+  if (kVariant == LossVariant::kNormalized) opts.normalize = true;
   if (kVariant == LossVariant::kSmoothed) opts.label_smoothing = 0.1;
   nn::softmax_cross_entropy(logits, io.y, opts).mark_as_loss("ce");
 }
@@ -427,6 +428,7 @@ std::vector<ModelDef> module_test_models() {
       def("loss-smoothed", build_loss<LossVariant::kSmoothed>),
       def("loss-mse", build_loss<LossVariant::kMse>),
       def("loss-custom", build_loss<LossVariant::kCustom>),
+      def("loss-normalized", build_loss<LossVariant::kNormalized>),
   };
 }
 

@@ -299,9 +299,9 @@ Tensor one_hot(const Tensor& ids, std::source_location loc) {
 namespace {
 
 ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::SourceLoc& loc) {
-  if (opts.as_error || opts.normalize)
-    fail(loc, "as_error and normalize apply to custom_loss only");
+  if (opts.as_error) fail(loc, "as_error applies to custom_loss only");
   ir::Attrs a;
+  if (opts.normalize) a.set("normalize", true);
   if (opts.scale != 1.0) a.set("scale", opts.scale);
   if (opts.label_smoothing != 0.0) {
     if (!cross_entropy) fail(loc, "label smoothing applies to the cross-entropy loss only");

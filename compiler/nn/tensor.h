@@ -190,8 +190,8 @@ struct LossOptions {
   /// custom_loss only: report the value as the error (`<set>_error_<name>`)
   /// instead of training on it.
   bool as_error = false;
-  /// custom_loss only: the objective divides by the number of frames
-  /// (RETURNN's use_normalized_loss) instead of summing.
+  /// The objective divides by the number of frames (RETURNN's
+  /// use_normalized_loss) instead of summing.
   bool normalize = false;
 };
 

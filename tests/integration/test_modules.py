@@ -285,6 +285,8 @@ def test_loss_options():
     _, _, plain, _ = _objective_and_logits("loss-plain")
     _, _, scaled, _ = _objective_and_logits("loss-scaled")
     close(scaled, 0.5 * plain, 1e-5, "scaled CE")
+    _, _, normalized, lens = _objective_and_logits("loss-normalized")
+    close(normalized, plain / sum(lens), 1e-5, "CE normalized by the number of frames")
     net, feed, smoothed, lens = _objective_and_logits("loss-smoothed")
     logits = net.layer("output", feed).astype("float64")
     y = net.layer("data:classes", feed)
