@@ -101,6 +101,12 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
   for (const ir::Mark& m : g.marks()) {
     (m.kind == ir::Mark::Kind::kLoss ? is_loss : is_output)[m.node.index] = true;
   }
+  std::vector<bool> is_target(g.size(), false);  // data read as a loss's target
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind == ir::NodeKind::kCrossEntropy || n.kind == ir::NodeKind::kCtcLoss ||
+        n.kind == ir::NodeKind::kRegressionLoss)
+      is_target[n.inputs[1].index] = true;
+  }
   std::vector<int> uses(g.size(), 0);
   for (const ir::Node& n : g.nodes()) {
     for (ir::NodeId in : n.inputs) ++uses[in.index];
@@ -181,7 +187,12 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         if (n.type.dtype != ir::DType::kFloat32)
           d.set("dtype", std::string(dtype_name(n.type.dtype)));
         if (n.type.sparse_dim) d.set("sparse_dim", dim_ref(t, *n.type.sparse_dim));
-        out.extern_data.set(*n.attrs.get<std::string>("key"), std::move(d));
+        // RETURNN treats keys besides "data" as targets, missing in
+        // evaluation inside loops; data that no loss reads as its target is
+        // an input.
+        const std::string& key = *n.attrs.get<std::string>("key");
+        if (key != "data" && !is_target[i]) d.set("available_for_inference", true);
+        out.extern_data.set(key, std::move(d));
         continue;
       }
       case ir::NodeKind::kParam: {
