@@ -201,14 +201,25 @@ Tensor TransformerEncoderLayer::forward(const Tensor& input, const ir::Dim& axis
   });
 }
 
+namespace {
+
+// `n` Transformer layers of one kind in a ModuleList.
+template <class Layer>
+std::shared_ptr<ModuleList> layer_stack(int64_t n, ir::Dim model_dim, ir::Dim ff_dim,
+                                        int64_t num_heads, double dropout) {
+  auto list = std::make_shared<ModuleList>();
+  for (int64_t i = 0; i < n; ++i)
+    list->append(std::make_shared<Layer>(model_dim, ff_dim, num_heads, dropout));
+  return list;
+}
+
+}  // namespace
+
 TransformerEncoder::TransformerEncoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim,
                                        int64_t num_heads, double dropout)
     : Module("transformer_encoder") {
-  layers = register_module("layers", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_layers; ++i) {
-    layers->append(
-        std::make_shared<TransformerEncoderLayer>(model_dim, ff_dim, num_heads, dropout));
-  }
+  layers = register_module("layers", layer_stack<TransformerEncoderLayer>(
+                                         num_layers, model_dim, ff_dim, num_heads, dropout));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
 }
 
@@ -393,11 +404,8 @@ Tensor TransformerDecoderLayer::forward(const Tensor& input, const ir::Dim& axis
 TransformerDecoder::TransformerDecoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim,
                                        int64_t num_heads, double dropout)
     : Module("transformer_decoder") {
-  layers = register_module("layers", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_layers; ++i) {
-    layers->append(
-        std::make_shared<TransformerDecoderLayer>(model_dim, ff_dim, num_heads, dropout));
-  }
+  layers = register_module("layers", layer_stack<TransformerDecoderLayer>(
+                                         num_layers, model_dim, ff_dim, num_heads, dropout));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
 }
 
