@@ -1,5 +1,7 @@
 #include "compiler/passes/expand_parametrizations.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace retc::passes {
@@ -83,6 +85,44 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   norm_step.attrs = {{"axes", axes}};
   auto v_norm = add(g, ir::NodeKind::kNorm, {n.inputs[0]}, std::move(norm_step));
   if (!v_norm.ok()) return v_norm.status();
+
+  // When every user contracts exactly the norm axes (a Linear's dot over
+  // its in dim), fold the scale into the result: x·(g v/‖v‖) = (x·v)·(g/‖v‖).
+  // The weight-sized w is never materialized: per step that saves a write
+  // and a read of the weight (and the same in the backward pass).
+  std::vector<size_t> users;
+  bool foldable = true;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& u = g.nodes()[i];
+    if (std::find(u.inputs.begin(), u.inputs.end(), id) == u.inputs.end()) continue;
+    users.push_back(i);
+    const auto* reduce = u.attrs.get<std::vector<ir::Dim>>("reduce");
+    foldable = foldable && u.kind == ir::NodeKind::kDot && u.inputs.size() == 2 &&
+               u.inputs[0] != u.inputs[1] && reduce && reduce->size() == axes.size() &&
+               std::all_of(axes.begin(), axes.end(),
+                           [&](const ir::Dim& a) { return ir::index_of(*reduce, a) >= 0; });
+  }
+  for (const ir::Mark& m : g.marks()) foldable = foldable && m.node != id;
+  if (foldable && !users.empty()) {
+    auto scale = add(g, ir::NodeKind::kDiv, {*g_node, *v_norm}, base);
+    if (!scale.ok()) return scale.status();
+    for (size_t i : users) {
+      const ir::Node u = g.nodes()[i];  // copy: g.add may reallocate
+      std::vector<ir::NodeId> inputs = u.inputs;
+      for (ir::NodeId& in : inputs) {
+        if (in == id) in = n.inputs[0];
+      }
+      ir::NodeSpec dot_spec{u.attrs, u.loc, u.module_path, u.stage};
+      auto dot = add(g, ir::NodeKind::kDot, inputs, std::move(dot_spec));
+      if (!dot.ok()) return dot.status();
+      ir::NodeSpec mul_spec{{}, u.loc, u.module_path, u.stage};
+      auto scaled = add(g, ir::NodeKind::kMul, {*dot, *scale}, std::move(mul_spec));
+      if (!scaled.ok()) return scaled.status();
+      g.replace_all_uses(g.id_of(i), *scaled);
+    }
+    g.replace_all_uses(id, n.inputs[0]);  // only the replaced, now dead dots read it
+    return absl::OkStatus();
+  }
   auto unit = add(g, ir::NodeKind::kDiv, {n.inputs[0], *v_norm}, base);
   if (!unit.ok()) return unit.status();
   auto w = add(g, ir::NodeKind::kMul, {*unit, *g_node}, base);

@@ -150,15 +150,19 @@ def test_weight_norm():
         close(_derived(g0, v0), plain[name + "/weight/param:0"], 1e-5, name + " initial weight")
         v5, g5 = after[name + "/weight/param:0"], after[name + "/weight_g/param:0"]
         assert not numpy.allclose(v5, v0) and not numpy.allclose(g5, g0), name + " did not train"
-    # w = g v / ||v|| holds on the read-back values after training; the
-    # derived weight as RETURNN computes it:
-    w = net.layer("out.mul")
-    close(w, _derived(after["out/weight_g/param:0"], after["out/weight/param:0"]), 1e-5, "derived weight")
-    print("weight norm: initial weights equal, g and v trained, w = g*v/||v|| holds")
+    # The Linear's dot folds the norm: x.(g v/||v||) = (x.v) * (g/||v||). On
+    # the read-back values after training, the scale is g/||v|| and the
+    # layer equals the product with the derived weight w = g v / ||v||.
+    g5, v5 = after["out/weight_g/param:0"], after["out/weight/param:0"]
+    close(net.layer("out.div"), g5 / numpy.sqrt((v5.astype("float64") ** 2).sum(axis=0)), 1e-5, "g/||v||")
+    feed = net.feed(2)
+    close(net.layer("out.mul", feed), net.layer("activation", feed) @ _derived(g5, v5), 1e-4, "x.w")
+    print("weight norm: initial weights equal, g and v trained, x.(g*v/||v||) holds")
 
 
 def test_weight_norm_computed_once():
-    """out.weight has two consumers; its derived weight appears once per step."""
+    """out.weight has two consumers (dots over its norm axis): one norm and
+    one scale g/||v|| per step, read by both; no weight-sized w is made."""
     import ast
     src = open(compile_model("rep-weight-norm")).read()
     tree = ast.parse(src)
@@ -177,12 +181,15 @@ def test_weight_norm_computed_once():
         return name in ([ast.literal_eval(f)] if isinstance(f, ast.Constant) else [ast.literal_eval(e) for e in f.elts])
 
     norms_of_v = [n for n, l in layers.items() if ast.literal_eval(field(l, "class")) == "math_norm" and reads(l, "out.weight")]
-    users_of_w = [n for n, l in layers.items() if reads(l, "out.mul")]
+    users_of_scale = [n for n, l in layers.items() if reads(l, "out.div")]
+    users_of_v = sorted(n for n, l in layers.items() if reads(l, "out.weight"))
     g_inits = [n for n, l in layers.items() if n == "out.weight_g.init"]
     assert len(norms_of_v) == 1, norms_of_v
-    assert len(users_of_w) == 2, users_of_w
+    assert len(users_of_scale) == 2, users_of_scale
+    assert users_of_v == ["out.dot", "out.dot_2", "out.norm"], users_of_v
     assert len(g_inits) == 1
-    print("derived out weight: 1 norm layer per step, read by %d layers: %s" % (len(users_of_w), users_of_w))
+    print("weight norm of out: 1 norm and 1 scale layer per step, the scale read by %d layers: %s" % (
+        len(users_of_scale), users_of_scale))
 
 
 def _outputs(model, train, feed_seed=3):
