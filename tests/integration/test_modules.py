@@ -450,6 +450,41 @@ def test_conformer_ctc():
     assert numpy.isfinite(loss0) and loss1 < loss0 * 0.8, (loss0, loss1)
 
 
+def _check_bundled(model):
+    out = subprocess.run([os.environ["RETC"], "check", model], check=True, capture_output=True, text=True).stdout
+    got = {m.group(1): json.loads(m.group(2)) for m in re.finditer(r"^variable (\S+) (\[.*\])$", out, re.M)}
+    return got, int(re.search(r"(\d+) parameters;", out).group(1))
+
+
+def per_layer(d, ff):
+    """A Transformer encoder layer: 2 layer norms, QKV, proj, feed-forward."""
+    return 4 * d + 3 * d * d + d * d + d + d * ff + ff + ff * d + d
+
+
+def test_bundled():
+    """The bundled transformer-copy and conformer-ctc: RETURNN constructs
+    them (`retc check`, which also checks the variable names) and their
+    param counts equal the formulas."""
+    got, total = _check_bundled("transformer-copy")
+    d, ff, v = 64, 256, 10
+    dec_layer = per_layer(d, ff) + 2 * d + 3 * d * d + d * d + d  # + ln3 and cross-attention
+    want = 2 * v * d + 2 * per_layer(d, ff) + 2 * d + 2 * dec_layer + 2 * d + d * v + v
+    assert total == want, ("transformer-copy", total, want)
+    assert len(got) == 2 + 2 * 11 + 2 + 2 * (11 + 2 + 5) + 2 + 2, len(got)
+    print("transformer-copy: %d variables, %d parameters (formula: %d)" % (len(got), total, want))
+    got, total = _check_bundled("conformer-ctc")
+    want_vars, count = conformer_frontend("encoder/frontend", 16, 8, 16, 64)
+    for i in range(2):
+        block, block_count = conformer_block("encoder/layers/%d" % i, 64, 128, 4, 7, 8)
+        want_vars |= block
+        count += block_count
+    want_vars |= {"embed/weight/param:0": [2, 16], "out/weight/param:0": [64, 17], "out/bias/param:0": [17]}
+    count += 2 * 16 + 64 * 17 + 17  # binary digits -> 16 features; 16 hex digits + blank
+    assert got == want_vars, sorted(set(got) ^ set(want_vars))
+    assert total == count, ("conformer-ctc", total, count)
+    print("conformer-ctc: %d variables, %d parameters (formula: %d)" % (len(got), total, count))
+
+
 def test_conformer_large():
     """`retc check conformer-12x512` (the bundled realistic size): RETURNN
     constructs it; variables and param count match the formula."""
