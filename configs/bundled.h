@@ -19,7 +19,8 @@ ModelDef model_transformer_copy();
 ModelDef model_conformer_ctc();
 ModelDef model_conformer_large();
 /// The conformer-12x512 model with `blocks` blocks (benchmarks), optionally
-/// weight-normed on every Linear.
-ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm);
+/// weight-normed on every Linear, optionally with dropout masks shared over
+/// batch and time (as rf's default).
+ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm, bool dropout_broadcast = false);
 
 }  // namespace retc::configs

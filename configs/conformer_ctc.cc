@@ -57,12 +57,13 @@ void build_small(nn::Builder& b) {
   nn::ctc_loss(logits, y, model->encoder->out_axis(time)).mark_as_loss("ctc");
 }
 
-void build_large(nn::Builder& b, int64_t blocks, bool weight_norm) {
+void build_large(nn::Builder& b, int64_t blocks, bool weight_norm, bool dropout_broadcast) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim features = Dim::feature("features", 80), labels = Dim::feature("labels", 1000);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
-  nn::ConformerOptions opts{.num_heads = 8, .conv_kernel = 31, .time_stride = 4};
+  nn::ConformerOptions opts{
+      .num_heads = 8, .conv_kernel = 31, .dropout_broadcast = dropout_broadcast, .time_stride = 4};
   auto model = std::make_shared<ConformerCtc>(std::nullopt, features, Dim::feature("model", 512),
                                               Dim::feature("ff", 2048), blocks, labels, opts);
   if (weight_norm) {
@@ -114,13 +115,16 @@ ModelDef model_conformer_ctc() {
   return def;
 }
 
-ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm) {
+ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm, bool dropout_broadcast) {
   ModelDef def;
-  def.name = absl::StrCat("conformer-", blocks, "x512", weight_norm ? "-wn" : "");
+  def.name = absl::StrCat("conformer-", blocks, "x512", weight_norm ? "-wn" : "",
+                          dropout_broadcast ? "-bcast" : "");
   def.description = absl::StrCat("Conformer CTC encoder, ", blocks,
                                  " blocks, 512 dims, 80 features (random data)",
                                  weight_norm ? ", weight norm on every Linear" : "");
-  def.build = [blocks, weight_norm](nn::Builder& b) { build_large(b, blocks, weight_norm); };
+  def.build = [blocks, weight_norm, dropout_broadcast](nn::Builder& b) {
+    build_large(b, blocks, weight_norm, dropout_broadcast);
+  };
   emit::TrainingSetup& t = def.training;
   t.train = random_features(100);
   t.dev = random_features(10);
@@ -131,6 +135,6 @@ ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm) {
   return def;
 }
 
-ModelDef model_conformer_large() { return conformer_ctc_model(12, false); }
+ModelDef model_conformer_large() { return conformer_ctc_model(12, false, false); }
 
 }  // namespace retc::configs

@@ -10,7 +10,11 @@ benchmarks/RESULTS.md with the machine and versions:
    node, and the peak RSS of that process (os.wait4).
 2. The same-size Conformer built with RETURNN's own frontend
    (returnn.frontend ConformerEncoder with ConformerConvSubsample, on the
-   TF net-dict backend), timed until the net dict exists: the ratio.
+   TF net-dict backend), timed until the net dict exists: the ratio. Made
+   alike where both have options: dropout masks shared over batch and time,
+   no attention dropout; rf's relative-positional attention (Transformer-XL
+   style, with its own position projection) differs from retc's (Shaw et
+   al.), hence the different param counts.
 3. RETURNN network construction time, TensorFlow op count and the median
    training step time (CPU, fixed random batch, warm-up then timed steps)
    for retc's config against rf's net dict of the same model.
@@ -72,9 +76,12 @@ def rf_config(num_layers):
             front = ConformerConvSubsample(
                 feat, out_dims=[Dim(32, name="channels1"), Dim(64, name="channels2")],
                 filter_sizes=[(3, 3), (3, 3)], pool_sizes=[(1, 2)], strides=[(1, 1), (4, 1)])
+            # att_dropout 0: retc's Conformer has no attention-weight dropout.
+            # rf's dropout masks are shared over batch and time by default;
+            # the retc config compared with it does the same.
             self.encoder = ConformerEncoder(
                 feat, Dim(MODEL, name="model"), ff_dim=Dim(FF, name="ff"), num_layers=num_layers,
-                input_layer=front, num_heads=HEADS, conv_kernel_size=KERNEL)
+                input_layer=front, num_heads=HEADS, conv_kernel_size=KERNEL, att_dropout=0.0)
             self.out = rf.Linear(self.encoder.out_dim, Dim(LABELS + 1, name="labels_blank"))
 
     def get_model(*, epoch, step, **_):
@@ -353,14 +360,15 @@ def main():
     out()
     tmp = tempfile.mkdtemp(prefix="retc-bench-")
     configs = {}
-    for wn in (False, True):
-        path = os.path.join(tmp, "retc%s.config" % ("-wn" if wn else ""))
-        run_compile(binary, ["--conformer", str(args.step_blocks), "--repeat", "1", "--write-config", path] +
-                    (["--weight-norm"] if wn else []))
-        configs[wn] = path
+    for name, flags in [("plain", ["--dropout-broadcast"]), ("wn", ["--dropout-broadcast", "--weight-norm"]),
+                        ("elementwise", [])]:
+        path = os.path.join(tmp, "retc-%s.config" % name)
+        run_compile(binary, ["--conformer", str(args.step_blocks), "--repeat", "1", "--write-config", path] + flags)
+        configs[name] = path
     runs = {}
-    for name, kind, path in [("retc", "retc", configs[False]), ("rf", "rf", "-"),
-                             ("retc weight norm", "retc", configs[True])]:
+    for name, kind, path in [("retc", "retc", configs["plain"]), ("rf", "rf", "-"),
+                             ("retc weight norm", "retc", configs["wn"]),
+                             ("retc, elementwise dropout", "retc", configs["elementwise"])]:
         log("steps: %s" % name)
         runs[name] = run_worker(["steps", kind, path, args.step_blocks, args.steps, args.warmup, args.batch,
                                  args.frames])
@@ -378,6 +386,16 @@ def main():
     out("- weight norm: median step weight-normed / plain (retc): %.3f" % (w["step_ms_median"] / a["step_ms_median"]))
     out("- %d timed steps after %d warm-up steps on one fixed random batch, each config in its own process." % (
         args.steps, args.warmup))
+    e = runs["retc, elementwise dropout"]
+    out("- The models are made alike where both have options: dropout masks shared over batch and time "
+        "(rf's default; retc's `ConformerOptions::dropout_broadcast`), no attention-weight dropout. rf's "
+        "relative-positional self-attention (Transformer-XL style, with a position projection) differs from "
+        "retc's (Shaw et al., RETURNN's fused `self_attention` with `key_shift`), hence the different param "
+        "counts.")
+    out("- retc with elementwise dropout masks (PyTorch's semantics, retc's default): median step %.1f ms, "
+        "%.3f x the shared-mask config. rf with elementwise masks (`rf_dropout_broadcast = False`) grew to "
+        "24 GiB of memory while building its graph on this 24 GiB machine and was killed, so it is not in "
+        "the table." % (e["step_ms_median"], e["step_ms_median"] / a["step_ms_median"]))
     out()
 
     out("## Targets")

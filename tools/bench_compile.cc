@@ -60,16 +60,18 @@ ModelDef stress_model(int64_t layers) {
 }
 
 int usage() {
-  std::cerr << "usage: retc_bench_compile (--conformer BLOCKS [--weight-norm] | --stress LAYERS)\n"
-               "                          [--repeat N] [--write-config PATH]\n"
-               "Compiles the model N times (default 5): build, passes, emit; prints a JSON line\n"
-               "with the median and each phase's median in milliseconds and the node count.\n";
+  std::cerr
+      << "usage: retc_bench_compile (--conformer BLOCKS [--weight-norm] [--dropout-broadcast]\n"
+         "                           | --stress LAYERS)\n"
+         "                          [--repeat N] [--write-config PATH]\n"
+         "Compiles the model N times (default 5): build, passes, emit; prints a JSON line\n"
+         "with the median and each phase's median in milliseconds and the node count.\n";
   return 2;
 }
 
 int run(int argc, char** argv) {
   int64_t blocks = -1, stress = -1, repeat = 5;
-  bool weight_norm = false;
+  bool weight_norm = false, dropout_broadcast = false;
   std::string write_path;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -82,6 +84,8 @@ int run(int argc, char** argv) {
       if (!next_int(repeat) || repeat < 1) return usage();
     } else if (a == "--weight-norm") {
       weight_norm = true;
+    } else if (a == "--dropout-broadcast") {
+      dropout_broadcast = true;
     } else if (a == "--write-config" && i + 1 < argc) {
       write_path = argv[++i];
     } else {
@@ -89,8 +93,8 @@ int run(int argc, char** argv) {
     }
   }
   if ((blocks < 0) == (stress < 0)) return usage();
-  ModelDef def =
-      blocks >= 0 ? configs::conformer_ctc_model(blocks, weight_norm) : stress_model(stress);
+  ModelDef def = blocks >= 0 ? configs::conformer_ctc_model(blocks, weight_norm, dropout_broadcast)
+                             : stress_model(stress);
   emit::ConfigOptions opts = config_options(def);
   std::vector<double> build_ms, passes_ms, emit_ms, total_ms;
   size_t nodes_built = 0, nodes_emitted = 0, params = 0;

@@ -9,26 +9,38 @@ namespace {
 
 Tensor swish(const Tensor& x, std::source_location loc) { return activation(x, "swish", loc); }
 
+// Dropout elementwise, or with the mask shared over all but the feature dims.
+Tensor drop(const Tensor& x, double rate, bool broadcast, std::source_location loc) {
+  std::vector<ir::Dim> axes;
+  if (broadcast) {
+    for (const ir::Dim& d : x.dims()) {
+      if (d.is_feature_like()) axes.push_back(d);
+    }
+  }
+  return dropout(x, rate, std::move(axes), loc);
+}
+
 // x + k·dropout(branch)
-Tensor residual(const Tensor& x, const Tensor& branch, double rate, double k,
+Tensor residual(const Tensor& x, const Tensor& branch, double rate, bool broadcast, double k,
                 std::source_location loc) {
-  Tensor h = dropout(branch, rate, {}, loc);
+  Tensor h = drop(branch, rate, broadcast, loc);
   if (k != 1.0) h = mul(h, constant(x.builder(), k, {}, loc), loc);
   return add(x, h, loc);
 }
 
 }  // namespace
 
-ConformerFeedForward::ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout)
-    : Module("conformer_ff"), dropout_(dropout) {
+ConformerFeedForward::ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout,
+                                           bool dropout_broadcast)
+    : Module("conformer_ff"), dropout_(dropout), dropout_broadcast_(dropout_broadcast) {
   linear_ff = register_module("linear_ff", std::make_shared<Linear>(model_dim, ff_dim));
   linear_out = register_module("linear_out", std::make_shared<Linear>(ff_dim, model_dim));
 }
 
 Tensor ConformerFeedForward::forward(const Tensor& input, std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
-    return linear_out->forward(dropout(swish(linear_ff->forward(x, loc), loc), dropout_, {}, loc),
-                               loc);
+    return linear_out->forward(
+        drop(swish(linear_ff->forward(x, loc), loc), dropout_, dropout_broadcast_, loc), loc);
   });
 }
 
@@ -58,10 +70,12 @@ Tensor ConformerConvModule::forward(const Tensor& input, const ir::Dim& axis,
 }
 
 ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts)
-    : Module("conformer_block"), dropout_(opts.dropout) {
+    : Module("conformer_block"),
+      dropout_(opts.dropout),
+      dropout_broadcast_(opts.dropout_broadcast) {
   ff1_norm = register_module("ff1_norm", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1",
-                        std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts.dropout));
+  ff1 = register_module("ff1", std::make_shared<ConformerFeedForward>(
+                                   model_dim, ff_dim, opts.dropout, opts.dropout_broadcast));
   att_norm = register_module("att_norm", std::make_shared<LayerNorm>(model_dim));
   self_att = register_module(
       "self_att", std::make_shared<SelfAttention>(model_dim, model_dim, model_dim, opts.num_heads,
@@ -70,18 +84,22 @@ ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const Conforme
   conv =
       register_module("conv", std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel));
   ff2_norm = register_module("ff2_norm", std::make_shared<LayerNorm>(model_dim));
-  ff2 = register_module("ff2",
-                        std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts.dropout));
+  ff2 = register_module("ff2", std::make_shared<ConformerFeedForward>(
+                                   model_dim, ff_dim, opts.dropout, opts.dropout_broadcast));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
 }
 
 Tensor ConformerBlock::forward(const Tensor& input, const ir::Dim& axis,
                                std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
-    Tensor h = residual(x, ff1->forward(ff1_norm->forward(x, loc), loc), dropout_, 0.5, loc);
-    h = residual(h, self_att->forward(att_norm->forward(h, loc), axis, loc), dropout_, 1.0, loc);
-    h = residual(h, conv->forward(conv_norm->forward(h, loc), axis, loc), dropout_, 1.0, loc);
-    h = residual(h, ff2->forward(ff2_norm->forward(h, loc), loc), dropout_, 0.5, loc);
+    Tensor h = residual(x, ff1->forward(ff1_norm->forward(x, loc), loc), dropout_,
+                        dropout_broadcast_, 0.5, loc);
+    h = residual(h, self_att->forward(att_norm->forward(h, loc), axis, loc), dropout_,
+                 dropout_broadcast_, 1.0, loc);
+    h = residual(h, conv->forward(conv_norm->forward(h, loc), axis, loc), dropout_,
+                 dropout_broadcast_, 1.0, loc);
+    h = residual(h, ff2->forward(ff2_norm->forward(h, loc), loc), dropout_, dropout_broadcast_, 0.5,
+                 loc);
     return final_norm->forward(h, loc);
   });
 }
@@ -119,7 +137,9 @@ Tensor ConformerFrontend::forward(const Tensor& input, const ir::Dim& time,
 
 ConformerEncoder::ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim,
                                    int64_t num_layers, const ConformerOptions& opts)
-    : Module("conformer_encoder"), dropout_(opts.dropout) {
+    : Module("conformer_encoder"),
+      dropout_(opts.dropout),
+      dropout_broadcast_(opts.dropout_broadcast) {
   frontend = register_module(
       "frontend", std::make_shared<ConformerFrontend>(in_dim, model_dim, opts.frontend_channels1,
                                                       opts.frontend_channels2, opts.time_stride));
@@ -131,7 +151,7 @@ ConformerEncoder::ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff
 Tensor ConformerEncoder::forward(const Tensor& input, const ir::Dim& time,
                                  std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
-    Tensor h = dropout(frontend->forward(x, time, loc), dropout_, {}, loc);
+    Tensor h = drop(frontend->forward(x, time, loc), dropout_, dropout_broadcast_, loc);
     const ir::Dim t = out_axis(time);
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<ConformerBlock>(i)->forward(h, t, loc);

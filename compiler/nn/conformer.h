@@ -13,12 +13,14 @@ namespace retc::nn {
 /// Linear(model, ff) -> swish -> dropout -> Linear(ff, model).
 class ConformerFeedForward : public Module {
  public:
-  ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout);
+  ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout,
+                       bool dropout_broadcast = false);
   Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<Linear> linear_ff, linear_out;
 
  private:
   double dropout_;
+  bool dropout_broadcast_;
 };
 
 /// Pointwise Linear(model, 2*model) -> GLU -> depthwise Conv1d (kernel,
@@ -41,6 +43,10 @@ struct ConformerOptions {
   int64_t conv_kernel = 31;
   int64_t rel_pos_clipping = 16;
   double dropout = 0.1;
+  /// Dropout masks vary along the feature dim only, shared over batch and
+  /// time (RETURNN's historical default, rf's `rf_dropout_broadcast`);
+  /// false: elementwise, as PyTorch.
+  bool dropout_broadcast = false;
   /// Frontend: channels of its two Conv2d and the time subsampling factor.
   int64_t frontend_channels1 = 32;
   int64_t frontend_channels2 = 64;
@@ -61,6 +67,7 @@ class ConformerBlock : public Module {
 
  private:
   double dropout_;
+  bool dropout_broadcast_;
 };
 
 /// VGG-style frontend: the features become a spatial axis with one channel;
@@ -95,6 +102,7 @@ class ConformerEncoder : public Module {
 
  private:
   double dropout_;
+  bool dropout_broadcast_;
 };
 
 }  // namespace retc::nn
