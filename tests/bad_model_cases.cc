@@ -328,14 +328,14 @@ const Case kCases[] = {
        Setup s(b);
        b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
        nn::Loop loop(b, s.time);
-       Tensor h = loop.state(Tensor());  // MISTAKE: bad:loop-state-no-initial
+       loop.state(Tensor());  // MISTAKE: bad:loop-state-no-initial
      }},
     {"bad:loop-state-no-next", "loop state without a next value",
      [](Builder& b) {
        Setup s(b);
        b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
        nn::Loop loop(b, s.time);
-       Tensor h = loop.state(nn::constant(b, 0.0, {s.in}), {Dim::batch(), s.in});  // MISTAKE: bad:loop-state-no-next
+       loop.state(nn::constant(b, 0.0, {s.in}), {Dim::batch(), s.in});  // MISTAKE: bad:loop-state-no-next
        Tensor x_t = loop.unstack(s.x);
        loop.stack(x_t + x_t).mark_as_output();
        loop.end();
