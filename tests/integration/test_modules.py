@@ -406,7 +406,14 @@ def test_decoder_causality():
     feed[tgt.placeholder] = y
     after = net.layer("output", feed)
     close(before[b, :2], after[b, :2], 1e-6, "positions 0 and 1 ignore target 1")
-    assert not numpy.allclose(before[b, 2:tgt_lens[b]], after[b, 2:tgt_lens[b]]) or tgt_lens[b] == 2
+    # ... but position 1 reads target 0 (the shifted input), position 0 does not.
+    y[b, 0] = (y[b, 0] + 1) % 6
+    feed[tgt.placeholder] = y
+    moved = net.layer("output", feed)
+    close(moved[b, 0], after[b, 0], 1e-6, "position 0 ignores target 0")
+    assert not numpy.allclose(moved[b, 1], after[b, 1]), "position 1 does not read target 0"
+    y[b, 0] = (y[b, 0] - 1) % 6
+    feed[tgt.placeholder] = y
     x = feed[src.placeholder].copy()
     x[b, src_lens[b] - 1] = (x[b, src_lens[b] - 1] + 1) % 6
     feed[src.placeholder] = x
