@@ -76,6 +76,14 @@ void set_windowed(PyValue& layer, const ir::DimTable& t, const ir::Node& n) {
   layer.set("out_spatial_dims", dims_value(t, *n.attrs.get<std::vector<ir::Dim>>("out_axes")));
 }
 
+// `reuse_params` that take each named variable of a RETURNN layer from a
+// retc variable layer: {"map": {name: {"layer_output": layer}}}.
+PyValue reuse_params(std::initializer_list<std::pair<const char*, PyValue>> vars) {
+  PyValue map = PyValue::dict();
+  for (const auto& [name, layer] : vars) map.set(name, PyValue::dict({{"layer_output", layer}}));
+  return PyValue::dict({{"map", std::move(map)}});
+}
+
 // loss_opts (`opts` plus use_normalized_loss) and loss_scale of a loss node.
 void set_loss_options(PyValue& layer, const ir::Node& n, PyValue opts) {
   if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
@@ -102,14 +110,12 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     (m.kind == ir::Mark::Kind::kLoss ? is_loss : is_output)[m.node.index] = true;
   }
   std::vector<bool> is_target(g.size(), false);  // data read as a loss's target
-  for (const ir::Node& n : g.nodes()) {
-    if (n.kind == ir::NodeKind::kCrossEntropy || n.kind == ir::NodeKind::kCtcLoss ||
-        n.kind == ir::NodeKind::kRegressionLoss)
-      is_target[n.inputs[1].index] = true;
-  }
   std::vector<int> uses(g.size(), 0);
   for (const ir::Node& n : g.nodes()) {
     for (ir::NodeId in : n.inputs) ++uses[in.index];
+    if (n.kind == ir::NodeKind::kCrossEntropy || n.kind == ir::NodeKind::kCtcLoss ||
+        n.kind == ir::NodeKind::kRegressionLoss)
+      is_target[n.inputs[1].index] = true;
   }
 
   // Loops: each becomes a `rec` layer whose subnetwork unit holds the
@@ -173,6 +179,15 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
       if (in_loop >= 0) return PyValue("base:" + src.name);
       if (src_loop >= 0) return PyValue(loops[src_loop].name + "/" + src.name);
       return PyValue(src.name);
+    };
+    // A loss node reads extern data as its target and is only marked.
+    auto check_loss = [&](const ir::Node& node, const ir::Node& target,
+                          absl::string_view what) -> absl::Status {
+      if (target.kind != ir::NodeKind::kData)
+        return unsupported(node, absl::StrCat(what, " must be extern data"));
+      if (!is_loss[i] || uses[i] > 0)
+        return unsupported(node, "the result may only be marked as a loss, not used further");
+      return absl::OkStatus();
     };
     auto from = [&]() {
       if (n.inputs.size() == 1) return ref(0);
@@ -335,30 +350,21 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("total_key_dim", *n.attrs.get<ir::Dim>("key_dim")->size());
         layer.set("out_dim", dim_ref(t, *n.attrs.get<ir::Dim>("out_dim")));
         if (*n.attrs.get<bool>("causal")) layer.set("attention_left_only", true);
-        layer.set(
-            "reuse_params",
-            PyValue::dict(
-                {{"map", PyValue::dict({{"QKV", PyValue::dict({{"layer_output", ref(1)}})}})}}));
+        layer.set("reuse_params", reuse_params({{"QKV", ref(1)}}));
         if (n.inputs.size() == 3) {
           // Relative positions: RETURNN's encoding layer on retc's table,
           // added to the keys (key_shift).
           const ir::Node& table = g.node(n.inputs[2]);
           std::string rel = n.name + "_rel_pos";
-          for (const ir::Node& other : g.nodes()) {
-            if (other.name == rel) return unsupported(n, "the layer name '" + rel + "' is taken");
-          }
-          out.network.append(
-              rel,
-              PyValue::dict({
-                  {"class", "relative_positional_encoding"},
-                  {"from", ref(0)},
-                  {"out_dim", dim_ref(t, table.type.dims[1])},
-                  {"clipping", *n.attrs.get<int64_t>("clipping")},
-                  {"reuse_params",
-                   PyValue::dict(
-                       {{"map", PyValue::dict({{"encoding_matrix",
-                                                PyValue::dict({{"layer_output", ref(2)}})}})}})},
-              }));
+          if (!names.insert(rel).second)
+            return unsupported(n, "the layer name '" + rel + "' is taken");
+          out.network.append(rel, PyValue::dict({
+                                      {"class", "relative_positional_encoding"},
+                                      {"from", ref(0)},
+                                      {"out_dim", dim_ref(t, table.type.dims[1])},
+                                      {"clipping", *n.attrs.get<int64_t>("clipping")},
+                                      {"reuse_params", reuse_params({{"encoding_matrix", ref(2)}})},
+                                  }));
           layer.set("key_shift", rel);
         }
         break;
@@ -427,15 +433,10 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("masked_time", true);
         layer.set("epsilon", *n.attrs.get<double>("epsilon"));
         layer.set("momentum", *n.attrs.get<double>("momentum"));
-        layer.set(
-            "reuse_params",
-            PyValue::dict(
-                {{"map", PyValue::dict({
-                             {"batch_norm/v2_mean", PyValue::dict({{"layer_output", ref(1)}})},
-                             {"batch_norm/v2_variance", PyValue::dict({{"layer_output", ref(2)}})},
-                             {"batch_norm/v2_gamma", PyValue::dict({{"layer_output", ref(3)}})},
-                             {"batch_norm/v2_beta", PyValue::dict({{"layer_output", ref(4)}})},
-                         })}}));
+        layer.set("reuse_params", reuse_params({{"batch_norm/v2_mean", ref(1)},
+                                                {"batch_norm/v2_variance", ref(2)},
+                                                {"batch_norm/v2_gamma", ref(3)},
+                                                {"batch_norm/v2_beta", ref(4)}}));
         break;
       case ir::NodeKind::kShiftAxis:
         layer.set("class", "shift_axis");
@@ -469,23 +470,13 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
         layer.set("out_dim", dim_ref(t, *n.attrs.get<ir::Dim>("out_dim")));
         layer.set("axis", dim_ref(t, *n.attrs.get<ir::Dim>("axis")));
         if (*n.attrs.get<int64_t>("direction") == -1) layer.set("direction", -1);
-        layer.set("reuse_params",
-                  PyValue::dict({{"map", PyValue::dict({
-                                             {"W", PyValue::dict({{"layer_output", ref(1)}})},
-                                             {"W_re", PyValue::dict({{"layer_output", ref(2)}})},
-                                             {"b", PyValue::dict({{"layer_output", ref(3)}})},
-                                         })}}));
+        layer.set("reuse_params", reuse_params({{"W", ref(1)}, {"W_re", ref(2)}, {"b", ref(3)}}));
         break;
       case ir::NodeKind::kCrossEntropy: {
         // RETURNN's "ce" loss on a softmax activation layer: it uses the
         // logits for a stable loss and reports the frame error rate.
         const ir::Node& targets = g.node(n.inputs[1]);
-        if (targets.kind != ir::NodeKind::kData) {
-          return unsupported(n, "targets must be extern data");
-        }
-        if (!is_loss[i] || uses[i] > 0) {
-          return unsupported(n, "the result may only be marked as a loss, not used further");
-        }
+        if (absl::Status s = check_loss(n, targets, "targets"); !s.ok()) return s;
         const ir::TensorType& logits = g.node(n.inputs[0]).type;
         for (const ir::Dim& d : logits.dims) {
           if (d.is_feature_like() && d != *targets.type.sparse_dim) {
@@ -508,11 +499,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
       case ir::NodeKind::kCtcLoss: {
         // RETURNN's "ctc" loss on a softmax layer (blank last).
         const ir::Node& targets = g.node(n.inputs[1]);
-        if (targets.kind != ir::NodeKind::kData)
-          return unsupported(n, "targets must be extern data");
-        if (!is_loss[i] || uses[i] > 0) {
-          return unsupported(n, "the result may only be marked as a loss, not used further");
-        }
+        if (absl::Status s = check_loss(n, targets, "targets"); !s.ok()) return s;
         layer.set("class", "activation");
         layer.set("from", ref(0));
         layer.set("activation", "softmax");
@@ -593,11 +580,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
       }
       case ir::NodeKind::kRegressionLoss: {
         const ir::Node& target = g.node(n.inputs[1]);
-        if (target.kind != ir::NodeKind::kData)
-          return unsupported(n, "the target must be extern data");
-        if (!is_loss[i] || uses[i] > 0) {
-          return unsupported(n, "the result may only be marked as a loss, not used further");
-        }
+        if (absl::Status s = check_loss(n, target, "the target"); !s.ok()) return s;
         layer.set("class", "copy");
         layer.set("from", ref(0));
         layer.set("loss", *n.attrs.get<std::string>("mode"));

@@ -1139,38 +1139,60 @@ void Graph::renumber(const std::vector<int32_t>& remap, std::vector<Node> nodes)
   nodes_ = std::move(nodes);
 }
 
+absl::StatusOr<int32_t> node_loop(NodeKind kind, const Attrs& attrs,
+                                  const std::vector<NodeId>& inputs,
+                                  const std::vector<int32_t>& loop) {
+  const int64_t* id = attrs.get<int64_t>("loop");
+  auto err = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  switch (kind) {
+    case NodeKind::kLoopUnstack:
+    case NodeKind::kLoopState:
+      if (loop[inputs[0].index] >= 0)
+        return err("reads a value inside loop ", loop[inputs[0].index], "; loops do not nest yet");
+      return static_cast<int32_t>(*id);
+    case NodeKind::kLoopStack:
+      if (loop[inputs[0].index] != *id)
+        return err("stacks a value that is not computed in loop ", *id);
+      return -1;  // outside the loop
+    default:
+      break;
+  }
+  int32_t result = -1;
+  for (NodeId in : inputs) {
+    int32_t l = loop[in.index];
+    if (l < 0) continue;
+    if (result >= 0 && result != l) return err("mixes values of loops ", result, " and ", l);
+    result = l;
+  }
+  if (kind == NodeKind::kLoopNext && result != *id)
+    return err("the next value is not computed in loop ", *id);
+  return result;
+}
+
 absl::StatusOr<std::vector<int32_t>> loop_membership(const Graph& g) {
   std::vector<int32_t> loop(g.size(), -1);
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes()[i];
-    const int64_t* id = n.attrs.get<int64_t>("loop");
-    auto err = [&](auto&&... parts) {
+    auto l = node_loop(n.kind, n.attrs, n.inputs, loop);
+    if (!l.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: node %", i, " (",
-                                                     node_kind_name(n.kind), "): ", parts...));
-    };
-    switch (n.kind) {
-      case NodeKind::kLoopUnstack:
-      case NodeKind::kLoopState:
-        if (loop[n.inputs[0].index] >= 0)
-          return err("reads a value inside loop ", loop[n.inputs[0].index],
-                     "; loops do not nest yet");
-        loop[i] = static_cast<int32_t>(*id);
-        continue;
-      case NodeKind::kLoopStack:
-        if (loop[n.inputs[0].index] != *id)
-          return err("stacks a value that is not computed in loop ", *id);
-        continue;  // outside the loop
-      default:
-        break;
+                                                     node_kind_name(n.kind),
+                                                     "): ", l.status().message()));
     }
-    for (NodeId in : n.inputs) {
-      int32_t l = loop[in.index];
-      if (l < 0) continue;
-      if (loop[i] >= 0 && loop[i] != l) return err("mixes values of loops ", loop[i], " and ", l);
-      loop[i] = l;
+    loop[i] = *l;
+  }
+  // Each state has exactly one next value (the emitter reads it as prev:).
+  std::vector<int> nexts(g.size(), 0);
+  for (const Node& n : g.nodes()) {
+    if (n.kind == NodeKind::kLoopNext) ++nexts[n.inputs[0].index];
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.kind == NodeKind::kLoopState && nexts[i] != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(n.loc.str(), ": error: node %", i, " (loop_state): has ", nexts[i],
+                       " next values; a loop state needs exactly one (loop_next)"));
     }
-    if (n.kind == NodeKind::kLoopNext && loop[i] != *id)
-      return err("the next value is not computed in loop ", *id);
   }
   return loop;
 }

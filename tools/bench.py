@@ -232,14 +232,12 @@ def count_layers(net_dict):
 
 
 def worker_rf_dict(num_layers, repeat):
-    import tensorflow as tf
     import returnn.tf.compat as tf_compat
     from returnn.log import log as rlog
     rlog.initialize(verbosity=[0])
     tf_compat.v1.disable_eager_execution()
     ms, net_dict, _ = rf_net_dict(num_layers, repeat)
     print(json.dumps({"rf_net_dict_ms_median": ms, "layers": count_layers(net_dict)}))
-    del tf
 
 
 # --- driver ----------------------------------------------------------------------------------------

@@ -143,24 +143,15 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
   // that loop, which must be the active one (outside, values of a finished
   // loop are reachable through loop.stack() only).
   loop_of_.resize(graph_.size(), -1);
-  int32_t loop = -1;
-  if (kind == ir::NodeKind::kLoopUnstack || kind == ir::NodeKind::kLoopState) {
-    loop = static_cast<int32_t>(*attrs.get<int64_t>("loop"));
-  }
-  if (kind != ir::NodeKind::kLoopStack) {
-    for (ir::NodeId id : ids) {
-      int32_t l = loop_of_[id.index];
-      if (l < 0) continue;
-      if (l != active_loop_) {
-        fail(loc,
-             absl::StrCat(where(), node_kind_name(kind),
-                          ": reads a value computed in the loop over ", loops_[l].axis.describe(),
-                          " outside that loop; stack it with "
-                          "loop.stack(value)\n",
-                          loops_[l].loc.str(), ": note: the loop starts here"));
-      }
-      loop = l;
-    }
+  auto loop = ir::node_loop(kind, attrs, ids, loop_of_);
+  if (!loop.ok())
+    fail(loc, absl::StrCat(where(), node_kind_name(kind), ": ", loop.status().message()));
+  if (*loop >= 0 && *loop != active_loop_) {
+    fail(loc,
+         absl::StrCat(where(), node_kind_name(kind), ": reads a value computed in the loop over ",
+                      loops_[*loop].axis.describe(),
+                      " outside that loop; stack it with loop.stack(value)\n",
+                      loops_[*loop].loc.str(), ": note: the loop starts here"));
   }
   ir::NodeSpec spec;
   spec.attrs = std::move(attrs);
@@ -169,7 +160,7 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
   auto id = graph_.add(kind, std::move(ids), std::move(spec));
   if (!id.ok()) fail(loc, absl::StrCat(where(), id.status().message()));
   loop_of_.resize(graph_.size(), -1);
-  loop_of_[id->index] = loop;
+  loop_of_[id->index] = *loop;
   return Tensor(this, *id);
 }
 
