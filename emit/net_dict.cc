@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "ir/dim_table.h"
+#include "ir/loops.h"
 
 namespace retc::emit {
 namespace {
@@ -120,9 +121,9 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
 
   // Loops: each becomes a `rec` layer whose subnetwork unit holds the
   // nodes computed in it; a state is read as `prev:<its next value>`.
-  auto membership = ir::loop_membership(g);
-  if (!membership.ok()) return membership.status();
-  const std::vector<int32_t>& loop = *membership;
+  auto analysis = ir::analyze_loops(g);
+  if (!analysis.ok()) return analysis.status();
+  const std::vector<int32_t>& loop = analysis->loop_of;
   struct LoopOut {
     std::string name;
     std::optional<ir::Dim> axis;

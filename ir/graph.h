@@ -120,18 +120,6 @@ class Graph {
 absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
                                       const std::vector<NodeId>& inputs, const NodeSpec& spec);
 
-/// Which loop each node is computed in (-1: outside every loop), by
-/// dataflow: loop_unstack and loop_state nodes open their loop, nodes reading
-/// a loop's values are in it, loop_stack nodes are outside. Errors: a node
-/// mixing two loops, nested loops, stacking a value of another loop, a
-/// state without exactly one loop_next.
-absl::StatusOr<std::vector<int32_t>> loop_membership(const Graph& g);
-/// The same rule for one node, given the loops of the nodes before it (the
-/// Builder applies it as nodes are added).
-absl::StatusOr<int32_t> node_loop(NodeKind kind, const Attrs& attrs,
-                                  const std::vector<NodeId>& inputs,
-                                  const std::vector<int32_t>& loop);
-
 /// Which nodes must be kept whatever uses them: params, data, marked nodes,
 /// loop_next nodes, and nodes giving a param's initial value.
 std::vector<bool> root_mask(const Graph& g);

@@ -1,6 +1,13 @@
-// Node kinds, listed once. Everything that must know every kind (names,
-// printer, type inference, emitter) switches over NodeKind without a
-// `default:`, so the compiler finds each place a new kind must be handled.
+// Node kinds, listed once, with the facts every pass and target reads about
+// them (arity, stage class, loss, target input), as XLA's opcode list
+// carries arity and MLIR's ops carry traits. Everything that must know every
+// kind (names, type inference, each target's lowering) switches over
+// NodeKind without a `default:`; the build has -Werror=switch, so a new kind
+// that some switch does not handle fails the build.
+//
+// Adding an elementwise binary op (like `minimum`): one RETC_X line in
+// RETC_FOR_EACH_BINARY_KIND below, its nn:: function in compiler/nn/tensor.h,
+// and one line in each target's lowering of BinaryOp.
 #pragma once
 
 #include <optional>
@@ -9,61 +16,139 @@
 
 namespace retc::ir {
 
-// X(Enumerator, "text name"), with what the node computes as a comment.
-#define RETC_FOR_EACH_NODE_KIND(X)                                                             \
-  X(Data, "data")   /* extern data; attr key */                                                \
-  X(Param, "param") /* current value of a param; attr param */                                 \
-  X(Add, "add")     /* elementwise, broadcasting by dim */                                     \
-  X(Sub, "sub")                                                                                \
-  X(Mul, "mul")                                                                                \
-  X(Dot, "dot")                 /* contraction; attr reduce (dims) */                          \
-  X(Activation, "activation")   /* attr func */                                                \
-  X(Dropout, "dropout")         /* training only; attrs rate, axes (mask varies) */            \
-  X(Lstm, "lstm")               /* x, W, W_re, b; attrs axis, out_dim */                       \
-  X(CrossEntropy, "softmax_ce") /* logits, sparse targets */                                   \
-  X(Div, "div")                                                                                \
-  X(Norm, "norm")                      /* L2 norm over attr axes */                            \
-  X(Random, "random")                  /* seeded; attrs shape, distribution, ... */            \
-  X(Constant, "constant")              /* attrs value, shape */                                \
-  X(WeightNorm, "weight_norm")         /* parametrization of a param; axes */                  \
-  X(WeightDropout, "weight_dropout")   /* parametrization; rate */                             \
-  X(WeightNoise, "weight_noise")       /* parametrization; stddev */                           \
-  X(ScaleGrad, "scale_grad")           /* identity forward; gradient times attr scale */       \
-  X(Reduce, "reduce")                  /* attrs mode, axes */                                  \
-  X(Normalize, "normalize")            /* (x - mean) / sqrt(var + epsilon) over axes */        \
-  X(Gather, "gather")                  /* x, sparse indices into attr axis */                  \
-  X(Concat, "concat")                  /* a, b along axis_a, axis_b into out_dim */            \
-  X(Softmax, "softmax")                /* over attr axis; attr log */                          \
-  X(SelfAttention, "self_attention")   /* x, qkv weight[, rel-pos table]; axis, heads, ... */  \
-  X(Conv, "conv")                      /* x, W [kernels..., in/groups, out], b; see infer */   \
-  X(RegressionLoss, "regression_loss") /* prediction, dense target data; attr mode */          \
-  X(Slice, "slice")                    /* [start, start+|out_dim|) of attr axis */             \
-  X(SplitDims, "split_dims")           /* attr axis into attr dims (sizes multiply) */         \
-  X(MergeDims, "merge_dims")           /* attr axes into attr out_dim */                       \
-  X(Pool, "pool")                      /* attrs mode, axes, out_axes, size, strides */         \
-  X(BatchNorm, "batch_norm")           /* x, mean, var, scale, bias; attr axis */              \
-  X(CtcLoss, "ctc_loss")               /* logits (classes + blank), sparse target data */      \
-  X(ShiftAxis, "shift_axis")           /* shift along attr axis by amount, zero padded */      \
-  X(SeqMask, "seq_mask")               /* frames past the length along axis set to value */    \
-  X(PosEncoding, "pos_encoding")       /* x + sinusoidal position signal along attr axis */    \
-  X(CustomLoss, "custom_loss")         /* any value as a loss, summed over frames */           \
-  X(LoopUnstack, "loop_unstack")       /* loop attr loop: the current frame of x along axis */ \
-  X(LoopState, "loop_state")           /* loop: a state's previous value; input: initial */    \
-  X(LoopNext, "loop_next")             /* loop: (state, value): the state's next value */      \
-  X(LoopStack, "loop_stack")           /* after loop: a value's frames stacked along axis */   \
-  X(Range, "range")                    /* 0, 1, ... along attr dim (dynamic: input x) */       \
-  X(Compare, "compare")                /* a op b elementwise (attr op), bool */                \
-  X(Cast, "cast")                      /* x as attr dtype (dense) */                           \
-  X(Where, "where")                    /* cond ? a : b elementwise (both evaluated) */         \
-  X(TrainFlag, "train_flag")           /* scalar bool: training or not */
+/// When a node of a kind may be evaluated (DESIGN.md, "Stages").
+enum class StageClass {
+  /// Depends on its inputs only: in stage param-init when all its users are
+  /// (then it computes an initial value once).
+  kAny,
+  /// Always in stage step: it reads data, a param's current value, the train
+  /// flag, sequence lengths, or is a loss or loop construct.
+  kStep,
+};
+
+/// The facts of one kind. Built with chained constexpr setters in the kind
+/// list: `KindFacts(2).pure()`, `KindFacts(2).step().loss(1)`.
+struct KindFacts {
+  /// The text name (printer, parser, messages).
+  absl::string_view name;
+  /// The number of inputs; kVariadic: the kind's type rule checks it.
+  static constexpr int kVariadic = -1;
+  int arity = 0;
+  StageClass stage = StageClass::kStep;
+  /// For kStep kinds: what a param-init node reading one would do, for the
+  /// verifier's message ("a param-init node may not <reason>").
+  absl::string_view step_reason = "read a step node";
+  bool is_loss = false;
+  /// A loss that reads a target: the input index of the target; -1: none.
+  int target_input = -1;
+
+  constexpr explicit KindFacts(int n) : arity(n) {}
+  constexpr KindFacts named(absl::string_view s) const {
+    KindFacts f = *this;
+    f.name = s;
+    return f;
+  }
+  constexpr KindFacts pure() const {
+    KindFacts f = *this;
+    f.stage = StageClass::kAny;
+    return f;
+  }
+  constexpr KindFacts step(absl::string_view reason = "read a step node") const {
+    KindFacts f = *this;
+    f.stage = StageClass::kStep;
+    f.step_reason = reason;
+    return f;
+  }
+  constexpr KindFacts loss(int target = -1) const {
+    KindFacts f = *this;
+    f.is_loss = true;
+    f.target_input = target;
+    return f;
+  }
+};
+
+// Elementwise binary ops: two inputs of one dtype, dense, broadcasting by dim
+// identity; pure. X(Enumerator, "text name", facts), as in the full list.
+#define RETC_BINARY KindFacts(2).pure()
+#define RETC_FOR_EACH_BINARY_KIND(X) \
+  X(Add, "add", RETC_BINARY)         \
+  X(Sub, "sub", RETC_BINARY)         \
+  X(Mul, "mul", RETC_BINARY)         \
+  X(Div, "div", RETC_BINARY)
+
+// The other kinds: X(Enumerator, "text name", facts), with what the node
+// computes as a comment.
+// clang-format off
+#define RETC_FOR_EACH_NONBINARY_KIND(X)                                                          \
+  X(Data, "data", KindFacts(0).step("read data"))  /* extern data; attr key */                    \
+  X(Param, "param", KindFacts(0).step("read a param's current value")) /* attr param */           \
+  X(Dot, "dot", KindFacts(2).pure())               /* contraction; attr reduce (dims) */          \
+  X(Activation, "activation", KindFacts(1).pure()) /* attr func */                                \
+  X(Dropout, "dropout", KindFacts(1).step("depend on the train flag (dropout)"))                  \
+                                                   /* training only; attrs rate, axes */          \
+  X(Lstm, "lstm", KindFacts(4).step())             /* x, W, W_re, b; attrs axis, out_dim */       \
+  X(CrossEntropy, "softmax_ce", KindFacts(2).step().loss(1)) /* logits, sparse targets */         \
+  X(Norm, "norm", KindFacts(1).pure())             /* L2 norm over attr axes */                   \
+  X(Random, "random", KindFacts(0).pure())         /* seeded; attrs shape, distribution, ... */   \
+  X(Constant, "constant", KindFacts(0).pure())     /* attrs value, shape */                       \
+  X(WeightNorm, "weight_norm",                                                                    \
+    KindFacts(1).step("read a param's current (reparametrized) value")) /* parametrization */     \
+  X(WeightDropout, "weight_dropout",                                                              \
+    KindFacts(1).step("depend on the train flag (weight dropout or noise)")) /* rate */           \
+  X(WeightNoise, "weight_noise",                                                                  \
+    KindFacts(1).step("depend on the train flag (weight dropout or noise)")) /* stddev */         \
+  X(ScaleGrad, "scale_grad", KindFacts(1).step())  /* identity forward; gradient times scale */   \
+  X(Reduce, "reduce", KindFacts(1).pure())         /* attrs mode, axes */                         \
+  X(Normalize, "normalize", KindFacts(1).pure())   /* (x - mean) / sqrt(var + epsilon) */         \
+  X(Gather, "gather", KindFacts(2).pure())         /* x, sparse indices into attr axis */         \
+  X(Concat, "concat", KindFacts(2).pure())         /* a, b along axis_a, axis_b into out_dim */   \
+  X(Softmax, "softmax", KindFacts(1).pure())       /* over attr axis; attr log */                 \
+  X(SelfAttention, "self_attention", KindFacts(KindFacts::kVariadic).step())                      \
+                                                   /* x, qkv weight[, rel-pos table] */           \
+  X(Conv, "conv", KindFacts(3).step())             /* x, W [kernels..., in/groups, out], b */     \
+  X(RegressionLoss, "regression_loss", KindFacts(2).step().loss(1)) /* pred, target; mode */      \
+  X(Slice, "slice", KindFacts(1).pure())           /* [start, start+|out_dim|) of attr axis */    \
+  X(SplitDims, "split_dims", KindFacts(1).pure())  /* attr axis into attr dims */                 \
+  X(MergeDims, "merge_dims", KindFacts(1).pure())  /* attr axes into attr out_dim */              \
+  X(Pool, "pool", KindFacts(1).step())             /* attrs mode, axes, out_axes, size, ... */    \
+  X(BatchNorm, "batch_norm", KindFacts(5).step())  /* x, mean, var, scale, bias; attr axis */     \
+  X(CtcLoss, "ctc_loss", KindFacts(2).step().loss(1)) /* logits (classes + blank), targets */     \
+  X(ShiftAxis, "shift_axis", KindFacts(1).step())  /* shift along axis by amount, zero padded */  \
+  X(SeqMask, "seq_mask", KindFacts(1).step())      /* frames past the length set to value */      \
+  X(PosEncoding, "pos_encoding", KindFacts(1).step()) /* x + sinusoidal position signal */        \
+  X(CustomLoss, "custom_loss", KindFacts(1).step().loss()) /* any value, summed over frames */    \
+  X(LoopUnstack, "loop_unstack", KindFacts(1).step()) /* loop: the current frame of x */          \
+  X(LoopState, "loop_state", KindFacts(1).step())  /* loop: a state's previous value; initial */  \
+  X(LoopNext, "loop_next", KindFacts(2).step())    /* loop: (state, value): the next value */     \
+  X(LoopStack, "loop_stack", KindFacts(1).step())  /* after loop: frames stacked along axis */    \
+  X(Range, "range", KindFacts(KindFacts::kVariadic).pure()) /* 0, 1, ... along attr dim */        \
+  X(Compare, "compare", KindFacts(2).pure())       /* a op b elementwise (attr op), bool */       \
+  X(Cast, "cast", KindFacts(1).pure())             /* x as attr dtype (dense) */                  \
+  X(Where, "where", KindFacts(3).pure())           /* cond ? a : b (both evaluated) */            \
+  X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag")) /* scalar bool */
+// clang-format on
+
+#define RETC_FOR_EACH_NODE_KIND(X) \
+  RETC_FOR_EACH_BINARY_KIND(X)     \
+  RETC_FOR_EACH_NONBINARY_KIND(X)
 
 enum class NodeKind {
-#define RETC_X(E, S) k##E,
+#define RETC_X(E, S, F) k##E,
   RETC_FOR_EACH_NODE_KIND(RETC_X)
+#undef RETC_X
+};
+
+/// The elementwise binary ops, for a target's exhaustive switch.
+enum class BinaryOp {
+#define RETC_X(E, S, F) k##E,
+  RETC_FOR_EACH_BINARY_KIND(RETC_X)
 #undef RETC_X
 };
 
 absl::string_view node_kind_name(NodeKind k);
 std::optional<NodeKind> parse_node_kind(absl::string_view s);
+const KindFacts& kind_facts(NodeKind k);
+/// The binary op of an elementwise binary kind; nullopt for other kinds.
+std::optional<BinaryOp> binary_op(NodeKind k);
 
 }  // namespace retc::ir

@@ -2,6 +2,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/loops.h"
+#include "ir/status_macros.h"
 
 namespace retc::ir {
 namespace {
@@ -14,66 +16,15 @@ absl::Status node_error(const Graph& g, size_t i, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", where, ": ", what));
 }
 
-// Whether reading node `in` is allowed from a param-init node.
+// Why a param-init node may not read `in` (empty: it may). A step node of a
+// pure kind without inputs (a constant, seeded random numbers) has the same
+// value in either stage.
 std::string param_init_violation(const Node& in) {
-  if (in.stage == Stage::kStep) {
-    switch (in.kind) {
-      case NodeKind::kData:
-        return "a param-init node may not read data";
-      case NodeKind::kParam:
-        return "a param-init node may not read a param's current value";
-      case NodeKind::kDropout:
-        return "a param-init node may not depend on the train flag (dropout)";
-      case NodeKind::kTrainFlag:
-        return "a param-init node may not depend on the train flag";
-      case NodeKind::kWeightDropout:
-      case NodeKind::kWeightNoise:
-        return "a param-init node may not depend on the train flag (weight dropout or noise)";
-      case NodeKind::kWeightNorm:
-        return "a param-init node may not read a param's current (reparametrized) value";
-      case NodeKind::kAdd:
-      case NodeKind::kSub:
-      case NodeKind::kMul:
-      case NodeKind::kDiv:
-      case NodeKind::kDot:
-      case NodeKind::kActivation:
-      case NodeKind::kLstm:
-      case NodeKind::kCrossEntropy:
-      case NodeKind::kNorm:
-      case NodeKind::kScaleGrad:
-      case NodeKind::kReduce:
-      case NodeKind::kNormalize:
-      case NodeKind::kGather:
-      case NodeKind::kConcat:
-      case NodeKind::kSoftmax:
-      case NodeKind::kSelfAttention:
-      case NodeKind::kConv:
-      case NodeKind::kRegressionLoss:
-      case NodeKind::kPool:
-      case NodeKind::kBatchNorm:
-      case NodeKind::kCtcLoss:
-      case NodeKind::kShiftAxis:
-      case NodeKind::kSeqMask:
-      case NodeKind::kPosEncoding:
-      case NodeKind::kCustomLoss:
-      case NodeKind::kLoopUnstack:
-      case NodeKind::kLoopState:
-      case NodeKind::kLoopNext:
-      case NodeKind::kLoopStack:
-      case NodeKind::kRange:
-      case NodeKind::kCompare:
-      case NodeKind::kCast:
-      case NodeKind::kWhere:
-      case NodeKind::kSlice:
-      case NodeKind::kSplitDims:
-      case NodeKind::kMergeDims:
-        return "a param-init node may not read a step node";
-      case NodeKind::kRandom:
-      case NodeKind::kConstant:
-        return "";  // depend on nothing: the same value in either stage
-    }
-  }
-  return "";
+  if (in.stage != Stage::kStep) return "";
+  const KindFacts& f = kind_facts(in.kind);
+  if (f.stage == StageClass::kAny && in.inputs.empty()) return "";
+  if (f.stage == StageClass::kAny) return "a param-init node may not read a step node";
+  return absl::StrCat("a param-init node may not ", f.step_reason);
 }
 
 }  // namespace
@@ -81,22 +32,19 @@ std::string param_init_violation(const Node& in) {
 absl::Status verify_stage_rules(const Graph& g) {
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes()[i];
-    if (n.stage == Stage::kParamInit) {
-      if (n.kind == NodeKind::kData || n.kind == NodeKind::kParam || n.kind == NodeKind::kDropout ||
-          n.kind == NodeKind::kWeightNorm || n.kind == NodeKind::kWeightDropout ||
-          n.kind == NodeKind::kWeightNoise) {
-        return node_error(
-            g, i,
-            absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
-      }
-      for (NodeId in : n.inputs) {
-        std::string v = param_init_violation(g.node(in));
-        if (!v.empty()) {
-          const Node& src = g.node(in);
-          return node_error(g, i,
-                            absl::StrCat(v, "\n", src.loc.str(), ": note: %", in.index, " (",
-                                         node_kind_name(src.kind), ") is created here"));
-        }
+    if (n.stage != Stage::kParamInit) continue;
+    // The one rule assign-stages follows too (KindFacts::stage).
+    if (kind_facts(n.kind).stage == StageClass::kStep) {
+      return node_error(
+          g, i, absl::StrCat("a ", node_kind_name(n.kind), " node cannot be in stage param-init"));
+    }
+    for (NodeId in : n.inputs) {
+      std::string v = param_init_violation(g.node(in));
+      if (!v.empty()) {
+        const Node& src = g.node(in);
+        return node_error(g, i,
+                          absl::StrCat(v, "\n", src.loc.str(), ": note: %", in.index, " (",
+                                       node_kind_name(src.kind), ") is created here"));
       }
     }
   }
@@ -104,8 +52,8 @@ absl::Status verify_stage_rules(const Graph& g) {
 }
 
 absl::Status verify(const Graph& g) {
-  if (absl::Status s = verify_stage_rules(g); !s.ok()) return s;
-  if (auto loops = loop_membership(g); !loops.ok()) return loops.status();
+  RETURN_IF_ERROR(verify_stage_rules(g));
+  RETURN_IF_ERROR(analyze_loops(g).status());
   absl::flat_hash_set<std::string> paths;
   for (const Param& p : g.params()) {
     if (p.path.empty()) return absl::InvalidArgumentError("a param has an empty path");

@@ -1,5 +1,7 @@
 #include "compiler/nn/builder.h"
 
+#include "ir/loops.h"
+
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/error.h"
 

@@ -1,0 +1,941 @@
+// Type inference: the output type of a node from its kind, inputs and
+// attributes (infer_type, graph.h), shared by the factory and the verifier.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "ir/graph.h"
+#include "ir/status_macros.h"
+
+namespace retc::ir {
+namespace {
+
+absl::Status arity(NodeKind kind, const std::vector<NodeId>& inputs, size_t n) {
+  if (inputs.size() == n) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(node_kind_name(kind), " expects ", n, " inputs, got ", inputs.size()));
+}
+
+absl::StatusOr<TensorType> require_float(const TensorType& t, absl::string_view what) {
+  if (!is_floating(t.dtype) || t.sparse_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a dense float tensor, got ", t.describe()));
+  }
+  return t;
+}
+
+template <class T>
+absl::StatusOr<T> attr(const NodeSpec& spec, NodeKind kind, absl::string_view key) {
+  const T* v = spec.attrs.get<T>(key);
+  if (!v) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(node_kind_name(kind), " needs attribute '", key, "' of the right type"));
+  }
+  return *v;
+}
+
+absl::StatusOr<TensorType> infer_elementwise(const Graph& g, NodeKind kind,
+                                             const std::vector<NodeId>& in) {
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  if (a.dtype != b.dtype || a.sparse_dim || b.sparse_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": operands ",
+                                                   a.describe(), " and ", b.describe(),
+                                                   " do not combine"));
+  }
+  TensorType out = a;
+  for (const Dim& d : b.dims) {
+    if (index_of(out.dims, d) < 0) out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_dot(const Graph& g, const std::vector<NodeId>& in,
+                                     const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto reduce, attr<std::vector<Dim>>(spec, NodeKind::kDot, "reduce"));
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  RETURN_IF_ERROR(require_float(a, "dot operand").status());
+  RETURN_IF_ERROR(require_float(b, "dot operand").status());
+  if (reduce.empty()) return absl::InvalidArgumentError("dot: reduce must name at least one dim");
+  for (const Dim& r : reduce) {
+    if (index_of(a.dims, r) < 0 || index_of(b.dims, r) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("dot: reduce dim ", r.describe(),
+                                                     " must be in both operands, got ",
+                                                     a.describe(), " and ", b.describe()));
+    }
+  }
+  // A dim may occur twice in one operand (a square weight [h, h]); reduce
+  // contracts its first occurrence in each operand, like RETURNN's matching
+  // with the first occurrence marked by a higher match_priority.
+  auto drop_first = [&](std::vector<Dim> dims) {
+    for (const Dim& r : reduce) dims.erase(dims.begin() + index_of(dims, r));
+    return dims;
+  };
+  if (a.dtype != b.dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dot: operands ", a.describe(), " and ", b.describe(), " differ in dtype"));
+  }
+  TensorType out{drop_first(a.dims), a.dtype, std::nullopt};
+  for (const Dim& d : drop_first(b.dims)) {
+    if (index_of(out.dims, d) < 0) out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, NodeKind::kLstm, "axis"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, NodeKind::kLstm, "out_dim"));
+  ASSIGN_OR_RETURN(auto direction, attr<int64_t>(spec, NodeKind::kLstm, "direction"));
+  if (direction != 1 && direction != -1) {
+    return absl::InvalidArgumentError("lstm: direction must be 1 (forward) or -1 (backward)");
+  }
+  const TensorType& x = g.node(in[0]).type;
+  RETURN_IF_ERROR(require_float(x, "lstm input").status());
+  const TensorType& w = g.node(in[1]).type;
+  const TensorType& w_re = g.node(in[2]).type;
+  const TensorType& b = g.node(in[3]).type;
+  const Dim gates = 4 * out_dim;
+  if (w.dims.size() != 2 || w.dims[1] != gates) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: W must be [in, 4*out], got ", describe(w.dims)));
+  }
+  if (w_re.dims != std::vector<Dim>{out_dim, gates}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: W_re must be [out, 4*out], got ", describe(w_re.dims)));
+  }
+  if (b.dims != std::vector<Dim>{gates}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: b must be [4*out], got ", describe(b.dims)));
+  }
+  const Dim& in_dim = w.dims[0];
+  int in_pos = index_of(x.dims, in_dim);
+  if (in_pos < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: input ", x.describe(), " lacks the in dim ", in_dim.describe()));
+  }
+  if (index_of(x.dims, axis) < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lstm: input ", x.describe(), " lacks the loop axis ", axis.describe()));
+  }
+  if (out_dim != in_dim && index_of(x.dims, out_dim) >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lstm: input ", x.describe(), " already has the out dim ", out_dim.describe()));
+  }
+  TensorType out = x;
+  out.dims[in_pos] = out_dim;
+  return out;
+}
+
+// `dims` without the first occurrence of each of `axes`; error if one is missing.
+absl::StatusOr<std::vector<Dim>> without(const TensorType& t, const std::vector<Dim>& axes,
+                                         absl::string_view what) {
+  std::vector<Dim> dims = t.dims;
+  for (const Dim& a : axes) {
+    int i = index_of(dims, a);
+    if (i < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": axis ", a.describe(), " is not in ", t.describe()));
+    }
+    dims.erase(dims.begin() + i);
+  }
+  return dims;
+}
+
+absl::StatusOr<TensorType> infer_gather(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, NodeKind::kGather, "axis"));
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& idx = g.node(in[1]).type;
+  if (!idx.sparse_dim || *idx.sparse_dim != axis) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gather: indices ", idx.describe(), " must be sparse over the axis ", axis.describe()));
+  }
+  ASSIGN_OR_RETURN(auto rest, without(x, {axis}, "gather"));
+  TensorType out{idx.dims, x.dtype, x.sparse_dim};
+  for (const Dim& d : rest) {
+    if (index_of(out.dims, d) >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("gather: the indices ", idx.describe(),
+                                                     " already have the dim ", d.describe()));
+    }
+    out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_concat(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto axis_a, attr<Dim>(spec, NodeKind::kConcat, "axis_a"));
+  ASSIGN_OR_RETURN(auto axis_b, attr<Dim>(spec, NodeKind::kConcat, "axis_b"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, NodeKind::kConcat, "out_dim"));
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  if (out_dim != axis_a + axis_b) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("concat: out_dim ", out_dim.describe(), " must be axis_a + axis_b"));
+  }
+  ASSIGN_OR_RETURN(auto rest_a, without(a, {axis_a}, "concat"));
+  ASSIGN_OR_RETURN(auto rest_b, without(b, {axis_b}, "concat"));
+  bool same = rest_a.size() == rest_b.size();
+  for (const Dim& d : rest_a) same = same && index_of(rest_b, d) >= 0;
+  if (!same || a.dtype != b.dtype || a.sparse_dim || b.sparse_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("concat: ", a.describe(), " and ", b.describe(),
+                                                   " differ in more than the concatenated axis"));
+  }
+  TensorType out = a;
+  out.dims[index_of(a.dims, axis_a)] = out_dim;
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vector<NodeId>& in,
+                                                const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kSelfAttention;
+  if (in.size() != 2 && in.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "self_attention expects 2 inputs (x, qkv) or 3 (x, qkv, rel-pos table), got ", in.size()));
+  }
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto heads, attr<int64_t>(spec, kKind, "num_heads"));
+  ASSIGN_OR_RETURN(auto key_dim, attr<Dim>(spec, kKind, "key_dim"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  if (!spec.attrs.get<bool>("causal"))
+    return absl::InvalidArgumentError("self_attention needs attribute 'causal'");
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& qkv = g.node(in[1]).type;
+  RETURN_IF_ERROR(require_float(x, "self_attention input").status());
+  if (heads < 1 || !key_dim.size() || !out_dim.size() || *key_dim.size() % heads != 0 ||
+      *out_dim.size() % heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("self_attention: key dim ", key_dim.describe(), " and out dim ",
+                     out_dim.describe(), " must be static and divisible by ", heads, " heads"));
+  }
+  const Dim qkv_dim = 2 * key_dim + out_dim;
+  if (qkv.dims.size() != 2 || qkv.dims[1] != qkv_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "self_attention: the QKV weight must be [in, 2*key + out], got ", describe(qkv.dims)));
+  }
+  int in_pos = index_of(x.dims, qkv.dims[0]);
+  if (in_pos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("self_attention: input ", x.describe(),
+                                                   " lacks the in dim ", qkv.dims[0].describe()));
+  }
+  int dynamic = 0;
+  for (const Dim& d : x.dims) dynamic += d.is_dynamic() && !d.is_batch();
+  if (index_of(x.dims, axis) < 0 || !axis.is_dynamic() || dynamic != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("self_attention: the axis ", axis.describe(),
+                                                   " must be the only dynamic dim of the input ",
+                                                   x.describe()));
+  }
+  if (in.size() == 3) {
+    // Shaw et al. relative positions: a learned [2*clipping + 1, key/heads]
+    // table of offsets -clipping..clipping, added to the keys.
+    ASSIGN_OR_RETURN(auto clipping, attr<int64_t>(spec, kKind, "clipping"));
+    const TensorType& table = g.node(in[2]).type;
+    if (clipping < 1 || table.dims.size() != 2 || table.dims[0].size() != 2 * clipping + 1 ||
+        table.dims[1].size() != *key_dim.size() / heads) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "self_attention: the relative position table must be [2*clipping + 1, "
+          "key/heads] = [",
+          2 * clipping + 1, ", ", *key_dim.size() / heads, "], got ", describe(table.dims)));
+    }
+  }
+  TensorType out = x;
+  out.dims[in_pos] = out_dim;
+  return out;
+}
+
+// Optional loss attributes: scale > 0, label_smoothing in [0, 1).
+absl::Status check_loss_options(const NodeSpec& spec) {
+  if (const double* s = spec.attrs.get<double>("scale"); s && !(*s > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("loss scale must be positive, got ", *s));
+  }
+  if (const double* e = spec.attrs.get<double>("label_smoothing"); e && !(*e >= 0 && *e < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("label smoothing must be in [0, 1), got ", *e));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> infer_regression_loss(const Graph& g, const std::vector<NodeId>& in,
+                                                 const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto mode, attr<std::string>(spec, NodeKind::kRegressionLoss, "mode"));
+  if (mode != "mse" && mode != "mean_l1") {
+    return absl::InvalidArgumentError(absl::StrCat("regression_loss: unknown mode '", mode, "'"));
+  }
+  RETURN_IF_ERROR(check_loss_options(spec));
+  const TensorType& pred = g.node(in[0]).type;
+  const TensorType& target = g.node(in[1]).type;
+  RETURN_IF_ERROR(require_float(pred, "regression_loss prediction").status());
+  RETURN_IF_ERROR(require_float(target, "regression_loss target").status());
+  bool same = pred.dims.size() == target.dims.size();
+  for (const Dim& d : pred.dims) same = same && index_of(target.dims, d) >= 0;
+  if (!same) {
+    return absl::InvalidArgumentError(absl::StrCat("regression_loss: prediction ", pred.describe(),
+                                                   " and target ", target.describe(),
+                                                   " differ in dims"));
+  }
+  TensorType out{{}, DType::kFloat32, std::nullopt};
+  for (const Dim& d : pred.dims) {
+    if (!d.is_feature_like()) out.dims.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto loop, attr<int64_t>(spec, kind, "loop"));
+  if (loop < 0) return absl::InvalidArgumentError("loop ids are not negative");
+  const TensorType& x = g.node(in[0]).type;
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+  };
+  if (kind == NodeKind::kLoopNext) {
+    const Node& state = g.node(in[0]);
+    const TensorType& v = g.node(in[1]).type;
+    if (state.kind != NodeKind::kLoopState || *state.attrs.get<int64_t>("loop") != loop)
+      return err("the first input must be a state of loop ", loop);
+    bool same =
+        v.dims.size() == x.dims.size() && v.dtype == x.dtype && v.sparse_dim == x.sparse_dim;
+    for (const Dim& d : v.dims) same = same && index_of(x.dims, d) >= 0;
+    if (!same) {
+      return err("the next value ", v.describe(), " of a loop state must have the state's type ",
+                 x.describe());
+    }
+    return v;
+  }
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+  if (axis.is_batch() || axis.is_feature_like())
+    return err("the loop axis ", axis.describe(), " must be a spatial dim");
+  int pos = index_of(x.dims, axis);
+  if (kind == NodeKind::kLoopUnstack) {
+    if (pos < 0) return err("the input ", x.describe(), " lacks the loop axis ", axis.describe());
+    TensorType out = x;
+    out.dims.erase(out.dims.begin() + pos);
+    return out;
+  }
+  if (kind == NodeKind::kLoopState) {
+    // The state's dims; the initial value broadcasts to them.
+    ASSIGN_OR_RETURN(auto dims, attr<std::vector<Dim>>(spec, kind, "dims"));
+    bool sub = true;
+    for (const Dim& d : x.dims) sub = sub && index_of(dims, d) >= 0;
+    if (index_of(dims, axis) >= 0 || !sub) {
+      return err("the initial value ", x.describe(), " must broadcast to the state's dims ",
+                 describe(dims), ", which lack the loop axis ", axis.describe());
+    }
+    TensorType out = x;
+    out.dims = dims;
+    return out;
+  }
+  // kLoopStack
+  if (pos >= 0) return err("the value ", x.describe(), " already has the axis ", axis.describe());
+  TensorType out = x;
+  size_t at = !out.dims.empty() && out.dims[0].is_batch() ? 1 : 0;
+  out.dims.insert(out.dims.begin() + at, axis);
+  return out;
+}
+
+// Dims of `a` followed by those of `b` not in `a` (broadcasting by identity).
+std::vector<Dim> union_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  std::vector<Dim> out = a;
+  for (const Dim& d : b) {
+    if (index_of(out, d) < 0) out.push_back(d);
+  }
+  return out;
+}
+
+// range, compare, cast, where, train_flag.
+absl::StatusOr<TensorType> infer_select(const Graph& g, NodeKind kind,
+                                        const std::vector<NodeId>& in, const NodeSpec& spec) {
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+  };
+  if (kind == NodeKind::kTrainFlag) {
+    return TensorType{{}, DType::kBool, std::nullopt};
+  }
+  if (kind == NodeKind::kRange) {
+    ASSIGN_OR_RETURN(auto dim, attr<Dim>(spec, kind, "dim"));
+    if (dim.is_batch()) return err("no range over the batch");
+    if (dim.is_dynamic()) {
+      // Positions along a dynamic axis: the input gives its lengths.
+      RETURN_IF_ERROR(arity(kind, in, 1));
+      if (index_of(g.node(in[0]).type.dims, dim) < 0)
+        return err("the input ", g.node(in[0]).type.describe(), " lacks the axis ", dim.describe());
+      return TensorType{{dim}, DType::kInt32, std::nullopt};
+    }
+    RETURN_IF_ERROR(arity(kind, in, 0));
+    return TensorType{{dim}, DType::kInt32, dim};
+  }
+  if (kind == NodeKind::kCompare) {
+    ASSIGN_OR_RETURN(auto op, attr<std::string>(spec, kind, "op"));
+    static const char* kOps[] = {"equal",      "not_equal", "less",
+                                 "less_equal", "greater",   "greater_equal"};
+    if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
+      return err("unknown op '", op, "'");
+    const TensorType& a = g.node(in[0]).type;
+    const TensorType& b = g.node(in[1]).type;
+    if (a.dtype != b.dtype)
+      return err("operands ", a.describe(), " and ", b.describe(), " differ in dtype");
+    return TensorType{union_dims(a.dims, b.dims), DType::kBool, std::nullopt};
+  }
+  if (kind == NodeKind::kCast) {
+    ASSIGN_OR_RETURN(auto dtype, attr<std::string>(spec, kind, "dtype"));
+    std::optional<DType> t = parse_dtype(dtype);
+    if (!t) return err("unknown dtype '", dtype, "'");
+    return TensorType{g.node(in[0]).type.dims, *t, std::nullopt};
+  }
+  // kWhere
+  const TensorType& c = g.node(in[0]).type;
+  const TensorType& a = g.node(in[1]).type;
+  const TensorType& b = g.node(in[2]).type;
+  if (c.dtype != DType::kBool) return err("the condition ", c.describe(), " must be bool");
+  if (a.dtype != b.dtype || a.sparse_dim != b.sparse_dim)
+    return err("the branches ", a.describe(), " and ", b.describe(), " differ in type");
+  return TensorType{union_dims(union_dims(a.dims, b.dims), c.dims), a.dtype, a.sparse_dim};
+}
+
+// The size along an axis after a window of `window` (dilated) with `stride`:
+// "same" keeps ceil(n / stride) positions, "valid" ceil((n - span + 1) / stride).
+int64_t windowed_size(int64_t n, int64_t window, int64_t dilation, int64_t stride,
+                      const std::string& padding) {
+  int64_t span = (window - 1) * dilation + 1;
+  int64_t len = padding == "same" ? n : n - span + 1;
+  return len <= 0 ? 0 : (len + stride - 1) / stride;
+}
+
+// Checks the out axes of a windowed op (conv, pool) over `axes` of `x`.
+absl::Status check_windowed_axes(NodeKind kind, const TensorType& x, const std::vector<Dim>& axes,
+                                 const std::vector<Dim>& out_axes,
+                                 const std::vector<int64_t>& windows,
+                                 const std::vector<int64_t>& strides, int64_t dilation,
+                                 const std::string& padding) {
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+  };
+  if (padding != "same" && padding != "valid")
+    return err("padding must be \"same\" or \"valid\", got \"", padding, "\"");
+  if (axes.empty() || axes.size() > 3 || out_axes.size() != axes.size() ||
+      strides.size() != axes.size() || windows.size() != axes.size()) {
+    return err("needs 1 to 3 spatial axes, with as many out axes, window sizes and strides");
+  }
+  if (dilation < 1) return err("dilation must be at least 1");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const Dim& a = axes[i];
+    const Dim& o = out_axes[i];
+    if (index_of(x.dims, a) < 0 || a.is_batch()) {
+      return err("the spatial axis ", a.describe(), " is not in the input ", x.describe());
+    }
+    if (strides[i] < 1 || windows[i] < 1) return err("window sizes and strides must be positive");
+    bool keeps = strides[i] == 1 && (padding == "same" || windows[i] == 1);
+    if (a.size()) {
+      int64_t want = windowed_size(*a.size(), windows[i], dilation, strides[i], padding);
+      if (want < 1) return err("the axis ", a.describe(), " is shorter than the window");
+      if (o.size() != want || (o != a && o.is_dynamic())) {
+        return err("the out axis for ", a.describe(), " must be static of size ", want, ", got ",
+                   o.describe());
+      }
+    } else if (keeps ? o != a : (o == a || !o.is_dynamic())) {
+      return err("the out axis for the dynamic axis ", a.describe(), " must be ",
+                 keeps ? "the same axis (stride 1, same padding)" : "a new dynamic dim", ", got ",
+                 o.describe());
+    }
+    if (o != a && index_of(x.dims, o) >= 0)
+      return err("the input ", x.describe(), " already has the out axis ", o.describe());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kConv;
+  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
+  ASSIGN_OR_RETURN(auto out_axes, attr<std::vector<Dim>>(spec, kKind, "out_axes"));
+  ASSIGN_OR_RETURN(auto strides, attr<std::vector<int64_t>>(spec, kKind, "strides"));
+  ASSIGN_OR_RETURN(auto dilation, attr<int64_t>(spec, kKind, "dilation"));
+  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
+  ASSIGN_OR_RETURN(auto groups, attr<int64_t>(spec, kKind, "groups"));
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& w = g.node(in[1]).type;
+  const TensorType& b = g.node(in[2]).type;
+  RETURN_IF_ERROR(require_float(x, "conv input").status());
+  const size_t n = axes.size();
+  if (w.dims.size() != n + 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv: the filter must be [", n, " kernel dims, in/groups, out], got ", describe(w.dims)));
+  }
+  std::vector<int64_t> windows;
+  for (size_t i = 0; i < n; ++i) {
+    if (!w.dims[i].size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("conv: kernel dims must be static, got ", describe(w.dims)));
+    }
+    windows.push_back(*w.dims[i].size());
+  }
+  RETURN_IF_ERROR(
+      check_windowed_axes(kKind, x, axes, out_axes, windows, strides, dilation, padding));
+  const Dim& out_dim = w.dims[n + 1];
+  if (b.dims != std::vector<Dim>{out_dim}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv: the bias must be [out], got ", describe(b.dims)));
+  }
+  // The in dim: the filter's, or for groups > 1 the dim it divides.
+  const Dim& w_in = w.dims[n];
+  int in_pos = -1;
+  if (groups == 1) {
+    in_pos = index_of(x.dims, w_in);
+  } else if (groups > 1 && w_in.op() == Dim::Op::kFloorDiv && w_in.factor() == groups) {
+    const Dim& full = w_in.operands()[0];
+    in_pos = index_of(x.dims, full);
+    if (in_pos >= 0 && (*full.size() % groups != 0 || *out_dim.size() % groups != 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("conv: in ", full.describe(), " and out ",
+                                                     out_dim.describe(), " must divide into ",
+                                                     groups, " groups"));
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("conv: with ", groups,
+                                                   " groups the filter's in dim must be in // ",
+                                                   groups, ", got ", w_in.describe()));
+  }
+  if (in_pos < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv: input ", x.describe(), " lacks the filter's in dim ", w_in.describe()));
+  }
+  TensorType out = x;
+  out.dims[in_pos] = out_dim;
+  for (size_t i = 0; i < n; ++i) out.dims[index_of(out.dims, (axes)[i])] = (out_axes)[i];
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_pool(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kPool;
+  ASSIGN_OR_RETURN(auto mode, attr<std::string>(spec, kKind, "mode"));
+  if (mode != "max" && mode != "avg")
+    return absl::InvalidArgumentError(absl::StrCat("pool: mode must be max or avg, got ", mode));
+  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
+  ASSIGN_OR_RETURN(auto out_axes, attr<std::vector<Dim>>(spec, kKind, "out_axes"));
+  ASSIGN_OR_RETURN(auto size, attr<std::vector<int64_t>>(spec, kKind, "size"));
+  ASSIGN_OR_RETURN(auto strides, attr<std::vector<int64_t>>(spec, kKind, "strides"));
+  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
+  ASSIGN_OR_RETURN(auto x, require_float(g.node(in[0]).type, "pool input"));
+  // TF's "same" average leaves the tensor's padding out of the count but
+  // not a shorter sequence's: results would depend on the batch.
+  for (const Dim& a : axes) {
+    if (mode == "avg" && padding == "same" && a.is_dynamic()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pool: average pooling over the dynamic axis ", a.describe(),
+                       " needs padding \"valid\" (with \"same\", the last window of a "
+                       "sequence would count padding depending on the batch)"));
+    }
+  }
+  RETURN_IF_ERROR(check_windowed_axes(kKind, x, axes, out_axes, size, strides, 1, padding));
+  TensorType out = x;
+  for (size_t i = 0; i < axes.size(); ++i) out.dims[index_of(out.dims, (axes)[i])] = (out_axes)[i];
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_slice(const Graph& g, const std::vector<NodeId>& in,
+                                       const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kSlice;
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto start, attr<int64_t>(spec, kKind, "start"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const TensorType& x = g.node(in[0]).type;
+  int pos = index_of(x.dims, axis);
+  if (pos < 0 || !axis.size() || !out_dim.size() || start < 0 ||
+      start + *out_dim.size() > *axis.size() || index_of(x.dims, out_dim) >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slice: [", start, ", ", start + out_dim.size().value_or(0), ") of ", axis.describe(),
+        " into ", out_dim.describe(), " needs a static axis of the input ", x.describe(),
+        " that holds the range, and a new static out dim"));
+  }
+  TensorType out = x;
+  out.dims[pos] = out_dim;
+  return out;
+}
+
+int64_t product(const std::vector<Dim>& dims) {
+  int64_t p = 1;
+  for (const Dim& d : dims) p *= d.size().value_or(-1);
+  return p;
+}
+
+bool all_static(const std::vector<Dim>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.size().has_value(); });
+}
+
+absl::StatusOr<TensorType> infer_split_dims(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kSplitDims;
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto dims, attr<std::vector<Dim>>(spec, kKind, "dims"));
+  const TensorType& x = g.node(in[0]).type;
+  int pos = index_of(x.dims, axis);
+  if (pos < 0 || !axis.size() || dims.size() < 2 || !all_static(dims) ||
+      product(dims) != *axis.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("split_dims: ", axis.describe(), " of ", x.describe(), " cannot split into ",
+                     describe(dims),
+                     " (a static axis of the input, into 2 or more static dims "
+                     "whose sizes multiply to its size)"));
+  }
+  TensorType out = x;
+  out.dims.erase(out.dims.begin() + pos);
+  for (const Dim& d : dims) {
+    if (index_of(out.dims, d) >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("split_dims: the input ", x.describe(), " already has ", d.describe()));
+    }
+  }
+  out.dims.insert(out.dims.begin() + pos, dims.begin(), dims.end());
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_merge_dims(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kMergeDims;
+  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const TensorType& x = g.node(in[0]).type;
+  if (axes.size() < 2 || !all_static(axes) || !out_dim.size() || product(axes) != *out_dim.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("merge_dims: ", describe(axes), " cannot merge into ", out_dim.describe(),
+                     " (2 or more static axes whose sizes multiply to the out dim's size)"));
+  }
+  int pos = index_of(x.dims, (axes)[0]);
+  ASSIGN_OR_RETURN(auto rest, without(x, axes, "merge_dims"));
+  if (index_of(rest, out_dim) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("merge_dims: the input ", x.describe(), " already has ", out_dim.describe()));
+  }
+  TensorType out = x;
+  out.dims = std::move(rest);
+  out.dims.insert(out.dims.begin() + std::min<size_t>(pos, out.dims.size()), out_dim);
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_batch_norm(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kBatchNorm;
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  for (const char* key : {"epsilon", "momentum"}) {
+    if (!spec.attrs.get<double>(key))
+      return absl::InvalidArgumentError(absl::StrCat("batch_norm needs attribute '", key, "'"));
+  }
+  ASSIGN_OR_RETURN(auto x, require_float(g.node(in[0]).type, "batch_norm input"));
+  if (index_of(x.dims, axis) < 0 || !axis.is_feature_like()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_norm: the axis ", axis.describe(),
+                                                   " must be a feature dim of ", x.describe()));
+  }
+  const char* roles[] = {"mean", "variance", "scale", "bias"};
+  for (size_t k = 1; k < 5; ++k) {
+    if (g.node(in[k]).type.dims != std::vector<Dim>{axis}) {
+      return absl::InvalidArgumentError(absl::StrCat("batch_norm: the ", roles[k - 1], " must be [",
+                                                     axis.describe(), "], got ",
+                                                     g.node(in[k]).type.describe()));
+    }
+  }
+  return x;
+}
+
+absl::StatusOr<TensorType> infer_ctc_loss(const Graph& g, const std::vector<NodeId>& in,
+                                          const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kCtcLoss;
+  RETURN_IF_ERROR(check_loss_options(spec));
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto logits, require_float(g.node(in[0]).type, "ctc_loss logits"));
+  const TensorType& targets = g.node(in[1]).type;
+  if (!targets.sparse_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ctc_loss: targets must be sparse class indices, got ", targets.describe()));
+  }
+  const Dim& classes = *targets.sparse_dim;
+  int class_pos = -1;
+  for (size_t i = 0; i < logits.dims.size(); ++i) {
+    const Dim& d = logits.dims[i];
+    if (d.op() == Dim::Op::kAdd && d.operands()[0] == classes && d.operands()[1].size() == 1)
+      class_pos = static_cast<int>(i);
+  }
+  if (class_pos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("ctc_loss: the logits ", logits.describe(),
+                                                   " need the dim ", classes.describe(),
+                                                   " + blank (a dim of size 1), the blank last"));
+  }
+  if (index_of(logits.dims, axis) < 0 || !axis.is_dynamic()) {
+    return absl::InvalidArgumentError(absl::StrCat("ctc_loss: the input axis ", axis.describe(),
+                                                   " must be a dynamic axis of the logits ",
+                                                   logits.describe()));
+  }
+  ASSIGN_OR_RETURN(auto rest, without(logits, {axis, logits.dims[class_pos]}, "ctc_loss"));
+  return TensorType{std::move(rest), logits.dtype, std::nullopt};
+}
+
+absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector<NodeId>& in,
+                                               const NodeSpec& spec) {
+  RETURN_IF_ERROR(check_loss_options(spec));
+  const TensorType& logits = g.node(in[0]).type;
+  const TensorType& targets = g.node(in[1]).type;
+  RETURN_IF_ERROR(require_float(logits, "softmax_ce logits").status());
+  if (!targets.sparse_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "softmax_ce: targets must be sparse (class indices), got ", targets.describe()));
+  }
+  const Dim& classes = *targets.sparse_dim;
+  if (index_of(logits.dims, classes) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("softmax_ce: logits ", logits.describe(),
+                                                   " lack the class dim ", classes.describe()));
+  }
+  for (const Dim& d : targets.dims) {
+    if (index_of(logits.dims, d) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("softmax_ce: targets dim ", d.describe(),
+                                                     " is not in the logits ", logits.describe()));
+    }
+  }
+  if (logits.dims.size() != targets.dims.size() + 1) {
+    return absl::InvalidArgumentError(absl::StrCat("softmax_ce: logits ", logits.describe(),
+                                                   " must be the targets' dims ",
+                                                   describe(targets.dims), " plus the class dim"));
+  }
+  return TensorType{targets.dims, DType::kFloat32, std::nullopt};
+}
+
+const std::vector<absl::string_view>& activation_funcs() {
+  static const std::vector<absl::string_view> kFuncs = {
+      "relu", "tanh", "sigmoid", "gelu",   "elu",      "swish",    "exp", "log",
+      "abs",  "sqrt", "rsqrt",   "square", "negative", "softplus", "silu"};
+  return kFuncs;
+}
+
+}  // namespace
+
+absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
+                                      const std::vector<NodeId>& inputs, const NodeSpec& spec) {
+  for (NodeId id : inputs) {
+    if (!id.valid() || static_cast<size_t>(id.index) >= g.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(node_kind_name(kind), ": input %", id.index, " does not exist"));
+    }
+  }
+  if (int n = kind_facts(kind).arity; n != KindFacts::kVariadic)
+    RETURN_IF_ERROR(arity(kind, inputs, n));
+  switch (kind) {
+    case NodeKind::kData: {
+      if (!spec.type) return absl::InvalidArgumentError("data needs an explicit type");
+      if (!spec.attrs.get<std::string>("key")) {
+        return absl::InvalidArgumentError("data needs attribute 'key'");
+      }
+      return *spec.type;
+    }
+    case NodeKind::kParam: {
+      if (!spec.param.valid() || static_cast<size_t>(spec.param.index) >= g.params().size()) {
+        return absl::InvalidArgumentError("param node refers to no param");
+      }
+      const Param& p = g.param(spec.param);
+      return TensorType{p.dims, p.dtype, std::nullopt};
+    }
+#define RETC_X(E, S, F) case NodeKind::k##E:
+      RETC_FOR_EACH_BINARY_KIND(RETC_X)
+#undef RETC_X
+      return infer_elementwise(g, kind, inputs);
+    case NodeKind::kNorm: {
+      ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "norm input"));
+      for (const Dim& a : axes) {
+        int i = index_of(t.dims, a);
+        if (i < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("norm: axis ", a.describe(), " is not in ", t.describe()));
+        }
+        t.dims.erase(t.dims.begin() + i);
+      }
+      return t;
+    }
+    case NodeKind::kRandom:
+    case NodeKind::kConstant: {
+      ASSIGN_OR_RETURN(auto shape, attr<std::vector<Dim>>(spec, kind, "shape"));
+      for (const Dim& d : shape) {
+        if (d.is_dynamic() || d.is_batch()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(node_kind_name(kind), ": shape dim ", d.describe(), " must be static"));
+        }
+      }
+      if (kind == NodeKind::kConstant) {
+        if (!spec.attrs.get<double>("value"))
+          return absl::InvalidArgumentError("constant needs attribute 'value'");
+      } else {
+        ASSIGN_OR_RETURN(auto dist, attr<std::string>(spec, kind, "distribution"));
+        if (dist != "uniform" && dist != "normal" && dist != "truncated_normal") {
+          return absl::InvalidArgumentError(
+              absl::StrCat("random: unknown distribution '", dist, "'"));
+        }
+        if (!spec.attrs.get<int64_t>("seed"))
+          return absl::InvalidArgumentError("random needs attribute 'seed'");
+      }
+      return TensorType{shape, DType::kFloat32, std::nullopt};
+    }
+    case NodeKind::kWeightNorm:
+    case NodeKind::kWeightDropout:
+    case NodeKind::kWeightNoise: {
+      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "a reparametrized weight"));
+      if (kind == NodeKind::kWeightNorm) {
+        ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+        if (axes.empty())
+          return absl::InvalidArgumentError("weight_norm needs at least one norm axis");
+        for (const Dim& a : axes) {
+          if (index_of(t.dims, a) < 0) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("weight_norm: norm axis ", a.describe(), " is not in ", t.describe()));
+          }
+        }
+      } else {
+        absl::string_view key = kind == NodeKind::kWeightDropout ? "rate" : "stddev";
+        ASSIGN_OR_RETURN(auto v, attr<double>(spec, kind, key));
+        bool ok = kind == NodeKind::kWeightDropout ? (v >= 0.0 && v < 1.0) : v >= 0.0;
+        if (!ok) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              node_kind_name(kind), ": ", key, " ", v,
+              kind == NodeKind::kWeightDropout ? " must be in [0, 1)" : " must not be negative"));
+        }
+      }
+      return t;
+    }
+    case NodeKind::kDot:
+      return infer_dot(g, inputs, spec);
+    case NodeKind::kActivation: {
+      ASSIGN_OR_RETURN(auto func, attr<std::string>(spec, kind, "func"));
+      const auto& funcs = activation_funcs();
+      if (std::find(funcs.begin(), funcs.end(), func) == funcs.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("unknown activation '", func, "'"));
+      }
+      return require_float(g.node(inputs[0]).type, "activation input");
+    }
+    case NodeKind::kDropout: {
+      ASSIGN_OR_RETURN(auto rate, attr<double>(spec, kind, "rate"));
+      if (!(rate >= 0.0 && rate < 1.0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dropout rate must be in [0, 1), got ", rate));
+      }
+      ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+      const TensorType& t = g.node(inputs[0]).type;
+      if (axes.empty())
+        return absl::InvalidArgumentError("dropout: axes (where the mask varies) is empty");
+      for (const Dim& a : axes) {
+        if (index_of(t.dims, a) < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("dropout: mask axis ", a.describe(), " is not in ", t.describe()));
+        }
+      }
+      return require_float(t, "dropout input");
+    }
+    case NodeKind::kReduce: {
+      ASSIGN_OR_RETURN(auto mode, attr<std::string>(spec, kind, "mode"));
+      if (mode != "sum" && mode != "mean" && mode != "max" && mode != "min" &&
+          mode != "logsumexp") {
+        return absl::InvalidArgumentError(absl::StrCat("reduce: unknown mode '", mode, "'"));
+      }
+      ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+      if (axes.empty()) return absl::InvalidArgumentError("reduce needs at least one axis");
+      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "reduce input"));
+      ASSIGN_OR_RETURN(auto dims, without(t, axes, "reduce"));
+      return TensorType{std::move(dims), t.dtype, std::nullopt};
+    }
+    case NodeKind::kNormalize:
+    case NodeKind::kSoftmax: {
+      std::vector<Dim> axes;
+      if (kind == NodeKind::kNormalize) {
+        ASSIGN_OR_RETURN(auto a, attr<std::vector<Dim>>(spec, kind, "axes"));
+        if (!spec.attrs.get<double>("epsilon")) {
+          return absl::InvalidArgumentError("normalize needs attribute 'epsilon'");
+        }
+        axes = a;
+      } else {
+        ASSIGN_OR_RETURN(auto a, attr<Dim>(spec, kind, "axis"));
+        if (!spec.attrs.get<bool>("log"))
+          return absl::InvalidArgumentError("softmax needs attribute 'log'");
+        axes = {a};
+      }
+      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type,
+                                             absl::StrCat(node_kind_name(kind), " input")));
+      RETURN_IF_ERROR(without(t, axes, node_kind_name(kind)).status());
+      return t;
+    }
+    case NodeKind::kGather:
+      return infer_gather(g, inputs, spec);
+    case NodeKind::kSelfAttention:
+      return infer_self_attention(g, inputs, spec);
+    case NodeKind::kConv:
+      return infer_conv(g, inputs, spec);
+    case NodeKind::kPool:
+      return infer_pool(g, inputs, spec);
+    case NodeKind::kSlice:
+      return infer_slice(g, inputs, spec);
+    case NodeKind::kSplitDims:
+      return infer_split_dims(g, inputs, spec);
+    case NodeKind::kMergeDims:
+      return infer_merge_dims(g, inputs, spec);
+    case NodeKind::kBatchNorm:
+      return infer_batch_norm(g, inputs, spec);
+    case NodeKind::kCtcLoss:
+      return infer_ctc_loss(g, inputs, spec);
+    case NodeKind::kLoopUnstack:
+    case NodeKind::kLoopState:
+    case NodeKind::kLoopNext:
+    case NodeKind::kLoopStack:
+      return infer_loop(g, kind, inputs, spec);
+    case NodeKind::kRange:
+    case NodeKind::kCompare:
+    case NodeKind::kCast:
+    case NodeKind::kWhere:
+    case NodeKind::kTrainFlag:
+      return infer_select(g, kind, inputs, spec);
+    case NodeKind::kCustomLoss: {
+      RETURN_IF_ERROR(check_loss_options(spec));
+      return require_float(g.node(inputs[0]).type, "custom_loss value");
+    }
+    case NodeKind::kShiftAxis:
+    case NodeKind::kSeqMask:
+    case NodeKind::kPosEncoding: {
+      ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+      const char* key = kind == NodeKind::kShiftAxis ? "amount" : "value";
+      if (kind == NodeKind::kPosEncoding) {
+        // no attributes besides the axis
+      } else if (kind == NodeKind::kShiftAxis ? !spec.attrs.get<int64_t>(key)
+                                              : !spec.attrs.get<double>(key)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(node_kind_name(kind), " needs attribute '", key, "'"));
+      }
+      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type,
+                                             absl::StrCat(node_kind_name(kind), " input")));
+      if (kind == NodeKind::kPosEncoding) {
+        int features = 0;
+        for (const Dim& d : t.dims) features += d.is_feature_like();
+        if (features != 1 || t.dims.back().size().value_or(1) % 2 != 0) {
+          return absl::InvalidArgumentError(absl::StrCat("pos_encoding: the input ", t.describe(),
+                                                         " needs one feature dim, of even size"));
+        }
+      }
+      if (index_of(t.dims, axis) < 0 || axis.is_batch() ||
+          (kind == NodeKind::kSeqMask && !axis.is_dynamic())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(node_kind_name(kind), ": the axis ", axis.describe(), " must be a ",
+                         kind == NodeKind::kSeqMask ? "dynamic " : "", "axis of ", t.describe()));
+      }
+      return t;
+    }
+    case NodeKind::kConcat:
+      return infer_concat(g, inputs, spec);
+    case NodeKind::kScaleGrad: {
+      if (!spec.attrs.get<double>("scale"))
+        return absl::InvalidArgumentError("scale_grad needs attribute 'scale'");
+      return require_float(g.node(inputs[0]).type, "scale_grad input");
+    }
+    case NodeKind::kLstm:
+      return infer_lstm(g, inputs, spec);
+    case NodeKind::kCrossEntropy:
+      return infer_cross_entropy(g, inputs, spec);
+    case NodeKind::kRegressionLoss:
+      return infer_regression_loss(g, inputs, spec);
+  }
+  return absl::InternalError(
+      absl::StrCat("infer_type: unhandled node kind ", static_cast<int>(kind)));
+}
+
+}  // namespace retc::ir
