@@ -1,7 +1,6 @@
 #include "compiler/model.h"
 
 #include "compiler/nn/error.h"
-#include "compiler/pipeline.h"
 
 namespace retc {
 
@@ -24,20 +23,6 @@ absl::StatusOr<ir::Graph> build_model(const ModelDef& def) {
     return e.status();
   }
   return g;
-}
-
-absl::StatusOr<ir::Graph> compile_model(const ModelDef& def) {
-  auto g = build_model(def);
-  if (!g.ok()) return g.status();
-  if (absl::Status s = run_pipeline(*g); !s.ok()) return s;
-  return g;
-}
-
-absl::StatusOr<std::string> compile_to_config(const ModelDef& def,
-                                              const emit::ConfigOptions& opts) {
-  auto g = compile_model(def);
-  if (!g.ok()) return g.status();
-  return emit::write_config(*g, opts);
 }
 
 }  // namespace retc

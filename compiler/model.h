@@ -1,9 +1,10 @@
-// ModelDef: a named model (its build function and training setup), and the
-// boundary from model code to the compiler: build, run the pipeline, emit.
+// ModelDef: a named model (its build function and training setup), and
+// build_model, the boundary from model code to the IR. Compiling for a
+// target (passes and config) is emit/target.h.
 //
-// Note: a ModelDef carries its TrainingSetup, which is made of emit::PyValue
-// (datasets and optimizer are RETURNN option dicts), so compiler/ depends on
-// emit's value type here.
+// Note: the training setup (datasets, optimizer) is RETURNN config data
+// shared by every target, made of emit::PyValue; so this header includes
+// emit/config.h, the one include of emit/ from compiler/.
 #pragma once
 
 #include <functional>
@@ -34,11 +35,5 @@ emit::ConfigOptions config_options(const ModelDef& def,
 /// Runs `def.build` into a fresh graph. User errors come back as
 /// InvalidArgument with `file:line:col: error: ...`.
 absl::StatusOr<ir::Graph> build_model(const ModelDef& def);
-
-/// build_model + run_pipeline.
-absl::StatusOr<ir::Graph> compile_model(const ModelDef& def);
-
-/// compile_model + emit::write_config.
-absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const emit::ConfigOptions& opts);
 
 }  // namespace retc

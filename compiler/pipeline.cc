@@ -6,7 +6,7 @@
 #include "compiler/passes/dce.h"
 #include "compiler/passes/expand_parametrizations.h"
 #include "compiler/passes/lower_init.h"
-#include "compiler/passes/naming.h"
+#include "ir/status_macros.h"
 #include "ir/verifier.h"
 
 namespace retc {
@@ -19,14 +19,23 @@ absl::Status verified_after(absl::string_view pass, const ir::Graph& g) {
       "internal error: the graph fails verification after pass '", pass, "': ", s.message()));
 }
 
+std::string names_of(const std::vector<const PassInfo*>& table) {
+  std::vector<std::string> all;
+  for (const PassInfo* p : table) all.emplace_back(p->name);
+  return absl::StrJoin(all, ", ");
+}
+
 }  // namespace
 
-const std::vector<PassInfo>& pass_table() {
-  // Order: stages first (users' initializer subgraphs become param-init; the
-  // passes after it make their param-init nodes as such); initializers are
-  // lowered before parametrizations (weight norm's g is initialized from v's
-  // initial value); dce before naming, so removed nodes (the expanded
-  // parametrization nodes) take no names.
+const std::vector<PassInfo>& neutral_passes() {
+  // The recipe. (The graph is verified before the first pass.)
+  // 1. Stages first: users' initializer subgraphs become param-init; the
+  //    passes after it create their param-init nodes as such.
+  // 2. Initializers are lowered before parametrizations: weight norm's g is
+  //    initialized from v's initial value.
+  // 3. DCE last: the nodes that expansion replaced (and anything no output,
+  //    loss, param or data needs) go before a target names or lowers them.
+  // A target's own passes (legalize, naming) follow (emit/target.h).
   static const std::vector<PassInfo> kPasses = {
       {"assign-stages", "mark nodes that run once (param-init) or every step",
        [](ir::Graph& g) { return passes::assign_stages(g); }},
@@ -36,43 +45,43 @@ const std::vector<PassInfo>& pass_table() {
        [](ir::Graph& g) { return passes::expand_parametrizations(g); }},
       {"dce", "remove nodes no output, loss, param or data depends on",
        [](ir::Graph& g) { return passes::dce(g); }},
-      {"naming", "give every node its RETURNN layer name",
-       [](ir::Graph& g) { return passes::naming(g); }},
   };
   return kPasses;
 }
 
-absl::StatusOr<std::vector<std::string>> pipeline_up_to(absl::string_view last) {
-  std::vector<std::string> names;
-  for (const PassInfo& p : pass_table()) {
-    names.emplace_back(p.name);
-    if (p.name == last) return names;
-  }
-  if (last.empty()) return names;
-  std::vector<std::string> all;
-  for (const PassInfo& p : pass_table()) all.emplace_back(p.name);
-  return absl::NotFoundError(
-      absl::StrCat("unknown pass '", last, "'; passes: ", absl::StrJoin(all, ", ")));
-}
-
-absl::Status run_pipeline(ir::Graph& g, const PassObserver& observer) {
-  return run_passes(g, *pipeline_up_to(""), observer);
-}
-
-absl::Status run_passes(ir::Graph& g, const std::vector<std::string>& names,
-                        const PassObserver& observer) {
-  std::vector<const PassInfo*> passes;
+absl::StatusOr<std::vector<const PassInfo*>> find_passes(const std::vector<const PassInfo*>& table,
+                                                         const std::vector<std::string>& names) {
+  std::vector<const PassInfo*> out;
   for (const std::string& name : names) {
     const PassInfo* found = nullptr;
-    for (const PassInfo& p : pass_table()) {
-      if (p.name == name) found = &p;
+    for (const PassInfo* p : table) {
+      if (p->name == name) found = p;
     }
-    if (!found) return absl::InvalidArgumentError(pipeline_up_to(name).status().message());
-    passes.push_back(found);
+    if (!found) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown pass '", name, "'; passes: ", names_of(table)));
+    }
+    out.push_back(found);
   }
+  return out;
+}
+
+absl::StatusOr<std::vector<const PassInfo*>> passes_up_to(const std::vector<const PassInfo*>& table,
+                                                          absl::string_view last) {
+  std::vector<const PassInfo*> out;
+  for (const PassInfo* p : table) {
+    out.push_back(p);
+    if (p->name == last) return out;
+  }
+  if (last.empty()) return out;
+  return absl::NotFoundError(absl::StrCat("unknown pass '", last, "'; passes: ", names_of(table)));
+}
+
+absl::Status run_passes(ir::Graph& g, const std::vector<const PassInfo*>& passes,
+                        const PassObserver& observer) {
   // The model as built must already be well-formed: errors here are the
   // user's (e.g. a stage violation), reported with their source line.
-  if (absl::Status s = ir::verify(g); !s.ok()) return s;
+  RETURN_IF_ERROR(ir::verify(g));
   for (const PassInfo* pass : passes) {
     auto changed = pass->run(g);
     if (!changed.ok()) {
@@ -84,7 +93,7 @@ absl::Status run_passes(ir::Graph& g, const std::vector<std::string>& names,
           absl::StrCat("internal error in pass '", pass->name, "': ", changed.status().message()));
     }
     if (!*changed) continue;
-    if (absl::Status s = verified_after(pass->name, g); !s.ok()) return s;
+    RETURN_IF_ERROR(verified_after(pass->name, g));
     if (observer) observer(pass->name, g);
   }
   return absl::OkStatus();

@@ -1,6 +1,6 @@
-// The complete RETURNN config: header, backend, Dim definitions, extern_data,
-// network and the training setup. Byte-stable: the same graph and options
-// always give the same bytes.
+// What every target's config holds besides the model: the training setup
+// (datasets, optimizer, schedule: RETURNN options shared by its backends),
+// the config options, and the IR hash of the header.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +42,5 @@ inline constexpr int kBehaviorVersion = 38;
 
 /// FNV-1a 64 of the canonical IR text, as 16 hex digits.
 std::string ir_hash(const ir::Graph& g);
-
-/// Requires: a graph after the pipeline (named).
-absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts);
 
 }  // namespace retc::emit

@@ -50,7 +50,6 @@ Json to_json(const Graph& g) {
   for (const Param& p : g.params()) {
     params.push_back(
         Json{{"path", p.path},
-             {"variable", p.variable_name()},
              {"dims", dims_json(t, p.dims)},
              {"dtype", dtype_name(p.dtype)},
              {"kind", param_kind_name(p.kind)},
@@ -62,8 +61,6 @@ Json to_json(const Graph& g) {
              {"lr_multiplier", p.options.lr_multiplier},
              {"gradient_clip", p.options.gradient_clip},
              {"device", p.options.device},
-             {"dropout", p.options.dropout},
-             {"noise", p.options.noise},
              {"loc", loc_json(p.loc)}});
   }
   out["params"] = std::move(params);

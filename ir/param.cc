@@ -140,12 +140,4 @@ std::pair<double, double> fans(const std::vector<Dim>& dims) {
   return {size(dims[dims.size() - 2]) * receptive, size(dims.back()) * receptive};
 }
 
-std::string Param::variable_name() const {
-  std::string s = path;
-  for (char& c : s) {
-    if (c == '.') c = '/';
-  }
-  return s + "/param";
-}
-
 }  // namespace retc::ir

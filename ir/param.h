@@ -83,9 +83,7 @@ struct ParamOptions {
   WeightDecay weight_decay;
   double lr_multiplier = 1.0;  ///< scales the learning rate for this param
   double gradient_clip = 0.0;  ///< clip each gradient entry to [-c, c]; 0: off
-  std::string device;          ///< e.g. "CPU"; empty: RETURNN's choice
-  double dropout = 0.0;        ///< weight dropout in training (lowered from a parametrization)
-  double noise = 0.0;          ///< stddev of weight noise in training (idem)
+  std::string device;          ///< e.g. "CPU"; empty: the backend's choice
   /// A param-init node giving the initial value (set by lower_init); -1: use `initial`.
   int32_t init_node = -1;
   bool operator==(const ParamOptions&) const = default;
@@ -100,8 +98,6 @@ struct Param {
   ParamOptions options;
   SourceLoc loc;
 
-  /// The TF variable name RETURNN gives it: `encoder/layers/0/ff/weight/param`.
-  std::string variable_name() const;
   bool operator==(const Param&) const = default;
 };
 

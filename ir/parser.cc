@@ -454,10 +454,6 @@ class Parser {
         s = number(o.lr_multiplier);
       } else if (*key == "gradient_clip") {
         s = number(o.gradient_clip);
-      } else if (*key == "dropout") {
-        s = number(o.dropout);
-      } else if (*key == "noise") {
-        s = number(o.noise);
       } else if (*key == "device") {
         auto v = take(Tok::kStr, "a device string");
         if (!v.ok()) return v.status();

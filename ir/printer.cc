@@ -86,8 +86,6 @@ std::string print(const Graph& g, const PrintOptions& opts) {
     if (o.gradient_clip != 0.0)
       absl::StrAppend(&out, " gradient_clip=", format_double(o.gradient_clip));
     if (!o.device.empty()) absl::StrAppend(&out, " device=", quote(o.device));
-    if (o.dropout != 0.0) absl::StrAppend(&out, " dropout=", format_double(o.dropout));
-    if (o.noise != 0.0) absl::StrAppend(&out, " noise=", format_double(o.noise));
     if (debug) absl::StrAppend(&out, " loc=", quote(p.loc.str()));
     out += "\n";
   }

@@ -3,7 +3,10 @@
 
 #include "compiler/model.h"
 #include "configs/bundled.h"
-#include "emit/net_dict.h"
+#include "emit/target.h"
+#include "emit/tf/net_dict.h"
+#include "emit/tf/target.h"
+#include "ir/printer.h"
 #include "tests/golden.h"
 #include "tests/test_models.h"
 
@@ -13,17 +16,24 @@ namespace {
 // What `retc compile MODEL -o FILE` writes.
 emit::ConfigOptions options(const ModelDef& m) { return config_options(m); }
 
-TEST_CASE("the emitted 12ax config matches its golden file") {
-  ModelDef m = configs::model_12ax();
-  auto text = compile_to_config(m, options(m));
-  REQUIRE(text.ok());
-  testing::check_golden("12ax.config", *text);
+TEST_CASE("every bundled model's config and IR match their golden files") {
+  // tests/golden/MODEL.config is what `retc compile MODEL` writes, MODEL.ir
+  // what `retc dump-ir MODEL` prints (the IR after the TF pipeline).
+  for (const ModelDef& m : configs::bundled_models()) {
+    INFO(m.name);
+    auto g = emit::compile_model(m, emit::tf::target());
+    REQUIRE(g.ok());
+    testing::check_golden(m.name + ".ir", ir::print(*g));
+    auto text = emit::tf::target().write_config(*g, options(m));
+    REQUIRE(text.ok());
+    testing::check_golden(m.name + ".config", *text);
+  }
 }
 
 TEST_CASE("compiling twice gives identical bytes") {
   for (const ModelDef& m : configs::bundled_models()) {
-    auto a = compile_to_config(m, options(m));
-    auto b = compile_to_config(m, options(m));
+    auto a = emit::compile_to_config(m, emit::tf::target(), options(m));
+    auto b = emit::compile_to_config(m, emit::tf::target(), options(m));
     REQUIRE(a.ok());
     REQUIRE(b.ok());
     CHECK(*a == *b);
@@ -31,9 +41,9 @@ TEST_CASE("compiling twice gives identical bytes") {
 }
 
 TEST_CASE("params become variable layers named by module path") {
-  auto g = compile_model(configs::model_12ax());
+  auto g = emit::compile_model(configs::model_12ax(), emit::tf::target());
   REQUIRE(g.ok());
-  auto net = emit::emit_net_dict(*g);
+  auto net = emit::tf::emit_net_dict(*g);
   REQUIRE(net.ok());
   const emit::PyValue* w = net->network.get("lstm.ff_weight");
   REQUIRE(w);
@@ -50,7 +60,7 @@ TEST_CASE("params become variable layers named by module path") {
 TEST_CASE("hostile names are escaped in the config") {
   for (const ModelDef& m : testing::test_models()) {
     if (m.name != "hostile-names") continue;
-    auto text = compile_to_config(m, options(m));
+    auto text = emit::compile_to_config(m, emit::tf::target(), options(m));
     REQUIRE(text.ok());
     CHECK_THAT(*text, Catch::Contains("SpatialDim(\"ti\\\"me\\\\\\n'); import os #\")"));
     CHECK_THAT(*text, Catch::Contains("\\u00e9"));

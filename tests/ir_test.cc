@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/passes/dce.h"
-#include "compiler/passes/naming.h"
+#include "emit/tf/naming.h"
 #include "ir/graph.h"
 #include "ir/verifier.h"
 
@@ -150,7 +150,7 @@ TEST_CASE("naming gives unique RETURNN layer names") {
   NodeId a = *g.add(NodeKind::kAdd, {x, w}, s);
   NodeId b = *g.add(NodeKind::kAdd, {a, w}, s);
   g.add_mark(Mark{Mark::Kind::kOutput, b, "output", {}});
-  auto changed = passes::naming(g);
+  auto changed = emit::tf::naming(g);
   REQUIRE(changed.ok());
   CHECK(*changed);
   CHECK(g.node(x).name == "data:data");
@@ -158,7 +158,7 @@ TEST_CASE("naming gives unique RETURNN layer names") {
   CHECK(g.node(a).name == "enc.add");
   CHECK(g.node(b).name == "output");
   CHECK(verify(g).ok());
-  CHECK(!*passes::naming(g));
+  CHECK(!*emit::tf::naming(g));
 }
 
 TEST_CASE("replace_all_uses redirects inputs and marks") {

@@ -5,6 +5,8 @@
 #include "compiler/nn/error.h"
 #include "compiler/nn/modules.h"
 #include "compiler/nn/parametrize.h"
+#include "emit/target.h"
+#include "emit/tf/target.h"
 #include "tests/test_models.h"
 
 namespace retc::nn {
@@ -90,7 +92,7 @@ TEST_CASE("model mistakes are user errors at the user's line") {
   for (const std::string name : {"duplicate-loss", "unregistered-param"}) {
     for (const ModelDef& m : testing::test_models()) {
       if (m.name != name) continue;
-      auto g = compile_model(m);
+      auto g = emit::compile_model(m, emit::tf::target());
       INFO(name);
       REQUIRE(!g.ok());
       CHECK_THAT(
@@ -147,7 +149,7 @@ using ir::Dim;
 
 // Builds a model from `body` and returns its graph after the pipeline.
 ir::Graph compiled(const std::function<void(Builder&)>& body) {
-  auto g = compile_model(ModelDef{"t", "", body, {}});
+  auto g = emit::compile_model(ModelDef{"t", "", body, {}}, emit::tf::target());
   if (!g.ok()) FAIL(g.status().message());
   return *std::move(g);
 }
@@ -355,7 +357,7 @@ TEST_CASE("parametrization API: register, query, remove, and misuse") {
 TEST_CASE("a param-init subgraph reading data is rejected at the user's line") {
   for (const ModelDef& m : testing::test_models()) {
     if (m.name != "init-reads-data") continue;
-    auto g = compile_model(m);
+    auto g = emit::compile_model(m, emit::tf::target());
     REQUIRE(!g.ok());
     std::string msg(g.status().message());
     CHECK_THAT(msg,

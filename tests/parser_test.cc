@@ -7,6 +7,8 @@
 #include "compiler/nn/builder.h"
 #include "compiler/pipeline.h"
 #include "configs/bundled.h"
+#include "emit/target.h"
+#include "emit/tf/target.h"
 #include "ir/format.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -40,10 +42,11 @@ TEST_CASE("parse(print(g)) == g for every model, as built and after every pass")
     if (!g.ok()) continue;  // the bad models
     check_round_trip(*g, m.name + " (as built)");
     ++checked;
-    absl::Status s = run_pipeline(*g, [&](absl::string_view pass, const ir::Graph& after) {
-      check_round_trip(after, m.name + " after " + std::string(pass));
-      ++checked;
-    });
+    absl::Status s = run_passes(*g, emit::pipeline(emit::tf::target()),
+                                [&](absl::string_view pass, const ir::Graph& after) {
+                                  check_round_trip(after, m.name + " after " + std::string(pass));
+                                  ++checked;
+                                });
     (void)s;
   }
   CHECK(checked > 20);

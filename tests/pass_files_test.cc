@@ -10,6 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "compiler/pipeline.h"
+#include "emit/target.h"
+#include "emit/tf/target.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "tests/golden.h"
@@ -49,7 +51,9 @@ TEST_CASE("pass tests in tests/passes") {
       if (!g.ok()) {
         status = g.status();
       } else {
-        status = run_passes(*g, passes);
+        // The names of the neutral passes and the TF target's.
+        auto named = find_passes(emit::pipeline(emit::tf::target()), passes);
+        status = named.ok() ? run_passes(*g, *named) : named.status();
         if (status.ok()) result = ir::print(*g);
       }
       if (std::filesystem::exists(error_file)) {

@@ -18,6 +18,8 @@
 #include "compiler/pipeline.h"
 #include "configs/bundled.h"
 #include "emit/config.h"
+#include "emit/target.h"
+#include "emit/tf/target.h"
 #include "nlohmann/json.hpp"
 
 namespace retc {
@@ -109,13 +111,13 @@ int run(int argc, char** argv) {
     double t_build = ms_since(t0);
     nodes_built = g->size();
     auto t1 = Clock::now();
-    if (absl::Status s = run_pipeline(*g); !s.ok()) {
+    if (absl::Status s = run_passes(*g, emit::pipeline(emit::tf::target())); !s.ok()) {
       std::cerr << "retc_bench_compile: " << s.message() << "\n";
       return 1;
     }
     double t_passes = ms_since(t1);
     auto t2 = Clock::now();
-    absl::StatusOr<std::string> c = emit::write_config(*g, opts);
+    absl::StatusOr<std::string> c = emit::tf::target().write_config(*g, opts);
     if (!c.ok()) {
       std::cerr << "retc_bench_compile: " << c.status().message() << "\n";
       return 1;

@@ -17,11 +17,12 @@
 #include "absl/strings/str_split.h"
 #include "compiler/pipeline.h"
 #include "emit/file_util.h"
+#include "emit/target.h"
 #include "ir/dot.h"
 #include "ir/json.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/returnn_session.h"
+#include "runtime/backends.h"
 
 namespace retc {
 namespace {
@@ -40,16 +41,17 @@ struct Command {
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"list", "list", "Lists the models this binary knows, with a description."},
-      {"compile", "compile MODEL -o FILE [--model-dir DIR] [--epochs N]",
+      {"compile", "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]",
        "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
        "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
-       "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs."},
-      {"check", "check MODEL",
+       "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs.\n"
+       "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend)."},
+      {"check", "check MODEL [--backend NAME]",
        "Compiles MODEL, constructs its network in RETURNN (TFNetwork.construct_from_dict),\n"
        "runs one step on random data and prints every variable with its name and shape.\n"
        "Fails if RETURNN's variables differ from the model's named parameters.\n"
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
-      {"train", "train MODEL [--workdir DIR] [--epochs N]",
+      {"train", "train MODEL [--backend NAME] [--workdir DIR] [--epochs N]",
        "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
        "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL);\n"
        "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
@@ -57,16 +59,17 @@ const std::vector<Command>& commands() {
        "and keeps the finished epochs' checkpoints. The last line printed is the final\n"
        "dev frame error."},
       {"dump-ir",
-       "dump-ir MODEL [--format text|json|dot|svg] [--debug] [--stage param-init|step]\n"
-       "                  [--after PASS] [-o FILE]",
+       "dump-ir MODEL [--backend NAME] [--format text|json|dot|svg] [--debug]\n"
+       "                  [--stage param-init|step] [--after PASS] [-o FILE]",
        "Prints MODEL's IR after the pass pipeline (or after PASS; 'build' is the IR as the\n"
        "model code built it): canonical text (default), text with source locations\n"
        "(--debug), JSON with every node's stage and location, Graphviz dot (modules as\n"
        "clusters, stages as colours), or SVG rendered by Graphviz's 'dot'. --stage prints\n"
        "only the nodes of one stage: param-init (run once, when variables are initialized)\n"
        "or step (run at every step). -o writes FILE atomically instead of stdout."},
-      {"opt", "opt FILE.ir [--passes P1,P2,...] [--print-after-all] [-o FILE]",
-       "Reads IR text, runs the passes (default: the whole pipeline) and prints the result.\n"
+      {"opt", "opt FILE.ir [--backend NAME] [--passes P1,P2,...] [--print-after-all] [-o FILE]",
+       "Reads IR text, runs the passes (default: the whole pipeline of the backend: the\n"
+       "neutral passes, then the target's) and prints the result.\n"
        "The IR is verified first and after every pass that changed it; errors name the\n"
        "IR file's line and column, or the pass. --print-after-all prints the IR after each\n"
        "pass that changed it."},
@@ -79,8 +82,12 @@ void print_usage(std::ostream& os) {
         "retc compiles C++ models to RETURNN configs and runs them with an embedded RETURNN.\n\n"
         "commands:\n";
   for (const Command& c : commands()) os << "  " << c.usage << "\n";
-  os << "\n'retc COMMAND --help' describes a command. Exit codes: 0 success, 1 error,\n"
-        "2 usage error, 130 interrupted.\n";
+  os << "\n'retc COMMAND --help' describes a command. --backend NAME picks the target (";
+  for (const runtime::Backend& b : runtime::backends()) {
+    os << (&b == &runtime::backends().front() ? "" : ", ") << b.target.name << ": "
+       << b.target.summary << (&b == &runtime::backends().front() ? ", the default" : "");
+  }
+  os << ").\nExit codes: 0 success, 1 error, 2 usage error, 130 interrupted.\n";
 }
 
 int usage_error(absl::string_view msg) {
@@ -164,6 +171,13 @@ int model_arg_error(const absl::Status& s) {
   return s.code() == absl::StatusCode::kNotFound ? error(s) : usage_error(s.message());
 }
 
+// --backend NAME (default: the first backend, tf).
+absl::StatusOr<const runtime::Backend*> backend_arg(const Args& a) {
+  auto it = a.flags.find("--backend");
+  if (it == a.flags.end()) return &runtime::backends().front();
+  return runtime::find_backend(it->second);
+}
+
 absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
   auto it = a.flags.find("--epochs");
   if (it == a.flags.end()) return absl::OkStatus();
@@ -210,12 +224,14 @@ int cmd_list(const std::vector<ModelDef>& models, const Args& a) {
 int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return model_arg_error(m.status());
+  auto backend = backend_arg(a);
+  if (!backend.ok()) return usage_error(backend.status().message());
   auto out = a.flags.find("-o");
   if (out == a.flags.end()) return usage_error("compile needs -o FILE");
   auto dir = a.flags.find("--model-dir");
   emit::ConfigOptions opts = config_options(**m, dir == a.flags.end() ? "retc-model" : dir->second);
   if (absl::Status s = apply_epochs(a, opts); !s.ok()) return usage_error(s.message());
-  auto text = compile_to_config(**m, opts);
+  auto text = emit::compile_to_config(**m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   if (absl::Status s = emit::write_file_atomic(out->second, *text); !s.ok()) return error(s);
   return kOk;
@@ -224,13 +240,17 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
 int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return model_arg_error(m.status());
-  auto graph = compile_model(**m);
+  auto backend = backend_arg(a);
+  if (!backend.ok()) return usage_error(backend.status().message());
+  const emit::Target& target = (*backend)->target;
+  const runtime::Runner& runner = (*backend)->runner;
+  auto graph = emit::compile_model(**m, target);
   if (!graph.ok()) return error(graph.status());
   TempDir tmp;
   std::error_code ec;
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
   emit::ConfigOptions opts = config_options(**m, tmp.path() + "/model");
-  auto text = emit::write_config(*graph, opts);
+  auto text = target.write_config(*graph, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
@@ -238,7 +258,7 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   const std::string log =
       (std::filesystem::temp_directory_path() / ("retc-check-" + (*m)->name + ".log")).string();
   std::filesystem::remove(log, ec);
-  auto r = runtime::check_config(path, log);
+  auto r = runner.check(path, log);
   if (!r.ok()) return error(r.status());
   int64_t total = 0;
   for (const runtime::Variable& v : r->variables) {
@@ -255,7 +275,7 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   for (const ir::Param& p : graph->params()) {
     std::vector<int64_t> shape;
     for (const ir::Dim& d : p.dims) shape.push_back(*d.size());
-    expected[p.variable_name() + ":0"] = shape;
+    expected[runner.variable_name(p)] = shape;
   }
   for (const runtime::Variable& v : r->variables) got[v.name] = v.shape;
   if (expected != got) {
@@ -270,6 +290,8 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
 int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return model_arg_error(m.status());
+  auto backend = backend_arg(a);
+  if (!backend.ok()) return usage_error(backend.status().message());
   auto wd = a.flags.find("--workdir");
   std::string workdir = wd == a.flags.end() ? "retc-work/" + (*m)->name : wd->second;
   std::error_code ec;
@@ -282,12 +304,12 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   emit::ConfigOptions opts = config_options(**m, abs + "/model");
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
   if (absl::Status s = apply_epochs(a, opts); !s.ok()) return usage_error(s.message());
-  auto text = compile_to_config(**m, opts);
+  auto text = emit::compile_to_config(**m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << (*m)->name << "' with " << path << std::endl;
-  auto r = runtime::train_config(path, abs + "/retc-stderr.log");
+  auto r = (*backend)->runner.train(path, abs + "/retc-stderr.log");
   std::cout.flush();
   if (!r.ok()) return error(r.status());
   const std::pair<std::string, double>* dev_error = nullptr;
@@ -334,6 +356,8 @@ absl::StatusOr<std::string> render_svg(const std::string& dot) {
 int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return model_arg_error(m.status());
+  auto backend = backend_arg(a);
+  if (!backend.ok()) return usage_error(backend.status().message());
   std::string format = a.flags.contains("--format") ? a.flags.at("--format") : "text";
   if (format != "text" && format != "json" && format != "dot" && format != "svg") {
     return usage_error("--format must be text, json, dot or svg");
@@ -351,11 +375,11 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
     if (format != "text") return usage_error("--stage applies to the text format");
   }
   std::string after = a.flags.contains("--after") ? a.flags.at("--after") : "";
-  std::vector<std::string> passes;
+  std::vector<const PassInfo*> passes;
   if (after != "build") {
-    auto names = pipeline_up_to(after);
-    if (!names.ok()) return usage_error(names.status().message());
-    passes = *names;
+    auto up_to = passes_up_to(emit::pipeline((*backend)->target), after);
+    if (!up_to.ok()) return usage_error(up_to.status().message());
+    passes = *up_to;
   }
   auto graph = build_model(**m);
   if (!graph.ok()) return error(graph.status());
@@ -372,6 +396,8 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
 
 int cmd_opt(const Args& a) {
   if (a.positional.size() != 1) return usage_error("opt needs exactly one FILE.ir");
+  auto backend = backend_arg(a);
+  if (!backend.ok()) return usage_error(backend.status().message());
   const std::string& file = a.positional[0];
   std::ifstream in(file, std::ios::binary);
   if (!in) return error(absl::NotFoundError(absl::StrCat("cannot read '", file, "'")));
@@ -379,9 +405,11 @@ int cmd_opt(const Args& a) {
   ss << in.rdbuf();
   auto graph = ir::parse(ss.str(), file);
   if (!graph.ok()) return error(graph.status());
-  std::vector<std::string> passes = *pipeline_up_to("");
+  std::vector<const PassInfo*> passes = emit::pipeline((*backend)->target);
   if (auto it = a.flags.find("--passes"); it != a.flags.end()) {
-    passes = absl::StrSplit(it->second, ',', absl::SkipEmpty());
+    auto named = find_passes(passes, absl::StrSplit(it->second, ',', absl::SkipEmpty()));
+    if (!named.ok()) return error(named.status());
+    passes = *named;
   }
   std::string log;
   PassObserver print_after = [&](absl::string_view pass, const ir::Graph& g) {
@@ -424,6 +452,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
     valued = {"--passes", "-o"};
     boolean = {"--print-after-all"};
   }
+  if (cmd != "list") valued.push_back("--backend");
   auto args = parse_args(argc, argv, 2, valued, boolean);
   if (!args.ok()) return usage_error(args.status().message());
   if (args->help) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "ir/status_macros.h"
 
 namespace retc::passes {
 namespace {
@@ -131,38 +132,25 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   return absl::OkStatus();
 }
 
-absl::Status expand_weight_noise_or_dropout(ir::Graph& g, ir::NodeId id) {
+// Weight dropout of anything but a param's own (possibly noised) value, e.g.
+// of a weight-normed weight, is dropout over all its dims. On a param, weight
+// noise and dropout stay: a target applies them to the param's value (TF:
+// options of the variable; an eager target: at each step).
+absl::Status expand_weight_dropout(ir::Graph& g, ir::NodeId id, bool& changed) {
   const ir::Node n = g.node(id);
   const ir::Node& x = g.node(n.inputs[0]);
-  const bool dropout = n.kind == ir::NodeKind::kWeightDropout;
-  const double value = *n.attrs.get<double>(dropout ? "rate" : "stddev");
-  if (x.kind == ir::NodeKind::kParam) {
-    ir::ParamOptions& o = g.mutable_param(x.param).options;
-    // RETURNN applies a variable's noise before its dropout; fold only in
-    // that order.
-    if (dropout && o.dropout == 0.0) {
-      o.dropout = value;
-      g.replace_all_uses(id, n.inputs[0]);
-      return absl::OkStatus();
-    }
-    if (!dropout && o.noise == 0.0 && o.dropout == 0.0) {
-      o.noise = value;
-      g.replace_all_uses(id, n.inputs[0]);
-      return absl::OkStatus();
-    }
-  }
-  if (!dropout) {
-    return user_error(
-        n,
-        "weight noise applies to a param directly (register it before other reparametrizations)");
+  if (x.kind == ir::NodeKind::kParam ||
+      (x.kind == ir::NodeKind::kWeightNoise && g.node(x.inputs[0]).kind == ir::NodeKind::kParam)) {
+    return absl::OkStatus();
   }
   ir::NodeSpec spec;
   spec.loc = n.loc;
   spec.module_path = n.module_path;
-  spec.attrs = {{"rate", value}, {"axes", g.node(n.inputs[0]).type.dims}};
+  spec.attrs = {{"rate", *n.attrs.get<double>("rate")}, {"axes", x.type.dims}};
   auto d = add(g, ir::NodeKind::kDropout, {n.inputs[0]}, std::move(spec));
   if (!d.ok()) return d.status();
   g.replace_all_uses(id, *d);
+  changed = true;
   return absl::OkStatus();
 }
 
@@ -175,16 +163,12 @@ absl::StatusOr<bool> expand_parametrizations(ir::Graph& g, const ExpandParametri
     ir::NodeId id = g.id_of(i);
     // Only the parametrization kinds are rewritten; no other kind needs a case.
     const ir::NodeKind kind = g.node(id).kind;
-    absl::Status s;
     if (kind == ir::NodeKind::kWeightNorm) {
-      s = expand_weight_norm(g, id);
-    } else if (kind == ir::NodeKind::kWeightDropout || kind == ir::NodeKind::kWeightNoise) {
-      s = expand_weight_noise_or_dropout(g, id);
-    } else {
-      continue;
+      RETURN_IF_ERROR(expand_weight_norm(g, id));
+      changed = true;
+    } else if (kind == ir::NodeKind::kWeightDropout) {
+      RETURN_IF_ERROR(expand_weight_dropout(g, id, changed));
     }
-    if (!s.ok()) return s;
-    changed = true;
   }
   if (changed) g.sort_topologically();
   return changed;

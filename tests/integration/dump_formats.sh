@@ -25,7 +25,7 @@ grep -q "stage=param-init" "$TMP/built.ir" && fail "the built IR has param-init 
 "$RETC" opt "$TMP/built.ir" -o "$TMP/opt.ir"
 "$RETC" dump-ir 12ax >"$TMP/pipeline.ir"
 cmp "$TMP/opt.ir" "$TMP/pipeline.ir" || fail "retc opt on the built IR differs from the pipeline"
-"$RETC" opt "$TMP/built.ir" --passes dce,naming --print-after-all | grep "^# after naming" >/dev/null || fail "--print-after-all"
+"$RETC" opt "$TMP/built.ir" --passes dce,tf-naming --print-after-all | grep "^# after tf-naming" >/dev/null || fail "--print-after-all"
 pass "dot, JSON, --after and retc opt"
 
 printf 'dim f_dim = feature "f" 3\n%%0 = data {key="x"} : [batch_dim, g_dim] float32 stage=step\n' >"$TMP/bad.ir"

@@ -162,7 +162,8 @@ def test_structure():
         ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], check=True, capture_output=True,
                                        text=True).stdout)
         sizes = {d["id"]: d["size"] for d in ir["dims"]}
-        from_ir = {p["variable"] + ":0": [sizes[d] for d in p["dims"]] for p in ir["params"]}
+        # The TF target names a param's variable by its path (emit/tf/naming.h).
+        from_ir = {p["path"].replace(".", "/") + "/param:0": [sizes[d] for d in p["dims"]] for p in ir["params"]}
         assert from_ir == got, (model, from_ir)
         print("%-15s %d variables, %d params = formula" % (model, len(got), total))
 

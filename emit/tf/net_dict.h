@@ -1,10 +1,14 @@
-// IR -> RETURNN net dict: Dim definitions, extern_data and network, as PyValues.
+// IR -> RETURNN-TF net dict: Dim definitions, extern_data and network, as
+// PyValues. Each kind is lowered by one small function, dispatched from an
+// exhaustive switch over NodeKind.
 //
 // Each param becomes a `variable` layer whose TF variable is named by the
 // param's module path (`name_scope` "/lstm/ff_weight", `param_name` "param"
 // -> `lstm/ff_weight/param:0`). Layers that consume params read them through
 // `from` or `reuse_params` (for the native LSTM), so every param has exactly
-// the checkpoint name its path gives.
+// the checkpoint name its path gives. Weight noise and weight dropout on a
+// param become the variable layer's own `param_variational_noise` and
+// `param_dropout` (RETURNN applies them in training only, noise first).
 #pragma once
 
 #include <string>
@@ -15,7 +19,7 @@
 #include "emit/py_value.h"
 #include "ir/graph.h"
 
-namespace retc::emit {
+namespace retc::emit::tf {
 
 struct NetDict {
   /// `time_dim = SpatialDim("time")`, ...: in dependency order.
@@ -26,7 +30,7 @@ struct NetDict {
   bool decouple_weight_decay = false;
 };
 
-/// Requires: a graph after the naming pass (every node named).
+/// Requires: a graph after pipeline(tf::target()) (legal, every node named).
 absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g);
 
-}  // namespace retc::emit
+}  // namespace retc::emit::tf

@@ -1,0 +1,22 @@
+// tf-legalize: RETURNN-TF's rules that the neutral IR does not have, checked
+// with the user's source line before anything is lowered. It changes
+// nothing (returns false) or fails.
+//
+// Rules: a loss that reads a target (cross-entropy, CTC, regression) reads
+// extern data as its target and is only marked as a loss, not used further
+// (RETURNN's losses are layer options); cross-entropy logits have no feature
+// dim besides the classes; a custom loss is marked as a loss; weight decay
+// is all coupled or all decoupled (RETURNN's global decouple_constraints);
+// weight noise reads a param directly (RETURNN's param_variational_noise).
+//
+// Requires: a graph after the neutral pipeline.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+
+namespace retc::emit::tf {
+
+absl::StatusOr<bool> legalize(ir::Graph& g);
+
+}  // namespace retc::emit::tf

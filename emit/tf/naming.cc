@@ -1,0 +1,131 @@
+#include "emit/tf/naming.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "ir/format.h"
+
+namespace retc::emit::tf {
+namespace {
+
+// Who wants a name: for the message when two want the same.
+struct Claim {
+  std::string what;  // "output 'x'", "param 'enc.w'", ...
+  ir::SourceLoc loc;
+};
+
+}  // namespace
+
+std::string rel_pos_layer_name(const ir::Node& attention) { return attention.name + "_rel_pos"; }
+
+std::string variable_name(const ir::Param& p) {
+  return absl::StrReplaceAll(p.path, {{".", "/"}}) + "/param";
+}
+
+absl::StatusOr<bool> naming(ir::Graph& g) {
+  absl::flat_hash_set<std::string> taken;
+  for (const ir::Node& n : g.nodes()) {
+    if (!n.name.empty()) taken.insert(n.name);
+  }
+  std::vector<std::string> wanted(g.size());
+  std::vector<Claim> claims(g.size());
+  // Marked nodes first, so `output` is never taken by an ordinary node.
+  for (const ir::Mark& m : g.marks()) {
+    std::string& w = wanted[m.node.index];
+    if (w.empty() && g.node(m.node).name.empty()) {
+      w = m.name;
+      claims[m.node.index] = {
+          absl::StrCat(m.kind == ir::Mark::Kind::kLoss ? "loss " : "output ", ir::quote(m.name)),
+          m.loc};
+    }
+  }
+  // A param's initial value: `<param path>.init`.
+  for (const ir::Param& p : g.params()) {
+    int32_t i = p.options.init_node;
+    if (i >= 0 && wanted[i].empty() && g.nodes()[i].name.empty()) {
+      wanted[i] = p.path + ".init";
+      claims[i] = {absl::StrCat("the initial value of param ", ir::quote(p.path)), p.loc};
+    }
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (!n.name.empty() || !wanted[i].empty()) continue;
+    // Data and params have fixed names; every other kind is named below.
+    if (n.kind == ir::NodeKind::kData) {
+      wanted[i] = "data:" + *n.attrs.get<std::string>("key");
+      claims[i] = {absl::StrCat("extern data ", ir::quote(*n.attrs.get<std::string>("key"))),
+                   n.loc};
+    } else if (n.kind == ir::NodeKind::kParam) {
+      const ir::Param& p = g.param(n.param);
+      wanted[i] = p.path;
+      claims[i] = {absl::StrCat("param ", ir::quote(p.path)), p.loc};
+    }
+  }
+  absl::flat_hash_map<std::string, size_t> first;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const std::string& w = wanted[i];
+    if (w.empty()) continue;
+    auto [it, inserted] = first.emplace(w, i);
+    if (inserted && taken.insert(w).second) continue;
+    const Claim& later = claims[i];
+    std::string other = inserted ? "a node named so already" : claims[it->second].what;
+    std::string note =
+        inserted ? "" : absl::StrCat("\n", claims[it->second].loc.str(), ": note: ", other);
+    return absl::InvalidArgumentError(
+        absl::StrCat(later.loc.str(), ": error: the RETURNN layer name ", ir::quote(w), " of ",
+                     later.what, " is wanted by ", other, " too; rename one of them", note));
+  }
+  bool changed = false;
+  // The next suffix to try per base name: numbering stays linear in the
+  // number of nodes (a root-level `add` may occur thousands of times).
+  absl::flat_hash_map<std::string, int> next_suffix;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (!n.name.empty()) continue;
+    std::string name = wanted[i];
+    if (name.empty()) {
+      std::string base(ir::node_kind_name(n.kind));
+      if (!n.module_path.empty()) base = n.module_path + "." + base;
+      name = base;
+      int& k = next_suffix[base];
+      if (k == 0) k = 2;
+      while (taken.contains(name)) name = absl::StrCat(base, "_", k++);
+      taken.insert(name);
+    }
+    g.set_name(g.id_of(i), std::move(name));
+    changed = true;
+  }
+  // The encoding layer of a relative-positional self-attention is named
+  // after it; a user's name may not take that name.
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind != ir::NodeKind::kSelfAttention || n.inputs.size() != 3) continue;
+    if (taken.contains(rel_pos_layer_name(n))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(n.loc.str(), ": error: self_attention", n.module_path.empty() ? "" : " in '",
+                       n.module_path, n.module_path.empty() ? "" : "'", ": the layer name ",
+                       ir::quote(rel_pos_layer_name(n)), " of its relative positions is taken"));
+    }
+  }
+  return changed;
+}
+
+std::vector<std::string> loop_layer_names(const ir::Graph& g, const ir::LoopAnalysis& loops) {
+  absl::flat_hash_set<std::string> names;
+  for (const ir::Node& n : g.nodes()) names.insert(n.name);
+  std::vector<std::string> out(loops.loops.size());
+  // In node order, a loop is named when its first node (with a `loop`
+  // attribute) is reached, after the module whose call made that node.
+  for (const ir::Node& n : g.nodes()) {
+    const int64_t* id = n.attrs.get<int64_t>("loop");
+    if (!id || !out[*id].empty()) continue;
+    std::string base = n.module_path.empty() ? "loop" : n.module_path + ".loop";
+    std::string name = base;
+    for (int k = 2; names.contains(name); ++k) name = absl::StrCat(base, "_", k);
+    names.insert(name);
+    out[*id] = std::move(name);
+  }
+  return out;
+}
+
+}  // namespace retc::emit::tf

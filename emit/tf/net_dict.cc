@@ -1,0 +1,753 @@
+#include "emit/tf/net_dict.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "emit/tf/naming.h"
+#include "emit/tf/target.h"
+#include "ir/dim_table.h"
+#include "ir/loops.h"
+#include "ir/status_macros.h"
+
+namespace retc::emit::tf {
+namespace {
+
+PyValue dim_ref(const ir::DimTable& t, const ir::Dim& d) { return PyValue::ref(t.id(d)); }
+
+PyValue dims_value(const ir::DimTable& t, const std::vector<ir::Dim>& dims) {
+  std::vector<PyValue> v;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    // A dim that occurs again later (a square weight [h, h]): its first
+    // occurrence gets a higher match priority, so RETURNN's dim matching (in
+    // `dot`'s reduce, ...) picks it first, as the IR does.
+    bool repeated =
+        ir::index_of(std::vector<ir::Dim>(dims.begin() + i + 1, dims.end()), dims[i]) >= 0;
+    if (repeated) {
+      v.push_back(PyValue::call(t.id(dims[i]) + ".copy", {}, {{"match_priority", 1}}));
+    } else {
+      v.push_back(dim_ref(t, dims[i]));
+    }
+  }
+  return PyValue::list(std::move(v));
+}
+
+PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
+  switch (d.kind()) {
+    case ir::Dim::Kind::kBatch:
+      return PyValue::ref("batch_dim");
+    case ir::Dim::Kind::kFeature:
+      return PyValue::call("FeatureDim", {d.name(), *d.size()});
+    case ir::Dim::Kind::kSpatial:
+      if (d.size()) return PyValue::call("SpatialDim", {d.name(), *d.size()});
+      return PyValue::call("SpatialDim", {d.name()});
+    case ir::Dim::Kind::kDerived:
+      switch (d.op()) {
+        case ir::Dim::Op::kAdd:
+          return PyValue::binop(dim_ref(t, d.operands()[0]), "+", dim_ref(t, d.operands()[1]));
+        case ir::Dim::Op::kMul:
+          return PyValue::binop(d.factor(), "*", dim_ref(t, d.operands()[0]));
+        case ir::Dim::Op::kFloorDiv:
+          return PyValue::binop(dim_ref(t, d.operands()[0]), "//", d.factor());
+        case ir::Dim::Op::kNone:
+          break;
+      }
+  }
+  return PyValue();
+}
+
+PyValue ints_value(const std::vector<int64_t>& v) {
+  std::vector<PyValue> items(v.begin(), v.end());
+  return PyValue::list(std::move(items));
+}
+
+// `reuse_params` that take each named variable of a RETURNN layer from a
+// retc variable layer: {"map": {name: {"layer_output": layer}}}.
+PyValue reuse_params(std::initializer_list<std::pair<const char*, PyValue>> vars) {
+  PyValue map = PyValue::dict();
+  for (const auto& [name, layer] : vars) map.set(name, PyValue::dict({{"layer_output", layer}}));
+  return PyValue::dict({{"map", std::move(map)}});
+}
+
+// What the whole graph tells the lowering of each node.
+struct GraphFacts {
+  const ir::Graph& g;
+  const ir::DimTable& t;
+  const ir::LoopAnalysis& loops;
+  std::vector<std::string> loop_names;
+  std::vector<bool> is_loss, is_output, is_target;
+  std::vector<int> uses;
+  // Weight noise and dropout folded into their param's variable layer: the
+  // node whose layer stands for each node (itself, or the param's).
+  std::vector<ir::NodeId> layer_of;
+  std::vector<double> param_noise, param_dropout;  // by param node
+};
+
+// Lowering one node: its layer, built from the node and its inputs' layers.
+class Lowering {
+ public:
+  Lowering(const GraphFacts& f, size_t i)
+      : f_(f),
+        i_(i),
+        n_(f.g.nodes()[i]),
+        in_loop_(n_.kind == ir::NodeKind::kLoopStack ? -1 : f.loops.loop_of[i]) {}
+
+  const ir::Node& node() const { return n_; }
+  size_t index() const { return i_; }
+  int32_t in_loop() const { return in_loop_; }
+  const GraphFacts& facts() const { return f_; }
+  template <class T>
+  const T& attr(absl::string_view key) const {
+    return *n_.attrs.get<T>(key);
+  }
+  PyValue dim(const ir::Dim& d) const { return dim_ref(f_.t, d); }
+  PyValue dims(const std::vector<ir::Dim>& d) const { return dims_value(f_.t, d); }
+  PyValue dim_attr(absl::string_view key) const { return dim(attr<ir::Dim>(key)); }
+  PyValue dims_attr(absl::string_view key) const { return dims(attr<std::vector<ir::Dim>>(key)); }
+  // One dim as itself, several as a list (RETURNN's `axis` / `reduce`).
+  PyValue dim_or_dims(const std::vector<ir::Dim>& d) const {
+    return d.size() == 1 ? dim(d[0]) : dims(d);
+  }
+
+  // The layer reference to input k, as seen from this node's place: inside
+  // a loop `prev:` for a state, `base:` for a value outside; outside, a
+  // loop's value as `<loop>/<layer>`.
+  PyValue ref(size_t k) const {
+    const ir::NodeId in = f_.layer_of[n_.inputs[k].index];
+    const ir::Node& src = f_.g.node(in);
+    const int32_t src_loop = f_.loops.loop_of[in.index];
+    if (in_loop_ >= 0 && src_loop == in_loop_) {
+      if (src.kind == ir::NodeKind::kLoopState)
+        return PyValue("prev:" + f_.g.node(f_.loops.next_of_state[in.index]).name);
+      return PyValue(src.name);
+    }
+    if (in_loop_ >= 0) return PyValue("base:" + src.name);
+    if (src_loop >= 0) return PyValue(f_.loop_names[src_loop] + "/" + src.name);
+    return PyValue(src.name);
+  }
+  // `from`: one input as itself, several as a list.
+  PyValue from() const {
+    if (n_.inputs.size() == 1) return ref(0);
+    std::vector<PyValue> v;
+    for (size_t k = 0; k < n_.inputs.size(); ++k) v.push_back(ref(k));
+    return PyValue::list(std::move(v));
+  }
+  // A layer dict: {"class": cls, "from": from()}.
+  PyValue layer(absl::string_view cls) const {
+    return PyValue::dict({{"class", std::string(cls)}, {"from", from()}});
+  }
+  PyValue layer_from(absl::string_view cls, size_t k) const {
+    return PyValue::dict({{"class", std::string(cls)}, {"from", ref(k)}});
+  }
+  const ir::Node& input(size_t k) const { return f_.g.node(n_.inputs[k]); }
+
+ private:
+  const GraphFacts& f_;
+  size_t i_;
+  const ir::Node& n_;
+  int32_t in_loop_;
+};
+
+// Strides and spatial dims of a windowed op (conv, pool).
+void set_windowed(PyValue& layer, const Lowering& l) {
+  const auto& strides = l.attr<std::vector<int64_t>>("strides");
+  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
+    layer.set("strides", ints_value(strides));
+  const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
+  // Frames past a sequence's end hold arbitrary values: masked (conv: 0,
+  // max: -inf), they never leak into the frames before the end. (Avg pool
+  // over a dynamic axis is "valid" only, windows within the sequence;
+  // RETURNN could not mask it: an int mask value for float data.)
+  const std::string* mode = l.node().attrs.get<std::string>("mode");
+  if ((!mode || *mode == "max") &&
+      std::any_of(axes.begin(), axes.end(), [](const ir::Dim& d) { return d.is_dynamic(); }))
+    layer.set("use_time_mask", true);
+  layer.set("in_spatial_dims", l.dims(axes));
+  layer.set("out_spatial_dims", l.dims_attr("out_axes"));
+}
+
+// loss_opts (`opts` plus use_normalized_loss) and loss_scale of a loss node.
+void set_loss_options(PyValue& layer, const ir::Node& n, PyValue opts) {
+  if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
+    opts.set("use_normalized_loss", true);
+  if (!opts.items().empty()) layer.set("loss_opts", std::move(opts));
+  if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+}
+
+// RETURNN's loss on a softmax activation layer over the logits (input 0),
+// against the extern data of input 1: it uses the logits for a stable loss
+// and reports the loss's error (frame or label error rate).
+PyValue softmax_loss(const Lowering& l, absl::string_view loss) {
+  PyValue layer = l.layer_from("activation", 0);
+  layer.set("activation", "softmax");
+  layer.set("loss", std::string(loss));
+  layer.set("target", *l.input(1).attrs.get<std::string>("key"));  // data (tf-legalize)
+  return layer;
+}
+
+// --- one function per kind (or group of kinds) --------------------------------
+
+absl::string_view combine_kind(ir::BinaryOp op) {
+  switch (op) {
+    case ir::BinaryOp::kAdd:
+      return "add";
+    case ir::BinaryOp::kSub:
+      return "sub";
+    case ir::BinaryOp::kMul:
+      return "mul";
+    case ir::BinaryOp::kDiv:
+      return "truediv";
+  }
+  return "";
+}
+
+PyValue lower_binary(const Lowering& l, ir::BinaryOp op) {
+  PyValue layer = l.layer("combine");
+  layer.set("kind", std::string(combine_kind(op)));
+  return layer;
+}
+
+PyValue lower_param(const Lowering& l) {
+  const ir::Node& n = l.node();
+  const ir::Param& p = l.facts().g.param(n.param);
+  const ir::ParamOptions& o = p.options;
+  const size_t i = l.index();
+  PyValue layer = PyValue::dict();
+  layer.set("class", "variable");
+  layer.set("shape", l.dims(p.dims));
+  if (p.dtype != ir::DType::kFloat32) layer.set("dtype", std::string(dtype_name(p.dtype)));
+  if (o.init_node >= 0) {
+    layer.set("init_by_layer", l.facts().g.node(ir::NodeId{o.init_node}).name);
+  } else {
+    layer.set("init", o.initial.value);
+  }
+  if (!o.trainable) layer.set("trainable", false);
+  layer.set("name_scope", "/" + absl::StrReplaceAll(p.path, {{".", "/"}}));
+  layer.set("param_name", "param");
+  if (o.weight_decay.value != 0.0) layer.set("L2", o.weight_decay.value);
+  PyValue updater = PyValue::dict();
+  if (o.lr_multiplier != 1.0) {
+    updater.set("optimizer", PyValue::dict({{"learning_rate_multiplier", o.lr_multiplier}}));
+  }
+  if (o.gradient_clip != 0.0) updater.set("gradient_clip", o.gradient_clip);
+  if (!updater.items().empty()) layer.set("updater_opts", std::move(updater));
+  if (!o.device.empty()) layer.set("param_device", o.device);
+  if (double s = l.facts().param_noise[i]; s != 0.0) layer.set("param_variational_noise", s);
+  if (double r = l.facts().param_dropout[i]; r != 0.0) layer.set("param_dropout", r);
+  // RETURNN constructs only layers that outputs and losses need; a param
+  // nothing reads must still become a variable (checkpoint).
+  if (l.facts().uses[i] == 0) layer.set("is_output_layer", true);
+  return layer;
+}
+
+PyValue lower_norm(const Lowering& l) {
+  PyValue layer = l.layer("math_norm");
+  layer.set("p", 2);
+  layer.set("axis", l.dim_or_dims(l.attr<std::vector<ir::Dim>>("axes")));
+  return layer;
+}
+
+PyValue lower_random(const Lowering& l) {
+  // Stateless with a fixed seed: the same values whenever evaluated.
+  PyValue layer = PyValue::dict({{"class", "random"}});
+  layer.set("shape", l.dims_attr("shape"));
+  layer.set("distribution", l.attr<std::string>("distribution"));
+  for (const char* key : {"mean", "stddev", "minval", "maxval"}) {
+    if (const double* v = l.node().attrs.get<double>(key)) layer.set(key, *v);
+  }
+  layer.set("seed", l.attr<int64_t>("seed"));
+  layer.set("static", true);
+  return layer;
+}
+
+PyValue lower_constant(const Lowering& l) {
+  return PyValue::dict(
+      {{"class", "constant"}, {"value", l.attr<double>("value")}, {"shape", l.dims_attr("shape")}});
+}
+
+PyValue lower_dot(const Lowering& l) {
+  PyValue layer = l.layer("dot");
+  layer.set("reduce", l.dim_or_dims(l.attr<std::vector<ir::Dim>>("reduce")));
+  return layer;
+}
+
+PyValue lower_activation(const Lowering& l) {
+  PyValue layer = l.layer("activation");
+  layer.set("activation", l.attr<std::string>("func"));
+  return layer;
+}
+
+PyValue lower_dropout(const Lowering& l) {
+  // RETURNN's default mask is shared over batch and time; the IR names the
+  // axes along which it varies.
+  PyValue layer = l.layer("dropout");
+  layer.set("dropout", l.attr<double>("rate"));
+  layer.set("dropout_axis", l.dims_attr("axes"));
+  return layer;
+}
+
+PyValue lower_reduce(const Lowering& l) {
+  PyValue layer = l.layer("reduce");
+  layer.set("mode", l.attr<std::string>("mode"));
+  layer.set("axes", l.dims_attr("axes"));
+  return layer;
+}
+
+PyValue lower_normalize(const Lowering& l) {
+  // RETURNN's norm layer without its own params: retc's modules own them.
+  PyValue layer = l.layer("norm");
+  layer.set("axes", l.dims_attr("axes"));
+  layer.set("scale", false);
+  layer.set("bias", false);
+  layer.set("epsilon", l.attr<double>("epsilon"));
+  return layer;
+}
+
+PyValue lower_gather(const Lowering& l) {
+  PyValue layer = l.layer_from("gather", 0);
+  layer.set("position", l.ref(1));
+  layer.set("axis", l.dim_attr("axis"));
+  return layer;
+}
+
+PyValue lower_concat(const Lowering& l) {
+  return PyValue::dict({{"class", "concat"},
+                        {"from", PyValue::list({PyValue::tuple({l.ref(0), l.dim_attr("axis_a")}),
+                                                PyValue::tuple({l.ref(1), l.dim_attr("axis_b")})})},
+                        {"out_dim", l.dim_attr("out_dim")}});
+}
+
+PyValue lower_softmax(const Lowering& l) {
+  PyValue layer = l.layer("softmax_over_spatial");
+  layer.set("axis", l.dim_attr("axis"));
+  if (l.attr<bool>("log")) layer.set("log_space", true);
+  return layer;
+}
+
+// RETURNN's fused self-attention; its QKV matrix is retc's param. Relative
+// positions: RETURNN's encoding layer on retc's table, added to the keys
+// (key_shift), as a layer of its own before the attention.
+PyValue lower_self_attention(const Lowering& l, PyValue& network) {
+  const ir::Node& n = l.node();
+  PyValue layer = l.layer_from("self_attention", 0);
+  layer.set("num_heads", l.attr<int64_t>("num_heads"));
+  layer.set("total_key_dim", *l.attr<ir::Dim>("key_dim").size());
+  layer.set("out_dim", l.dim_attr("out_dim"));
+  if (l.attr<bool>("causal")) layer.set("attention_left_only", true);
+  layer.set("reuse_params", reuse_params({{"QKV", l.ref(1)}}));
+  if (n.inputs.size() == 3) {
+    const std::string rel = rel_pos_layer_name(n);
+    network.append(rel, PyValue::dict({
+                            {"class", "relative_positional_encoding"},
+                            {"from", l.ref(0)},
+                            {"out_dim", l.dim(l.input(2).type.dims[1])},
+                            {"clipping", l.attr<int64_t>("clipping")},
+                            {"reuse_params", reuse_params({{"encoding_matrix", l.ref(2)}})},
+                        }));
+    layer.set("key_shift", rel);
+  }
+  return layer;
+}
+
+PyValue lower_conv(const Lowering& l) {
+  // RETURNN's conv with retc's filter and bias as layers.
+  const ir::Node& w = l.input(1);
+  const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
+  std::vector<PyValue> kernel;
+  for (size_t k = 0; k < axes.size(); ++k) kernel.push_back(l.dim(w.type.dims[k]));
+  PyValue layer = l.layer_from("conv", 0);
+  layer.set("filter_size", PyValue::list(std::move(kernel)));
+  layer.set("padding", l.attr<std::string>("padding"));
+  set_windowed(layer, l);
+  if (l.attr<int64_t>("dilation") != 1) layer.set("dilation_rate", l.attr<int64_t>("dilation"));
+  const int64_t groups = l.attr<int64_t>("groups");
+  if (groups != 1) layer.set("groups", groups);
+  const ir::Dim& w_in = w.type.dims[axes.size()];
+  layer.set("in_dim", l.dim(groups == 1 ? w_in : w_in.operands()[0]));
+  layer.set("out_dim", l.dim(w.type.dims.back()));
+  layer.set("filter", l.ref(1));
+  layer.set("bias", l.ref(2));
+  layer.set("with_bias", true);
+  return layer;
+}
+
+PyValue lower_pool(const Lowering& l) {
+  PyValue layer = l.layer_from("pool", 0);
+  layer.set("mode", l.attr<std::string>("mode"));
+  layer.set("pool_size", ints_value(l.attr<std::vector<int64_t>>("size")));
+  layer.set("padding", l.attr<std::string>("padding"));
+  set_windowed(layer, l);
+  return layer;
+}
+
+PyValue lower_slice(const Lowering& l) {
+  const int64_t start = l.attr<int64_t>("start");
+  PyValue layer = l.layer_from("slice", 0);
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("slice_start", start);
+  layer.set("slice_end", start + *l.attr<ir::Dim>("out_dim").size());
+  layer.set("out_dim", l.dim_attr("out_dim"));
+  return layer;
+}
+
+PyValue lower_split_dims(const Lowering& l) {
+  PyValue layer = l.layer_from("split_dims", 0);
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("dims", l.dims_attr("dims"));
+  return layer;
+}
+
+PyValue lower_merge_dims(const Lowering& l) {
+  PyValue layer = l.layer_from("merge_dims", 0);
+  layer.set("axes", l.dims_attr("axes"));
+  layer.set("out_dim", l.dim_attr("out_dim"));
+  layer.set("keep_order", true);
+  return layer;
+}
+
+PyValue lower_batch_norm(const Lowering& l) {
+  // RETURNN's batch_norm (statistics over all frames but padding) on retc's
+  // variables: running mean and variance are non-trainable params that the
+  // layer updates in training.
+  PyValue layer = l.layer_from("batch_norm", 0);
+  layer.set("in_dim", l.dim_attr("axis"));
+  layer.set("masked_time", true);
+  layer.set("epsilon", l.attr<double>("epsilon"));
+  layer.set("momentum", l.attr<double>("momentum"));
+  layer.set("reuse_params", reuse_params({{"batch_norm/v2_mean", l.ref(1)},
+                                          {"batch_norm/v2_variance", l.ref(2)},
+                                          {"batch_norm/v2_gamma", l.ref(3)},
+                                          {"batch_norm/v2_beta", l.ref(4)}}));
+  return layer;
+}
+
+PyValue lower_shift_axis(const Lowering& l) {
+  PyValue layer = l.layer_from("shift_axis", 0);
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("amount", l.attr<int64_t>("amount"));
+  layer.set("pad", true);
+  layer.set("adjust_size_info", false);
+  return layer;
+}
+
+PyValue lower_pos_encoding(const Lowering& l) {
+  PyValue layer = l.layer_from("positional_encoding", 0);
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("add_to_input", true);
+  return layer;
+}
+
+PyValue lower_seq_mask(const Lowering& l) {
+  PyValue layer = l.layer_from("seq_len_mask", 0);
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("mask_value", l.attr<double>("value"));
+  return layer;
+}
+
+PyValue lower_scale_grad(const Lowering& l) {
+  PyValue layer = l.layer("scaled_grad");
+  layer.set("scale", l.attr<double>("scale"));
+  return layer;
+}
+
+PyValue lower_lstm(const Lowering& l) {
+  PyValue layer = l.layer_from("rec", 0);
+  layer.set("unit", "nativelstm2");
+  layer.set("out_dim", l.dim_attr("out_dim"));
+  layer.set("axis", l.dim_attr("axis"));
+  if (l.attr<int64_t>("direction") == -1) layer.set("direction", -1);
+  layer.set("reuse_params", reuse_params({{"W", l.ref(1)}, {"W_re", l.ref(2)}, {"b", l.ref(3)}}));
+  return layer;
+}
+
+PyValue lower_cross_entropy(const Lowering& l) {
+  PyValue layer = softmax_loss(l, "ce");
+  PyValue opts = PyValue::dict();
+  if (const double* e = l.node().attrs.get<double>("label_smoothing"))
+    opts.set("label_smoothing", *e);
+  set_loss_options(layer, l.node(), std::move(opts));
+  return layer;
+}
+
+PyValue lower_ctc_loss(const Lowering& l) {
+  // RETURNN's "ctc" loss (blank last). A sequence whose labels cannot align
+  // with its frames adds 0 (and no gradient) instead of stopping training
+  // with an infinite loss.
+  PyValue layer = softmax_loss(l, "ctc");
+  set_loss_options(
+      layer, l.node(),
+      PyValue::dict({{"ctc_opts", PyValue::dict({{"ignore_longer_outputs_than_inputs", true}})}}));
+  return layer;
+}
+
+PyValue lower_regression_loss(const Lowering& l) {
+  PyValue layer = l.layer_from("copy", 0);
+  layer.set("loss", l.attr<std::string>("mode"));
+  layer.set("target", *l.input(1).attrs.get<std::string>("key"));
+  set_loss_options(layer, l.node(), PyValue::dict());
+  return layer;
+}
+
+PyValue lower_custom_loss(const Lowering& l) {
+  // RETURNN's "as_is" loss: the value summed over frames (and over any other
+  // dims), like a loss layer's per-frame value.
+  PyValue layer = l.layer_from("copy", 0);
+  layer.set("loss", "as_is");
+  PyValue opts = PyValue::dict();
+  if (const bool* e = l.node().attrs.get<bool>("as_error"); e && *e) opts.set("as_error", true);
+  set_loss_options(layer, l.node(), std::move(opts));
+  return layer;
+}
+
+PyValue lower_loop_unstack(const Lowering& l) {
+  PyValue layer = l.layer_from("rec_unstack", 0);
+  layer.set("axis", l.dim_attr("axis"));
+  return layer;
+}
+
+PyValue lower_loop_next(const Lowering& l) {
+  PyValue layer = l.layer_from("copy", 1);
+  layer.set("initial_output", "base:" + l.facts().g.node(l.input(0).inputs[0]).name);
+  return layer;
+}
+
+PyValue lower_range(const Lowering& l) {
+  const ir::Dim& dim = l.attr<ir::Dim>("dim");
+  if (dim.is_dynamic()) {
+    PyValue layer = l.layer_from("range_in_axis", 0);
+    layer.set("axis", l.dim(dim));
+    return layer;
+  }
+  return PyValue::dict({{"class", "range"},
+                        {"limit", *dim.size()},
+                        {"out_spatial_dim", l.dim(dim)},
+                        {"dtype", "int32"},
+                        {"sparse", true}});
+}
+
+PyValue lower_compare(const Lowering& l) {
+  PyValue layer = l.layer("compare");
+  layer.set("kind", l.attr<std::string>("op"));
+  layer.set("allow_broadcast_all_sources", true);
+  return layer;
+}
+
+PyValue lower_cast(const Lowering& l) {
+  PyValue layer = l.layer_from("cast", 0);
+  layer.set("dtype", l.attr<std::string>("dtype"));
+  return layer;
+}
+
+PyValue lower_where(const Lowering& l) {
+  return PyValue::dict({{"class", "switch"},
+                        {"condition", l.ref(0)},
+                        {"true_from", l.ref(1)},
+                        {"false_from", l.ref(2)}});
+}
+
+// The layer of one node; nullopt for nodes that have none (data goes to
+// extern_data, a state is read as prev:<next value>, weight noise and
+// dropout are options of their param's variable layer).
+absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network) {
+  const ir::Node& n = l.node();
+  switch (n.kind) {
+#define RETC_X(E, S, F) case ir::NodeKind::k##E:
+    RETC_FOR_EACH_BINARY_KIND(RETC_X)
+#undef RETC_X
+    return lower_binary(l, *ir::binary_op(n.kind));
+    case ir::NodeKind::kData:
+    case ir::NodeKind::kLoopState:
+      return std::nullopt;
+    case ir::NodeKind::kWeightDropout:
+    case ir::NodeKind::kWeightNoise:
+      if (l.facts().layer_of[l.index()] == l.facts().g.id_of(l.index())) {
+        return unlowerable(target(), n,
+                           "expand-parametrizations and tf-legalize leave weight noise and "
+                           "dropout only on a param's own value");
+      }
+      return std::nullopt;
+    case ir::NodeKind::kWeightNorm:
+      return unlowerable(target(), n, "expand-parametrizations rewrites weight norm");
+    case ir::NodeKind::kParam:
+      return lower_param(l);
+    case ir::NodeKind::kNorm:
+      return lower_norm(l);
+    case ir::NodeKind::kRandom:
+      return lower_random(l);
+    case ir::NodeKind::kConstant:
+      return lower_constant(l);
+    case ir::NodeKind::kDot:
+      return lower_dot(l);
+    case ir::NodeKind::kActivation:
+      return lower_activation(l);
+    case ir::NodeKind::kDropout:
+      return lower_dropout(l);
+    case ir::NodeKind::kReduce:
+      return lower_reduce(l);
+    case ir::NodeKind::kNormalize:
+      return lower_normalize(l);
+    case ir::NodeKind::kGather:
+      return lower_gather(l);
+    case ir::NodeKind::kConcat:
+      return lower_concat(l);
+    case ir::NodeKind::kSoftmax:
+      return lower_softmax(l);
+    case ir::NodeKind::kSelfAttention:
+      return lower_self_attention(l, network);
+    case ir::NodeKind::kConv:
+      return lower_conv(l);
+    case ir::NodeKind::kPool:
+      return lower_pool(l);
+    case ir::NodeKind::kSlice:
+      return lower_slice(l);
+    case ir::NodeKind::kSplitDims:
+      return lower_split_dims(l);
+    case ir::NodeKind::kMergeDims:
+      return lower_merge_dims(l);
+    case ir::NodeKind::kBatchNorm:
+      return lower_batch_norm(l);
+    case ir::NodeKind::kShiftAxis:
+      return lower_shift_axis(l);
+    case ir::NodeKind::kPosEncoding:
+      return lower_pos_encoding(l);
+    case ir::NodeKind::kSeqMask:
+      return lower_seq_mask(l);
+    case ir::NodeKind::kScaleGrad:
+      return lower_scale_grad(l);
+    case ir::NodeKind::kLstm:
+      return lower_lstm(l);
+    case ir::NodeKind::kCrossEntropy:
+      return lower_cross_entropy(l);
+    case ir::NodeKind::kCtcLoss:
+      return lower_ctc_loss(l);
+    case ir::NodeKind::kRegressionLoss:
+      return lower_regression_loss(l);
+    case ir::NodeKind::kCustomLoss:
+      return lower_custom_loss(l);
+    case ir::NodeKind::kLoopUnstack:
+      return lower_loop_unstack(l);
+    case ir::NodeKind::kLoopNext:
+      return lower_loop_next(l);
+    case ir::NodeKind::kLoopStack:
+      return l.layer_from("copy", 0);
+    case ir::NodeKind::kTrainFlag:
+      return PyValue::dict({{"class", "train_flag"}});
+    case ir::NodeKind::kRange:
+      return lower_range(l);
+    case ir::NodeKind::kCompare:
+      return lower_compare(l);
+    case ir::NodeKind::kCast:
+      return lower_cast(l);
+    case ir::NodeKind::kWhere:
+      return lower_where(l);
+  }
+  return unlowerable(target(), n, "unknown kind");
+}
+
+PyValue extern_data_entry(const GraphFacts& f, size_t i) {
+  const ir::Node& n = f.g.nodes()[i];
+  PyValue d = PyValue::dict({{"dim_tags", dims_value(f.t, n.type.dims)}});
+  if (n.type.dtype != ir::DType::kFloat32) d.set("dtype", std::string(dtype_name(n.type.dtype)));
+  if (n.type.sparse_dim) d.set("sparse_dim", dim_ref(f.t, *n.type.sparse_dim));
+  // RETURNN treats keys besides "data" as targets, missing in evaluation
+  // inside loops; data that no loss reads as its target is an input.
+  if (*n.attrs.get<std::string>("key") != "data" && !f.is_target[i])
+    d.set("available_for_inference", true);
+  return d;
+}
+
+// Weight noise on a param, and weight dropout on a param or on its noised
+// value, become options of the param's variable layer.
+void fold_weight_options(GraphFacts& f) {
+  for (size_t i = 0; i < f.g.size(); ++i) {
+    const ir::Node& n = f.g.nodes()[i];
+    if (n.kind != ir::NodeKind::kWeightNoise && n.kind != ir::NodeKind::kWeightDropout) continue;
+    const ir::NodeId in = n.inputs[0];
+    const ir::Node& src = f.g.node(in);
+    const bool noise = n.kind == ir::NodeKind::kWeightNoise;
+    const bool on_param = src.kind == ir::NodeKind::kParam;
+    const bool on_noised = !noise && src.kind == ir::NodeKind::kWeightNoise &&
+                           f.layer_of[in.index] != in;  // a folded noise
+    if (!on_param && !on_noised) continue;
+    const ir::NodeId param = f.layer_of[in.index];
+    f.layer_of[i] = param;
+    (noise ? f.param_noise : f.param_dropout)[param.index] =
+        *n.attrs.get<double>(noise ? "stddev" : "rate");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
+  ir::DimTable t(g);
+  ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
+  GraphFacts f{g, t, loops};
+  f.loop_names = loop_layer_names(g, loops);
+  f.is_loss.assign(g.size(), false);
+  f.is_output.assign(g.size(), false);
+  f.is_target.assign(g.size(), false);
+  f.uses.assign(g.size(), 0);
+  f.param_noise.assign(g.size(), 0.0);
+  f.param_dropout.assign(g.size(), 0.0);
+  for (size_t i = 0; i < g.size(); ++i) f.layer_of.push_back(g.id_of(i));
+  for (const ir::Mark& m : g.marks()) {
+    (m.kind == ir::Mark::Kind::kLoss ? f.is_loss : f.is_output)[m.node.index] = true;
+  }
+  for (const ir::Node& n : g.nodes()) {
+    for (ir::NodeId in : n.inputs) ++f.uses[in.index];
+    if (int k = ir::kind_facts(n.kind).target_input; k >= 0) f.is_target[n.inputs[k].index] = true;
+  }
+  fold_weight_options(f);
+
+  NetDict out;
+  for (const ir::Dim& d : t.dims()) out.dims.emplace_back(t.id(d), dim_definition(t, d));
+  std::vector<PyValue> units(loops.loops.size(), PyValue::dict());
+  std::vector<std::string> unit_output(loops.loops.size());
+  std::vector<bool> unit_output_stacked(loops.loops.size(), false);
+  out.extern_data = PyValue::dict();
+  out.network = PyValue::dict();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (n.name.empty())
+      return absl::InternalError("emit_net_dict: a node has no name; run tf-naming first");
+    if (n.kind == ir::NodeKind::kData) {
+      out.extern_data.set(*n.attrs.get<std::string>("key"), extern_data_entry(f, i));
+      continue;
+    }
+    // A loop's unit "output": its first stacked value, else its first next value.
+    if (n.kind == ir::NodeKind::kLoopNext) {
+      const int64_t id = *n.attrs.get<int64_t>("loop");
+      if (unit_output[id].empty()) unit_output[id] = n.name;
+    }
+    if (n.kind == ir::NodeKind::kLoopStack) {
+      const int64_t id = *n.attrs.get<int64_t>("loop");
+      if (!unit_output_stacked[id]) unit_output[id] = g.node(n.inputs[0]).name;
+      unit_output_stacked[id] = true;
+    }
+    Lowering l(f, i);
+    ASSIGN_OR_RETURN(std::optional<PyValue> layer, lower(l, out.network));
+    if (!layer) continue;
+    if (f.is_output[i] && n.name != "output") layer->set("is_output_layer", true);
+    if (l.in_loop() >= 0) {
+      if (loops.stacked[i]) layer->set("is_output_layer", true);
+      units[l.in_loop()].append(n.name, *std::move(layer));
+      continue;
+    }
+    out.network.append(n.name, *std::move(layer));  // names are unique (tf-naming)
+  }
+  for (size_t id = 0; id < loops.loops.size(); ++id) {
+    if (f.loop_names[id].empty()) continue;
+    units[id].append("output", PyValue::dict({{"class", "copy"}, {"from", unit_output[id]}}));
+    out.network.append(f.loop_names[id], PyValue::dict({{"class", "rec"},
+                                                        {"from", PyValue::list({})},
+                                                        {"axis", dim_ref(t, *loops.loops[id].axis)},
+                                                        {"unit", std::move(units[id])}}));
+  }
+  for (const ir::Param& p : g.params()) {
+    if (p.options.weight_decay.value != 0.0)
+      out.decouple_weight_decay = !p.options.weight_decay.coupled;
+  }
+  return out;
+}
+
+}  // namespace retc::emit::tf
