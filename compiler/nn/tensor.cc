@@ -16,6 +16,10 @@ Builder& builder_of(const Tensor& t, absl::string_view op, const ir::SourceLoc& 
 
 Tensor binary(ir::NodeKind kind, const Tensor& a, const Tensor& b, const ir::SourceLoc* loc) {
   Builder& bld = builder_of(a, ir::node_kind_name(kind), loc ? *loc : ir::SourceLoc{});
+  if (!ir::binary_op(kind)) {
+    fail(loc ? *loc : ir::SourceLoc{},
+         absl::StrCat("elementwise: ", ir::node_kind_name(kind), " is not a binary op"));
+  }
   if (loc) return bld.add(kind, {a, b}, {}, *loc);
   return bld.add_operator(kind, a, b);
 }
@@ -36,21 +40,9 @@ const Tensor& Tensor::mark_as_loss(std::string name, std::source_location loc) c
   return *this;
 }
 
-Tensor add(const Tensor& a, const Tensor& b, std::source_location loc) {
+Tensor elementwise(ir::NodeKind kind, const Tensor& a, const Tensor& b, std::source_location loc) {
   ir::SourceLoc l = L(loc);
-  return binary(ir::NodeKind::kAdd, a, b, &l);
-}
-Tensor sub(const Tensor& a, const Tensor& b, std::source_location loc) {
-  ir::SourceLoc l = L(loc);
-  return binary(ir::NodeKind::kSub, a, b, &l);
-}
-Tensor mul(const Tensor& a, const Tensor& b, std::source_location loc) {
-  ir::SourceLoc l = L(loc);
-  return binary(ir::NodeKind::kMul, a, b, &l);
-}
-Tensor div(const Tensor& a, const Tensor& b, std::source_location loc) {
-  ir::SourceLoc l = L(loc);
-  return binary(ir::NodeKind::kDiv, a, b, &l);
+  return binary(kind, a, b, &l);
 }
 Tensor operator+(const Tensor& a, const Tensor& b) {
   return binary(ir::NodeKind::kAdd, a, b, nullptr);

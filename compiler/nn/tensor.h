@@ -41,14 +41,27 @@ class Tensor {
 // Elementwise arithmetic, broadcasting by dim identity. The named functions
 // report errors at the caller's line; the operators at the line of the
 // enclosing module call, or else where the later operand was made.
-Tensor add(const Tensor& a, const Tensor& b,
-           std::source_location loc = std::source_location::current());
-Tensor sub(const Tensor& a, const Tensor& b,
-           std::source_location loc = std::source_location::current());
-Tensor mul(const Tensor& a, const Tensor& b,
-           std::source_location loc = std::source_location::current());
-Tensor div(const Tensor& a, const Tensor& b,
-           std::source_location loc = std::source_location::current());
+
+/// An elementwise binary op of the kind list (RETC_FOR_EACH_BINARY_KIND in
+/// ir/node_kind.h); the named functions below call it.
+Tensor elementwise(ir::NodeKind kind, const Tensor& a, const Tensor& b,
+                   std::source_location loc = std::source_location::current());
+inline Tensor add(const Tensor& a, const Tensor& b,
+                  std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kAdd, a, b, loc);
+}
+inline Tensor sub(const Tensor& a, const Tensor& b,
+                  std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kSub, a, b, loc);
+}
+inline Tensor mul(const Tensor& a, const Tensor& b,
+                  std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kMul, a, b, loc);
+}
+inline Tensor div(const Tensor& a, const Tensor& b,
+                  std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kDiv, a, b, loc);
+}
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
