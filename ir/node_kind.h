@@ -74,7 +74,9 @@ struct KindFacts {
   X(Add, "add", RETC_BINARY)         \
   X(Sub, "sub", RETC_BINARY)         \
   X(Mul, "mul", RETC_BINARY)         \
-  X(Div, "div", RETC_BINARY)
+  X(Div, "div", RETC_BINARY)         \
+  X(Minimum, "minimum", RETC_BINARY) \
+  X(Maximum, "maximum", RETC_BINARY)
 
 // The other kinds: X(Enumerator, "text name", facts), with what the node
 // computes as a comment.

@@ -57,6 +57,22 @@ TEST_CASE("params become variable layers named by module path") {
   CHECK(*net->network.get("ce")->get("loss") == emit::PyValue("ce"));
 }
 
+TEST_CASE("minimum and maximum become RETURNN combine layers") {
+  int found = 0;
+  for (const ModelDef& m : testing::module_test_models()) {
+    if (m.name != "op-functional") continue;
+    ++found;
+    auto g = emit::compile_model(m, emit::tf::target());
+    REQUIRE(g.ok());
+    auto net = emit::tf::emit_net_dict(*g);
+    REQUIRE(net.ok());
+    CHECK(*net->network.get("min_xy")->get("kind") == emit::PyValue("minimum"));
+    CHECK(*net->network.get("max_x")->get("kind") == emit::PyValue("maximum"));
+    CHECK(*net->network.get("max_x")->get("class") == emit::PyValue("combine"));
+  }
+  CHECK(found == 1);
+}
+
 TEST_CASE("hostile names are escaped in the config") {
   for (const ModelDef& m : testing::test_models()) {
     if (m.name != "hostile-names") continue;

@@ -74,6 +74,18 @@ TEST_CASE("elementwise ops broadcast by dim") {
   auto y = g.add(NodeKind::kAdd, {x, b}, NodeSpec{});
   REQUIRE(y.ok());
   CHECK(g.node(*y).type.dims == std::vector<Dim>{Dim::batch(), t, f});
+  // Every binary kind has the same rule and facts (the kind list's group).
+  for (NodeKind k : {NodeKind::kMinimum, NodeKind::kMaximum}) {
+    auto z = g.add(k, {b, x}, NodeSpec{});
+    REQUIRE(z.ok());
+    CHECK(g.node(*z).type.dims == std::vector<Dim>{f, Dim::batch(), t});
+    CHECK(binary_op(k).has_value());
+    CHECK(kind_facts(k).stage == StageClass::kAny);
+    CHECK(!g.add(k, {x}, NodeSpec{}).ok());  // arity 2
+  }
+  CHECK(node_kind_name(NodeKind::kMinimum) == "minimum");
+  CHECK(parse_node_kind("maximum") == NodeKind::kMaximum);
+  CHECK(!binary_op(NodeKind::kDot).has_value());
 }
 
 TEST_CASE("the verifier rejects a param-init node that reads data, naming the source line") {

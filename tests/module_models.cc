@@ -72,7 +72,7 @@ void build_blstm(Builder& b) {
   io.finish(m->out_->forward(m->blstm->forward(io.x, io.time)));
 }
 
-// reduce, softmax over time, log_softmax, normalize and concat in one net.
+// reduce, softmax over time, log_softmax, normalize, concat, minimum and maximum in one net.
 class OpsNet : public nn::Module {
  public:
   OpsNet(Dim in, Dim out) : Module("ops_net") {
@@ -91,6 +91,8 @@ void build_ops(Builder& b) {
   Tensor logits = m->frame->forward(both) + m->pooled->forward(summary);
   nn::log_softmax(logits, io.classes).mark_as_output("log_probs");
   nn::reduce(logits, "max", {io.classes}).mark_as_output("max_logit");
+  nn::minimum(io.x, nn::normalize(io.x, {io.in})).mark_as_output("min_xy");
+  nn::maximum(io.x, nn::constant(b, 0.25)).mark_as_output("max_x");  // a scalar broadcasts
   io.finish(logits);
 }
 

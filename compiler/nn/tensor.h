@@ -62,6 +62,15 @@ inline Tensor div(const Tensor& a, const Tensor& b,
                   std::source_location loc = std::source_location::current()) {
   return elementwise(ir::NodeKind::kDiv, a, b, loc);
 }
+/// Elementwise min / max. Example: `nn::maximum(x, nn::constant(b, 0.0))` is relu.
+inline Tensor minimum(const Tensor& a, const Tensor& b,
+                      std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kMinimum, a, b, loc);
+}
+inline Tensor maximum(const Tensor& a, const Tensor& b,
+                      std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kMaximum, a, b, loc);
+}
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

@@ -197,6 +197,10 @@ absl::string_view combine_kind(ir::BinaryOp op) {
       return "mul";
     case ir::BinaryOp::kDiv:
       return "truediv";
+    case ir::BinaryOp::kMinimum:
+      return "minimum";
+    case ir::BinaryOp::kMaximum:
+      return "maximum";
   }
   return "";
 }

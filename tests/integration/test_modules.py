@@ -208,7 +208,10 @@ def test_functional():
     both = net.layer("concat", feed)
     assert both.shape[-1] == 10
     close(both[..., :5], x, 0, "concat keeps the first part")
-    print("softmax over time (masked), log_softmax, reduce, concat, normalize: checked")
+    normed = both[..., 5:]
+    close(net.layer("min_xy", feed), numpy.minimum(x, normed), 0, "minimum")
+    close(net.layer("max_x", feed), numpy.maximum(x, 0.25), 0, "maximum with a scalar")
+    print("softmax over time (masked), log_softmax, reduce, concat, normalize, minimum, maximum: checked")
 
 
 def test_blstm_directions():
