@@ -81,7 +81,7 @@ bool Dim::operator==(const Dim& o) const {
 
 std::string Dim::describe() const {
   if (is_batch()) return "B";
-  std::string s = "'" + name() + "'(";
+  std::string s = "'" + printable(name()) + "'(";
   s += size() ? std::to_string(*size()) : std::string("dyn");
   return s + ")";
 }

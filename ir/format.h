@@ -17,6 +17,10 @@ std::string format_double(double v);
 /// become U+FFFD. The result can never close the literal early.
 std::string quote(absl::string_view s);
 
+/// `s` for a one-line message: control characters (a newline in a user's
+/// name) become `\n`, `\t`, `\xNN`; everything else stays as it is.
+std::string printable(absl::string_view s);
+
 /// `s` with every byte sequence that is not valid UTF-8 replaced by U+FFFD,
 /// so that quote() and the parser round-trip it exactly.
 std::string valid_utf8(absl::string_view s);

@@ -211,8 +211,8 @@ const Case kCases[] = {
      [](Builder& b) {
        Setup s(b);
        auto lin = std::make_shared<nn::Linear>(s.in, s.out);
-       lin->weight().set_weight_decay(-1e-4);
-       b.set_root(lin);  // MISTAKE: bad:negative-weight-decay
+       lin->weight().set_weight_decay(-1e-4);  // MISTAKE: bad:negative-weight-decay
+       b.set_root(lin);
      }},
     {"bad:root-twice", "the root module is already set",
      [](Builder& b) {
@@ -376,6 +376,55 @@ const Case kCases[] = {
        b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
        nn::Loop loop(b, s.time);
        loop.unstack(s.x).mark_as_output();  // MISTAKE: bad:loop-mark-inner
+     }},
+    {"bad:child-weight-decay", "parameter 'a.weight': weight decay must not be negative",
+     [](Builder& b) {
+       Setup s(b);
+       auto m = b.set_root(std::make_shared<Pair>(s.in, s.out));
+       m->a->weight().set_weight_decay(-0.1);  // MISTAKE: bad:child-weight-decay
+       m->a->forward(s.x).mark_as_output();
+     }},
+    {"bad:option-via-apply", "parameter 'b.bias': the learning-rate multiplier must not be negative",
+     [](Builder& b) {
+       Setup s(b);
+       auto m = b.set_root(std::make_shared<Pair>(s.in, s.out));
+       m->apply_params({ir::ParamKind::kBias, "b"}, [](const std::string&, nn::ParamSetter& p) {
+         p.set_lr_multiplier(-2.0);  // MISTAKE: bad:option-via-apply
+       });
+       m->b->forward(s.x).mark_as_output();
+     }},
+    {"bad:zero-size-dim", "parameter 'weight': the dim 'zero'(0) has size 0",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, Dim::feature("zero", 0));
+       b.set_root(lin)->forward(s.x).mark_as_output();  // MISTAKE: bad:zero-size-dim
+     }},
+    {"bad:zero-size-data", "extern data 'feats': the dim 'f'(0) has size 0",
+     [](Builder& b) {
+       Setup s(b);
+       b.extern_data("feats", {Dim::batch(), s.time, Dim::feature("f", 0)});  // MISTAKE: bad:zero-size-data
+     }},
+    {"bad:no-output", "the model marks no output and no loss",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:no-output
+       lin->forward(s.x);
+     }},
+    {"bad:name-wanted-twice", "the RETURNN layer name \"weight\" of output \"weight\" is wanted by param \"weight\" too",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       lin->forward(s.x).mark_as_output("weight");  // MISTAKE: bad:name-wanted-twice
+     }},
+    {"bad:module-name-newline", "module name 'a\\nb' is invalid",
+     [](Builder& b) {
+       struct M : nn::Module {
+         explicit M(Dim in) : Module("m") {
+           register_module("a\nb", std::make_shared<nn::Linear>(in, in));  // MISTAKE: bad:module-name-newline
+         }
+       };
+       Setup s(b);
+       b.set_root(std::make_shared<M>(s.in));
      }},
     {"bad:loop-not-ended", "never ends: call loop.end()",
      [](Builder& b) {

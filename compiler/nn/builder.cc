@@ -1,9 +1,9 @@
 #include "compiler/nn/builder.h"
 
-#include "ir/loops.h"
-
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/error.h"
+#include "ir/format.h"
+#include "ir/loops.h"
 
 namespace retc::nn {
 
@@ -27,11 +27,21 @@ void fail(const ir::SourceLoc& loc, absl::string_view message) {
   throw ModelError(absl::InvalidArgumentError(absl::StrCat(loc.str(), ": error: ", message)));
 }
 
+void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::string_view what,
+                     const ir::SourceLoc& loc) {
+  for (const ir::Dim& d : dims) {
+    if (d.size() && *d.size() < 1) {
+      fail(loc, absl::StrCat(what, ": the dim ", d.describe(), " has size ", *d.size(),
+                             "; a static dim needs a positive size"));
+    }
+  }
+}
+
 Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DType dtype,
                             std::optional<ir::Dim> sparse_dim, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   if (!is_layer_name(key)) {
-    fail(l, absl::StrCat("extern data key '", key,
+    fail(l, absl::StrCat("extern data key '", ir::printable(key),
                          "' is invalid; expected letters, digits, '_', '.' and '-'"));
   }
   for (const ir::Node& n : graph_.nodes()) {
@@ -50,6 +60,8 @@ Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DTyp
       }
     }
   }
+  check_dim_sizes(dims, absl::StrCat("extern data '", key, "'"), l);
+  if (sparse_dim) check_dim_sizes({*sparse_dim}, absl::StrCat("extern data '", key, "'"), l);
   if (sparse_dim && dtype == ir::DType::kFloat32) {
     fail(l, absl::StrCat("extern data '", key, "' is sparse and needs an integer dtype"));
   }
@@ -67,10 +79,13 @@ void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location l
   if (root_) fail(l, "the root module is already set");
   if (!root) fail(l, "the root module is null");
   root_ = std::move(root);
+  root_loc_ = l;
   root_->set_paths("");
   root_->attribute_to(l);
   absl::flat_hash_map<const void*, std::string> seen;
   for (auto& [path, p] : root_->named_parameters()) {
+    // At the user's line: where the param's module was registered.
+    check_dim_sizes(p.dims(), absl::StrCat("parameter '", path, "'"), p.ir().loc);
     if (auto it = seen.find(p.identity()); it != seen.end()) {
       fail(p.ir().loc, absl::StrCat("parameter '", path, "' is also registered as '", it->second,
                                     "'; share modules, not parameters"));
@@ -155,6 +170,11 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
                       " outside that loop; stack it with loop.stack(value)\n",
                       loops_[*loop].loc.str(), ": note: the loop starts here"));
   }
+  for (const auto& [key, value] : attrs.items()) {
+    const std::string what = absl::StrCat(where(), node_kind_name(kind));
+    if (const auto* d = std::get_if<ir::Dim>(&value)) check_dim_sizes({*d}, what, loc);
+    if (const auto* ds = std::get_if<std::vector<ir::Dim>>(&value)) check_dim_sizes(*ds, what, loc);
+  }
   ir::NodeSpec spec;
   spec.attrs = std::move(attrs);
   spec.loc = loc;
@@ -176,7 +196,7 @@ Tensor Builder::add_operator(ir::NodeKind kind, const Tensor& a, const Tensor& b
 void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
                    const ir::SourceLoc& loc) {
   if (!is_layer_name(name)) {
-    fail(loc, absl::StrCat("output or loss name '", name,
+    fail(loc, absl::StrCat("output or loss name '", ir::printable(name),
                            "' is invalid; expected letters, digits, '_', '.' and '-'"));
   }
   if (int32_t l = loop_of(t); l >= 0) {
@@ -254,21 +274,35 @@ void Builder::finish() {
   }
   for (size_t i = 0; i < decls_.size(); ++i) {
     // Only options change after set_root; dims and paths are fixed there.
-    const ir::Param& p = state(decls_[i]).param;
+    const ParamState& st = state(decls_[i]);
+    const ir::Param& p = st.param;
     const ir::ParamOptions& o = p.options;
-    auto bad = [&](absl::string_view what, double v) {
-      fail(p.loc, absl::StrCat("parameter '", p.path, "': ", what, ", got ", v));
+    // At the line that set the option (else where the param was made).
+    auto bad = [&](const ir::SourceLoc& set_at, absl::string_view what, double v) {
+      fail(set_at.known() ? set_at : p.loc,
+           absl::StrCat("parameter '", p.path, "': ", what, ", got ", v));
     };
-    if (o.weight_decay.value < 0) bad("weight decay must not be negative", o.weight_decay.value);
-    if (!(o.lr_multiplier >= 0))
-      bad("the learning-rate multiplier must not be negative", o.lr_multiplier);
-    if (o.gradient_clip < 0) bad("gradient clipping must not be negative", o.gradient_clip);
+    if (o.weight_decay.value < 0)
+      bad(st.locs.weight_decay, "weight decay must not be negative", o.weight_decay.value);
+    if (!(o.lr_multiplier >= 0)) {
+      bad(st.locs.lr_multiplier, "the learning-rate multiplier must not be negative",
+          o.lr_multiplier);
+    }
+    if (o.gradient_clip < 0)
+      bad(st.locs.gradient_clip, "gradient clipping must not be negative", o.gradient_clip);
     if (o.initial.kind == ir::Initializer::Kind::kSubgraph &&
         (o.initial.node < 0 || static_cast<size_t>(o.initial.node) >= graph_.size())) {
       fail(p.loc,
            absl::StrCat("parameter '", p.path, "': its initial value is not part of this model"));
     }
     graph_.mutable_param(ir::ParamId{static_cast<int32_t>(i)}).options = o;
+  }
+  if (graph_.marks().empty()) {
+    // Nothing to compute: say so at set_root's line (else the first node's).
+    ir::SourceLoc l = root_loc_.known() || graph_.size() == 0 ? root_loc_ : graph_.nodes()[0].loc;
+    fail(l,
+         "the model marks no output and no loss: mark a result with "
+         "mark_as_output(name) or mark_as_loss(name)");
   }
 }
 

@@ -84,6 +84,7 @@ class Builder {
 
   ir::Graph& graph_;
   std::shared_ptr<Module> root_;
+  ir::SourceLoc root_loc_;
   std::vector<Scope> scopes_;
   std::vector<Parameter> decls_;
   /// The node reading each param: its derived value if reparametrized.

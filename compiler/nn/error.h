@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "ir/dim.h"
 #include "ir/source_loc.h"
 
 namespace retc::nn {
@@ -29,5 +30,10 @@ class ModelError : public std::exception {
 
 /// Throws ModelError: `<loc>: error: <message>`.
 [[noreturn]] void fail(const ir::SourceLoc& loc, absl::string_view message);
+
+/// Fails at `loc` if a static dim of `dims` has a size below 1 (RETURNN would
+/// fail later, far from the user's line). `what` names the use.
+void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::string_view what,
+                     const ir::SourceLoc& loc);
 
 }  // namespace retc::nn

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
 #include "compiler/nn/error.h"
+#include "ir/format.h"
 
 namespace retc::nn {
 
@@ -26,13 +27,6 @@ namespace {
 thread_local std::vector<ir::DType> dtype_scopes;
 thread_local std::vector<std::string> device_scopes;
 
-template <class T>
-bool take(OptionSource& current, OptionSource incoming) {
-  if (incoming < current) return false;
-  current = incoming;
-  return true;
-}
-
 // The directory of retc's model API sources. Locations inside it (e.g. a
 // Linear's own register_parameter call) are not the user's code.
 bool is_library_loc(const ir::SourceLoc& loc) {
@@ -46,7 +40,7 @@ bool is_library_loc(const ir::SourceLoc& loc) {
 void check_member_name(const Module& m, absl::string_view name, absl::string_view what,
                        const ir::SourceLoc& loc) {
   if (!is_valid_member_name(name)) {
-    fail(loc, absl::StrCat(m.type_name(), ": ", what, " name '", name,
+    fail(loc, absl::StrCat(ir::printable(m.type_name()), ": ", what, " name '", ir::printable(name),
                            "' is invalid; expected letters, digits and '_' only"));
   }
 }
@@ -177,8 +171,23 @@ bool ParamFilter::matches(const std::string& path, ir::ParamKind k) const {
 
 ParamState& state(Parameter& p) { return *p.s_; }
 
-ParamSetter& ParamSetter::set_initial(ir::Initializer init) {
-  if (take<void>(s_->sources.initial, source_)) s_->param.options.initial = init;
+namespace {
+
+// Takes the option if `source` may replace the current one, recording
+// where it was set.
+bool take_option(OptionSource& current, ir::SourceLoc& where, OptionSource incoming,
+                 std::source_location loc) {
+  if (incoming < current) return false;
+  current = incoming;
+  where = ir::SourceLoc::from(loc);
+  return true;
+}
+
+}  // namespace
+
+ParamSetter& ParamSetter::set_initial(ir::Initializer init, std::source_location loc) {
+  if (take_option(s_->sources.initial, s_->locs.initial, source_, loc))
+    s_->param.options.initial = init;
   return *this;
 }
 
@@ -195,7 +204,7 @@ ParamSetter& ParamSetter::set_initial(const Tensor& value, std::source_location 
                          ir::dtype_name(value.type().dtype), ", expected ",
                          ir::dtype_name(s_->param.dtype)));
   }
-  if (take<void>(s_->sources.initial, source_)) {
+  if (take_option(s_->sources.initial, s_->locs.initial, source_, loc)) {
     ir::Initializer init;
     init.kind = ir::Initializer::Kind::kSubgraph;
     init.node = value.id().index;
@@ -204,30 +213,35 @@ ParamSetter& ParamSetter::set_initial(const Tensor& value, std::source_location 
   return *this;
 }
 
-ParamSetter& ParamSetter::set_trainable(bool trainable) {
-  if (take<void>(s_->sources.trainable, source_)) s_->param.options.trainable = trainable;
+ParamSetter& ParamSetter::set_trainable(bool trainable, std::source_location loc) {
+  if (take_option(s_->sources.trainable, s_->locs.trainable, source_, loc))
+    s_->param.options.trainable = trainable;
   return *this;
 }
 
-ParamSetter& ParamSetter::set_weight_decay(double lambda, WeightDecayMode mode) {
-  if (take<void>(s_->sources.weight_decay, source_)) {
+ParamSetter& ParamSetter::set_weight_decay(double lambda, WeightDecayMode mode,
+                                           std::source_location loc) {
+  if (take_option(s_->sources.weight_decay, s_->locs.weight_decay, source_, loc)) {
     s_->param.options.weight_decay = ir::WeightDecay{lambda, mode == WeightDecayMode::kCoupled};
   }
   return *this;
 }
 
-ParamSetter& ParamSetter::set_lr_multiplier(double k) {
-  if (take<void>(s_->sources.lr_multiplier, source_)) s_->param.options.lr_multiplier = k;
+ParamSetter& ParamSetter::set_lr_multiplier(double k, std::source_location loc) {
+  if (take_option(s_->sources.lr_multiplier, s_->locs.lr_multiplier, source_, loc))
+    s_->param.options.lr_multiplier = k;
   return *this;
 }
 
-ParamSetter& ParamSetter::set_gradient_clip(double c) {
-  if (take<void>(s_->sources.gradient_clip, source_)) s_->param.options.gradient_clip = c;
+ParamSetter& ParamSetter::set_gradient_clip(double c, std::source_location loc) {
+  if (take_option(s_->sources.gradient_clip, s_->locs.gradient_clip, source_, loc))
+    s_->param.options.gradient_clip = c;
   return *this;
 }
 
-ParamSetter& ParamSetter::set_device(std::string device) {
-  if (take<void>(s_->sources.device, source_)) s_->param.options.device = std::move(device);
+ParamSetter& ParamSetter::set_device(std::string device, std::source_location loc) {
+  if (take_option(s_->sources.device, s_->locs.device, source_, loc))
+    s_->param.options.device = std::move(device);
   return *this;
 }
 
@@ -236,7 +250,7 @@ ParamSetter& ParamSetter::set_dtype(ir::DType dtype, std::source_location loc) {
     fail(ir::SourceLoc::from(loc),
          absl::StrCat("param '", s_->param.path, "': the dtype must be set before set_root"));
   }
-  if (take<void>(s_->sources.dtype, source_)) s_->param.dtype = dtype;
+  if (take_option(s_->sources.dtype, s_->locs.dtype, source_, loc)) s_->param.dtype = dtype;
   return *this;
 }
 
@@ -246,7 +260,7 @@ DeviceScope::DeviceScope(std::string device) { device_scopes.push_back(std::move
 DeviceScope::~DeviceScope() { device_scopes.pop_back(); }
 
 std::string Module::describe() const {
-  return absl::StrCat(type_name_, " '", path_.empty() ? "<root>" : path_, "'");
+  return absl::StrCat(ir::printable(type_name_), " '", path_.empty() ? "<root>" : path_, "'");
 }
 
 void Module::set_paths(const std::string& path) {

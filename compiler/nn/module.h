@@ -48,6 +48,10 @@ struct ParamState {
                  gradient_clip = OptionSource::kDefault, device = OptionSource::kDefault,
                  dtype = OptionSource::kDefault;
   } sources;
+  /// Where each option was last set (empty: never explicitly), for errors.
+  struct Locs {
+    ir::SourceLoc initial, trainable, weight_decay, lr_multiplier, gradient_clip, device, dtype;
+  } locs;
   std::vector<Parametrization> parametrizations;
   /// Set once the root is set: dims, dtype and parametrizations are fixed.
   bool frozen = false;
@@ -63,19 +67,27 @@ class ParamSetter {
   ParamSetter(std::shared_ptr<ParamState> s, OptionSource source)
       : s_(std::move(s)), source_(source) {}
 
-  ParamSetter& set_initial(ir::Initializer init);
+  // Each setter takes the caller's location last: an error about the option
+  // (checked when the model is finished) names the line that set it.
+  ParamSetter& set_initial(ir::Initializer init,
+                           std::source_location loc = std::source_location::current());
   /// A user's param-init subgraph (random, constants and arithmetic on them),
   /// evaluated once; its dims must equal the param's.
   ParamSetter& set_initial(const Tensor& value,
                            std::source_location loc = std::source_location::current());
-  ParamSetter& set_trainable(bool trainable);
+  ParamSetter& set_trainable(bool trainable,
+                             std::source_location loc = std::source_location::current());
   /// Example: `p.set_weight_decay(1e-4)` (decoupled, AdamW-like).
-  ParamSetter& set_weight_decay(double lambda, WeightDecayMode mode = WeightDecayMode::kDecoupled);
-  ParamSetter& set_lr_multiplier(double k);
+  ParamSetter& set_weight_decay(double lambda, WeightDecayMode mode = WeightDecayMode::kDecoupled,
+                                std::source_location loc = std::source_location::current());
+  ParamSetter& set_lr_multiplier(double k,
+                                 std::source_location loc = std::source_location::current());
   /// Clips each gradient entry to [-c, c].
-  ParamSetter& set_gradient_clip(double c);
-  /// RETURNN's `param_device`, e.g. "CPU".
-  ParamSetter& set_device(std::string device);
+  ParamSetter& set_gradient_clip(double c,
+                                 std::source_location loc = std::source_location::current());
+  /// The device to keep the param on, e.g. "CPU" (TF: RETURNN's `param_device`).
+  ParamSetter& set_device(std::string device,
+                          std::source_location loc = std::source_location::current());
   /// Only before set_root (the dtype is part of the param's type).
   ParamSetter& set_dtype(ir::DType dtype,
                          std::source_location loc = std::source_location::current());

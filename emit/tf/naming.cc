@@ -70,8 +70,9 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
     if (inserted && taken.insert(w).second) continue;
     const Claim& later = claims[i];
     std::string other = inserted ? "a node named so already" : claims[it->second].what;
-    std::string note =
-        inserted ? "" : absl::StrCat("\n", claims[it->second].loc.str(), ": note: ", other);
+    std::string note = inserted ? ""
+                                : absl::StrCat("\n", claims[it->second].loc.str(),
+                                               ": note: ", other, " wants it here");
     return absl::InvalidArgumentError(
         absl::StrCat(later.loc.str(), ": error: the RETURNN layer name ", ir::quote(w), " of ",
                      later.what, " is wanted by ", other, " too; rename one of them", note));
