@@ -17,12 +17,12 @@ using ir::Dim;
 
 class ConformerCtc : public nn::Module {
  public:
-  ConformerCtc(std::optional<Dim> vocab, Dim features, Dim model, Dim ff, int64_t layers,
-               Dim labels, const nn::ConformerOptions& opts)
+  ConformerCtc(std::optional<Dim> vocab, Dim features, Dim model, Dim ff, Dim labels,
+               const nn::ConformerOptions& opts)
       : Module("conformer_ctc") {
     if (vocab) embed = register_module("embed", std::make_shared<nn::Embedding>(*vocab, features));
-    encoder = register_module(
-        "encoder", std::make_shared<nn::ConformerEncoder>(features, model, ff, layers, opts));
+    encoder = register_module("encoder",
+                              std::make_shared<nn::ConformerEncoder>(features, model, ff, opts));
     out = register_module("out",
                           std::make_shared<nn::Linear>(model, labels + Dim::feature("blank", 1)));
   }
@@ -42,16 +42,18 @@ void build_small(nn::Builder& b) {
   const Dim digits = Dim::feature("digits", 2), hex = Dim::feature("hex", 16);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, digits);
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, hex);
-  nn::ConformerOptions opts{.num_heads = 4,
-                            .conv_kernel = 7,
-                            .rel_pos_clipping = 8,
-                            .dropout = 0.1,
-                            .frontend_channels1 = 8,
-                            .frontend_channels2 = 16,
-                            .time_stride = 2};
+  const auto opts = nn::ConformerOptions()
+                        .num_layers(2)
+                        .num_heads(4)
+                        .conv_kernel(7)
+                        .rel_pos_clipping(8)
+                        .dropout(0.1)
+                        .frontend_channels1(8)
+                        .frontend_channels2(16)
+                        .time_stride(2);
   auto model = b.set_root(std::make_shared<ConformerCtc>(digits, Dim::feature("features", 16),
                                                          Dim::feature("model", 64),
-                                                         Dim::feature("ff", 128), 2, hex, opts));
+                                                         Dim::feature("ff", 128), hex, opts));
   nn::Tensor logits = model->forward(x, time);
   logits.mark_as_output();
   nn::ctc_loss(logits, y, model->encoder->out_axis(time)).mark_as_loss("ctc");
@@ -62,10 +64,14 @@ void build_large(nn::Builder& b, int64_t blocks, bool weight_norm, bool dropout_
   const Dim features = Dim::feature("features", 80), labels = Dim::feature("labels", 1000);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
-  nn::ConformerOptions opts{
-      .num_heads = 8, .conv_kernel = 31, .dropout_broadcast = dropout_broadcast, .time_stride = 4};
+  const auto opts = nn::ConformerOptions()
+                        .num_layers(blocks)
+                        .num_heads(8)
+                        .conv_kernel(31)
+                        .dropout_broadcast(dropout_broadcast)
+                        .time_stride(4);
   auto model = std::make_shared<ConformerCtc>(std::nullopt, features, Dim::feature("model", 512),
-                                              Dim::feature("ff", 2048), blocks, labels, opts);
+                                              Dim::feature("ff", 2048), labels, opts);
   if (weight_norm) {
     // Every Linear's weight: w = g * v / ||v|| (per output unit).
     model->apply([](nn::Module& m) {

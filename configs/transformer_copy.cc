@@ -11,14 +11,12 @@ using ir::Dim;
 
 class CopyTransformer : public nn::Module {
  public:
-  CopyTransformer(Dim vocab, Dim model, Dim ff, int64_t layers, int64_t heads)
-      : Module("copy_transformer") {
+  CopyTransformer(Dim vocab, const nn::TransformerOptions& opts) : Module("copy_transformer") {
+    const Dim& model = opts.model_dim();
     src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
     tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
-    encoder = register_module("encoder",
-                              std::make_shared<nn::TransformerEncoder>(layers, model, ff, heads));
-    decoder = register_module("decoder",
-                              std::make_shared<nn::TransformerDecoder>(layers, model, ff, heads));
+    encoder = register_module("encoder", std::make_shared<nn::TransformerEncoder>(opts));
+    decoder = register_module("decoder", std::make_shared<nn::TransformerDecoder>(opts));
     out = register_module("out", std::make_shared<nn::Linear>(model, vocab));
   }
   /// Logits over `tgt_time`: position t sees the source and targets < t.
@@ -43,8 +41,9 @@ void build(nn::Builder& b) {
   const Dim vocab = Dim::feature("vocab", 10);
   nn::Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
   nn::Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
-  auto model = b.set_root(std::make_shared<CopyTransformer>(vocab, Dim::feature("model", 64),
-                                                            Dim::feature("ff", 256), 2, 4));
+  auto model = b.set_root(std::make_shared<CopyTransformer>(
+      vocab,
+      nn::TransformerOptions(Dim::feature("model", 64), Dim::feature("ff", 256), 4).num_layers(2)));
   nn::Tensor logits = model->forward(src, src_time, tgt, tgt_time);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");

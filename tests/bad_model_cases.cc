@@ -249,19 +249,19 @@ const Case kCases[] = {
     {"bad:conv-in-dim", "input dim 'input'(4) does not match in_dim 'other'(6)",
      [](Builder& b) {
        Setup s(b);
-       auto conv = b.set_root(std::make_shared<nn::Conv1d>(Dim::feature("other", 6), s.out, 3));
+       auto conv = b.set_root(std::make_shared<nn::Conv1d>(nn::Conv1dOptions(Dim::feature("other", 6), s.out, 3)));
        conv->forward(s.x, s.time).mark_as_output();  // MISTAKE: bad:conv-in-dim
      }},
     {"bad:conv-feature-axis", "the spatial axis 'out'(3) is not in the input",
      [](Builder& b) {
        Setup s(b);
-       auto conv = b.set_root(std::make_shared<nn::Conv1d>(s.in, s.in, 3));
+       auto conv = b.set_root(std::make_shared<nn::Conv1d>(nn::Conv1dOptions(s.in, s.in, 3)));
        conv->forward(s.x, s.out).mark_as_output();  // MISTAKE: bad:conv-feature-axis
      }},
     {"bad:groups", "must divide into 3 groups",
      [](Builder& b) {
        Setup s(b);
-       auto conv = b.set_root(std::make_shared<nn::Conv1d>(s.in, s.in, 3, 1, nn::ConvOptions{.groups = 3}));
+       auto conv = b.set_root(std::make_shared<nn::Conv1d>(nn::Conv1dOptions(s.in, s.in, 3).groups(3)));
        conv->forward(s.x, s.time).mark_as_output();  // MISTAKE: bad:groups
      }},
     {"bad:avg-pool-same", "average pooling over the dynamic axis 'time'(dyn) needs padding \"valid\"",
@@ -314,7 +314,7 @@ const Case kCases[] = {
     {"bad:rel-pos-static-axis", "must be the only dynamic dim",
      [](Builder& b) {
        Setup s(b);
-       auto att = b.set_root(std::make_shared<nn::SelfAttention>(s.in, s.in, s.in, 2, false, 4));
+       auto att = b.set_root(std::make_shared<nn::SelfAttention>(nn::SelfAttentionOptions(s.in, s.in, s.in, 2).rel_pos_clipping(4)));
        att->forward(s.x, s.in).mark_as_output();  // MISTAKE: bad:rel-pos-static-axis
      }},
     {"bad:conformer-features", "conformer_frontend '<root>': input dim 'input'(4) does not match in_dim 'mel'(80)",

@@ -102,9 +102,10 @@ void build_attention(Builder& b) {
   Io io(b);
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("att_net") {
-      att = register_module(
-          "att", std::make_shared<nn::SelfAttention>(in, Dim::feature("key", 8),
-                                                     Dim::feature("value", 6), 2, kCausal));
+      att = register_module("att", std::make_shared<nn::SelfAttention>(
+                                       nn::SelfAttentionOptions(in, Dim::feature("key", 8),
+                                                                Dim::feature("value", 6), 2)
+                                           .causal(kCausal)));
       out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
     }
     std::shared_ptr<nn::SelfAttention> att;
@@ -124,7 +125,8 @@ void build_transformer(Builder& b) {
       Dim model = Dim::feature("model", 8);
       in_proj = register_module("in_proj", std::make_shared<nn::Linear>(in, model));
       encoder = register_module(
-          "encoder", std::make_shared<nn::TransformerEncoder>(2, model, Dim::feature("ff", 16), 2));
+          "encoder", std::make_shared<nn::TransformerEncoder>(
+                         nn::TransformerOptions(model, Dim::feature("ff", 16), 2).num_layers(2)));
       out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
     }
     std::shared_ptr<nn::Linear> in_proj, out_;
@@ -137,8 +139,8 @@ void build_transformer(Builder& b) {
 // Conv1d (kernel 3, dilation 2) straight to the class logits.
 void build_conv(Builder& b) {
   Io io(b);
-  auto conv = b.set_root(
-      std::make_shared<nn::Conv1d>(io.in, io.classes, 3, 1, nn::ConvOptions{.dilation = 2}));
+  auto conv =
+      b.set_root(std::make_shared<nn::Conv1d>(nn::Conv1dOptions(io.in, io.classes, 3).dilation(2)));
   nn::Tensor h = conv->forward(io.x, io.time);
   h.mark_as_output("conv_out");
   io.finish(h);
@@ -186,7 +188,7 @@ void build_conv2d(Builder& b) {
     Dim pooled = nn::windowed_dim(feat, 2, 2), merged = Dim::feature("merged", 12);
     Net(Dim out) : Module("conv2d_net") {
       conv = register_module("conv",
-                             std::make_shared<nn::Conv2d>(chan, ch4, std::array<int64_t, 2>{3, 3}));
+                             std::make_shared<nn::Conv2d>(nn::Conv2dOptions(chan, ch4, {3, 3})));
       out_ = register_module("out", std::make_shared<nn::Linear>(merged, out));
     }
     std::shared_ptr<nn::Conv2d> conv;
@@ -207,9 +209,10 @@ void build_conv_stride(Builder& b) {
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("stride_net") {
       Dim ch = Dim::feature("ch", 4);
-      strided = register_module("strided", std::make_shared<nn::Conv1d>(in, ch, 3, 2));
+      strided = register_module(
+          "strided", std::make_shared<nn::Conv1d>(nn::Conv1dOptions(in, ch, 3).stride(2)));
       depthwise = register_module(
-          "depthwise", std::make_shared<nn::Conv1d>(ch, ch, 5, 1, nn::ConvOptions{.groups = 4}));
+          "depthwise", std::make_shared<nn::Conv1d>(nn::Conv1dOptions(ch, ch, 5).groups(4)));
       out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
     }
     std::shared_ptr<nn::Conv1d> strided, depthwise;
@@ -228,9 +231,10 @@ void build_rel_pos_attention(Builder& b) {
   Io io(b);
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("att_net") {
-      att = register_module(
-          "att", std::make_shared<nn::SelfAttention>(in, Dim::feature("key", 8),
-                                                     Dim::feature("value", 6), 2, false, 2));
+      att = register_module("att", std::make_shared<nn::SelfAttention>(
+                                       nn::SelfAttentionOptions(in, Dim::feature("key", 8),
+                                                                Dim::feature("value", 6), 2)
+                                           .rel_pos_clipping(2)));
       out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
     }
     std::shared_ptr<nn::SelfAttention> att;
@@ -290,13 +294,15 @@ void build_conformer_ctc(Builder& b) {
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("conformer_ctc") {
       Dim model = Dim::feature("model", 8);
-      nn::ConformerOptions opts{.num_heads = 2,
-                                .conv_kernel = 3,
-                                .rel_pos_clipping = 2,
-                                .frontend_channels1 = 4,
-                                .frontend_channels2 = 6};
+      const auto opts = nn::ConformerOptions()
+                            .num_layers(1)
+                            .num_heads(2)
+                            .conv_kernel(3)
+                            .rel_pos_clipping(2)
+                            .frontend_channels1(4)
+                            .frontend_channels2(6);
       encoder = register_module("encoder", std::make_shared<nn::ConformerEncoder>(
-                                               in, model, Dim::feature("ff", 16), 1, opts));
+                                               in, model, Dim::feature("ff", 16), opts));
       out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
     }
     std::shared_ptr<nn::ConformerEncoder> encoder;
@@ -321,10 +327,9 @@ void build_seq2seq(Builder& b) {
       Dim model = Dim::feature("model", 8), ff = Dim::feature("ff", 16);
       src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
       tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
-      encoder =
-          register_module("encoder", std::make_shared<nn::TransformerEncoder>(1, model, ff, 2));
-      decoder =
-          register_module("decoder", std::make_shared<nn::TransformerDecoder>(1, model, ff, 2));
+      const auto opts = nn::TransformerOptions(model, ff, 2).num_layers(1);
+      encoder = register_module("encoder", std::make_shared<nn::TransformerEncoder>(opts));
+      decoder = register_module("decoder", std::make_shared<nn::TransformerDecoder>(opts));
       out_ = register_module("out", std::make_shared<nn::Linear>(model, vocab));
     }
     std::shared_ptr<nn::Embedding> src_embed, tgt_embed;

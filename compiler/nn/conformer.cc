@@ -30,9 +30,11 @@ Tensor residual(const Tensor& x, const Tensor& branch, double rate, bool broadca
 
 }  // namespace
 
-ConformerFeedForward::ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout,
-                                           bool dropout_broadcast)
-    : Module("conformer_ff"), dropout_(dropout), dropout_broadcast_(dropout_broadcast) {
+ConformerFeedForward::ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim,
+                                           const ConformerOptions& opts)
+    : Module("conformer_ff"),
+      dropout_(opts.dropout()),
+      dropout_broadcast_(opts.dropout_broadcast()) {
   linear_ff = register_module("linear_ff", std::make_shared<Linear>(model_dim, ff_dim));
   linear_out = register_module("linear_out", std::make_shared<Linear>(ff_dim, model_dim));
 }
@@ -50,8 +52,8 @@ ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size)
       register_module("pointwise_conv1", std::make_shared<Linear>(model_dim, glu_dim_));
   depthwise_conv = register_module(
       "depthwise_conv",
-      std::make_shared<Conv1d>(model_dim, model_dim, kernel_size, 1,
-                               ConvOptions{.groups = model_dim.size().value_or(1)}));
+      std::make_shared<Conv1d>(
+          Conv1dOptions(model_dim, model_dim, kernel_size).groups(model_dim.size().value_or(1))));
   norm = register_module("norm", std::make_shared<BatchNorm>(model_dim));
   pointwise_conv2 =
       register_module("pointwise_conv2", std::make_shared<Linear>(model_dim, model_dim));
@@ -71,21 +73,20 @@ Tensor ConformerConvModule::forward(const Tensor& input, const ir::Dim& axis,
 
 ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts)
     : Module("conformer_block"),
-      dropout_(opts.dropout),
-      dropout_broadcast_(opts.dropout_broadcast) {
+      dropout_(opts.dropout()),
+      dropout_broadcast_(opts.dropout_broadcast()) {
   ff1_norm = register_module("ff1_norm", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<ConformerFeedForward>(
-                                   model_dim, ff_dim, opts.dropout, opts.dropout_broadcast));
+  ff1 = register_module("ff1", std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts));
   att_norm = register_module("att_norm", std::make_shared<LayerNorm>(model_dim));
   self_att = register_module(
-      "self_att", std::make_shared<SelfAttention>(model_dim, model_dim, model_dim, opts.num_heads,
-                                                  false, opts.rel_pos_clipping));
+      "self_att", std::make_shared<SelfAttention>(
+                      SelfAttentionOptions(model_dim, model_dim, model_dim, opts.num_heads())
+                          .rel_pos_clipping(opts.rel_pos_clipping())));
   conv_norm = register_module("conv_norm", std::make_shared<LayerNorm>(model_dim));
   conv =
-      register_module("conv", std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel));
+      register_module("conv", std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel()));
   ff2_norm = register_module("ff2_norm", std::make_shared<LayerNorm>(model_dim));
-  ff2 = register_module("ff2", std::make_shared<ConformerFeedForward>(
-                                   model_dim, ff_dim, opts.dropout, opts.dropout_broadcast));
+  ff2 = register_module("ff2", std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
 }
 
@@ -104,21 +105,21 @@ Tensor ConformerBlock::forward(const Tensor& input, const ir::Dim& axis,
   });
 }
 
-ConformerFrontend::ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim, int64_t channels1,
-                                     int64_t channels2, int64_t time_stride)
+ConformerFrontend::ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim,
+                                     const ConformerOptions& opts)
     : Module("conformer_frontend"),
       in_dim_(in_dim),
       feat_(ir::Dim::spatial(in_dim.name() + "_spatial", in_dim.size().value_or(1))),
       chan0_(ir::Dim::feature("in_channels", 1)),
       pooled_(windowed_dim(feat_, 2, 2)),
-      merged_(ir::Dim::feature("frontend_out", pooled_.size().value_or(1) * channels2)) {
-  ir::Dim c1 = ir::Dim::feature("channels1", channels1);
-  ir::Dim c2 = ir::Dim::feature("channels2", channels2);
-  conv1 =
-      register_module("conv1", std::make_shared<Conv2d>(chan0_, c1, std::array<int64_t, 2>{3, 3}));
-  conv2 =
-      register_module("conv2", std::make_shared<Conv2d>(c1, c2, std::array<int64_t, 2>{3, 3},
-                                                        std::array<int64_t, 2>{time_stride, 1}));
+      merged_(ir::Dim::feature("frontend_out",
+                               pooled_.size().value_or(1) * opts.frontend_channels2())) {
+  ir::Dim c1 = ir::Dim::feature("channels1", opts.frontend_channels1());
+  ir::Dim c2 = ir::Dim::feature("channels2", opts.frontend_channels2());
+  conv1 = register_module("conv1", std::make_shared<Conv2d>(Conv2dOptions(chan0_, c1, {3, 3})));
+  conv2 = register_module(
+      "conv2",
+      std::make_shared<Conv2d>(Conv2dOptions(c1, c2, {3, 3}).stride({opts.time_stride(), 1})));
   linear = register_module("linear", std::make_shared<Linear>(merged_, model_dim));
 }
 
@@ -136,15 +137,14 @@ Tensor ConformerFrontend::forward(const Tensor& input, const ir::Dim& time,
 }
 
 ConformerEncoder::ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim,
-                                   int64_t num_layers, const ConformerOptions& opts)
+                                   const ConformerOptions& opts)
     : Module("conformer_encoder"),
-      dropout_(opts.dropout),
-      dropout_broadcast_(opts.dropout_broadcast) {
-  frontend = register_module(
-      "frontend", std::make_shared<ConformerFrontend>(in_dim, model_dim, opts.frontend_channels1,
-                                                      opts.frontend_channels2, opts.time_stride));
+      dropout_(opts.dropout()),
+      dropout_broadcast_(opts.dropout_broadcast()) {
+  frontend =
+      register_module("frontend", std::make_shared<ConformerFrontend>(in_dim, model_dim, opts));
   layers = register_module("layers", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_layers; ++i)
+  for (int64_t i = 0; i < opts.num_layers(); ++i)
     layers->append(std::make_shared<ConformerBlock>(model_dim, ff_dim, opts));
 }
 

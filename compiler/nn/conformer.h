@@ -10,11 +10,30 @@
 
 namespace retc::nn {
 
-/// Linear(model, ff) -> swish -> dropout -> Linear(ff, model).
+/// Options of the Conformer encoder, its blocks and its frontend. Example:
+/// `ConformerOptions().num_layers(12).num_heads(8).time_stride(4)`.
+struct ConformerOptions {
+  /// Blocks of a ConformerEncoder.
+  RETC_ARG(int64_t, num_layers) = 12;
+  RETC_ARG(int64_t, num_heads) = 4;
+  RETC_ARG(int64_t, conv_kernel) = 31;
+  RETC_ARG(int64_t, rel_pos_clipping) = 16;
+  RETC_ARG(double, dropout) = 0.1;
+  /// Dropout masks vary along the feature dim only, shared over batch and
+  /// time (RETURNN's historical default, rf's `rf_dropout_broadcast`);
+  /// false: elementwise, as PyTorch.
+  RETC_ARG(bool, dropout_broadcast) = false;
+  /// Frontend: channels of its two Conv2d and the time subsampling factor.
+  RETC_ARG(int64_t, frontend_channels1) = 32;
+  RETC_ARG(int64_t, frontend_channels2) = 64;
+  RETC_ARG(int64_t, time_stride) = 2;
+};
+
+/// Linear(model, ff) -> swish -> dropout -> Linear(ff, model) (dropout and
+/// its masks from the options).
 class ConformerFeedForward : public Module {
  public:
-  ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, double dropout,
-                       bool dropout_broadcast = false);
+  ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts = {});
   Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<Linear> linear_ff, linear_out;
 
@@ -38,21 +57,6 @@ class ConformerConvModule : public Module {
   ir::Dim model_dim_, glu_dim_;
 };
 
-struct ConformerOptions {
-  int64_t num_heads = 4;
-  int64_t conv_kernel = 31;
-  int64_t rel_pos_clipping = 16;
-  double dropout = 0.1;
-  /// Dropout masks vary along the feature dim only, shared over batch and
-  /// time (RETURNN's historical default, rf's `rf_dropout_broadcast`);
-  /// false: elementwise, as PyTorch.
-  bool dropout_broadcast = false;
-  /// Frontend: channels of its two Conv2d and the time subsampling factor.
-  int64_t frontend_channels1 = 32;
-  int64_t frontend_channels2 = 64;
-  int64_t time_stride = 2;
-};
-
 /// One block:  x += ½·ff1(ln(x));  x += mhsa(ln(x));  x += conv(ln(x));
 /// x += ½·ff2(ln(x));  y = ln(x)   (each branch with dropout).
 class ConformerBlock : public Module {
@@ -71,13 +75,13 @@ class ConformerBlock : public Module {
 };
 
 /// VGG-style frontend: the features become a spatial axis with one channel;
-/// Conv2d 3x3 (channels1) -> swish -> max pool 1x2 over features -> Conv2d
-/// 3x3 (channels2) with time stride `time_stride` -> swish -> merge features
-/// and channels -> Linear to the model dim. out_axis(time) is the new time.
+/// Conv2d 3x3 (frontend_channels1) -> swish -> max pool 1x2 over features ->
+/// Conv2d 3x3 (frontend_channels2) with time stride `time_stride` -> swish ->
+/// merge features and channels -> Linear to the model dim. out_axis(time) is
+/// the new time.
 class ConformerFrontend : public Module {
  public:
-  ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim, int64_t channels1 = 32,
-                    int64_t channels2 = 64, int64_t time_stride = 2);
+  ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim, const ConformerOptions& opts = {});
   Tensor forward(const Tensor& x, const ir::Dim& time,
                  std::source_location loc = std::source_location::current()) const;
   ir::Dim out_axis(const ir::Dim& time) const { return conv2->out_axis(time, 0); }
@@ -91,7 +95,7 @@ class ConformerFrontend : public Module {
 /// Frontend -> dropout -> `num_layers` ConformerBlocks ("layers.0", ...).
 class ConformerEncoder : public Module {
  public:
-  ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_layers,
+  ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim,
                    const ConformerOptions& opts = {});
   /// The encoder output over out_axis(time).
   Tensor forward(const Tensor& x, const ir::Dim& time,

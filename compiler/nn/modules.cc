@@ -138,15 +138,18 @@ Tensor Embedding::forward(const Tensor& ids, std::source_location loc) const {
 
 namespace retc::nn {
 
-SelfAttention::SelfAttention(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads,
-                             bool causal, int64_t rel_pos_clipping)
+SelfAttention::SelfAttention(const SelfAttentionOptions& o)
     : Module("self_attention"),
-      in_dim_(in_dim),
-      key_dim_(key_dim),
-      value_dim_(value_dim),
-      num_heads_(num_heads),
-      causal_(causal),
-      clipping_(rel_pos_clipping) {
+      in_dim_(o.in_dim()),
+      key_dim_(o.key_dim()),
+      value_dim_(o.value_dim()),
+      num_heads_(o.num_heads()),
+      causal_(o.causal()),
+      clipping_(o.rel_pos_clipping()) {
+  const ir::Dim& in_dim = in_dim_;
+  const ir::Dim& key_dim = key_dim_;
+  const ir::Dim& value_dim = value_dim_;
+  const int64_t num_heads = num_heads_;
   qkv_ = register_parameter("qkv", {in_dim, 2 * key_dim + value_dim}, ir::ParamKind::kWeight);
   if (clipping_ > 0) {
     rel_pos_ =
@@ -180,12 +183,13 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
   });
 }
 
-TransformerEncoderLayer::TransformerEncoderLayer(ir::Dim model_dim, ir::Dim ff_dim,
-                                                 int64_t num_heads, double dropout)
-    : Module("transformer_encoder_layer"), dropout_(dropout) {
+TransformerEncoderLayer::TransformerEncoderLayer(const TransformerOptions& o)
+    : Module("transformer_encoder_layer"), dropout_(o.dropout()) {
+  const ir::Dim& model_dim = o.model_dim();
+  const ir::Dim& ff_dim = o.ff_dim();
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
-  self_att = register_module(
-      "self_att", std::make_shared<SelfAttention>(model_dim, model_dim, model_dim, num_heads));
+  self_att = register_module("self_att", std::make_shared<SelfAttention>(SelfAttentionOptions(
+                                             model_dim, model_dim, model_dim, o.num_heads())));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
   ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
   ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));
@@ -205,22 +209,18 @@ namespace {
 
 // `n` Transformer layers of one kind in a ModuleList.
 template <class Layer>
-std::shared_ptr<ModuleList> layer_stack(int64_t n, ir::Dim model_dim, ir::Dim ff_dim,
-                                        int64_t num_heads, double dropout) {
+std::shared_ptr<ModuleList> layer_stack(const TransformerOptions& o) {
   auto list = std::make_shared<ModuleList>();
-  for (int64_t i = 0; i < n; ++i)
-    list->append(std::make_shared<Layer>(model_dim, ff_dim, num_heads, dropout));
+  for (int64_t i = 0; i < o.num_layers(); ++i) list->append(std::make_shared<Layer>(o));
   return list;
 }
 
 }  // namespace
 
-TransformerEncoder::TransformerEncoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim,
-                                       int64_t num_heads, double dropout)
+TransformerEncoder::TransformerEncoder(const TransformerOptions& o)
     : Module("transformer_encoder") {
-  layers = register_module("layers", layer_stack<TransformerEncoderLayer>(
-                                         num_layers, model_dim, ff_dim, num_heads, dropout));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
+  layers = register_module("layers", layer_stack<TransformerEncoderLayer>(o));
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
 }
 
 Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
@@ -238,19 +238,21 @@ Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
 namespace retc::nn {
 
 Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
-           std::vector<int64_t> strides, ConvOptions opts)
+           std::vector<int64_t> strides, int64_t dilation, std::string padding, int64_t groups)
     : Module(std::move(type_name)),
       in_dim_(in_dim),
       out_dim_(out_dim),
       kernel_(std::move(kernel)),
       strides_(std::move(strides)),
-      opts_(std::move(opts)) {
+      dilation_(dilation),
+      padding_(std::move(padding)),
+      groups_(groups) {
   std::vector<ir::Dim> dims;
   for (size_t i = 0; i < kernel_.size(); ++i) {
     dims.push_back(
         ir::Dim::spatial(kernel_.size() == 1 ? "kernel" : absl::StrCat("kernel", i), kernel_[i]));
   }
-  dims.push_back(opts_.groups == 1 ? in_dim : in_dim.floordiv(opts_.groups));
+  dims.push_back(groups_ == 1 ? in_dim : in_dim.floordiv(groups_));
   dims.push_back(out_dim);
   weight_ = register_parameter("weight", std::move(dims), ir::ParamKind::kWeight);
   bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias);
@@ -260,7 +262,7 @@ ir::Dim Conv::out_axis(const ir::Dim& in_axis, size_t i) const {
   for (const auto& [in, out] : out_axes_) {
     if (in == in_axis) return out;
   }
-  ir::Dim out = windowed_dim(in_axis, kernel_.at(i), strides_.at(i), opts_.dilation, opts_.padding);
+  ir::Dim out = windowed_dim(in_axis, kernel_.at(i), strides_.at(i), dilation_, padding_);
   out_axes_.emplace_back(in_axis, out);
   return out;
 }
@@ -281,21 +283,12 @@ Tensor Conv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
                  {{"axes", axes},
                   {"out_axes", std::move(out_axes)},
                   {"strides", strides_},
-                  {"dilation", opts_.dilation},
-                  {"padding", opts_.padding},
-                  {"groups", opts_.groups}},
+                  {"dilation", dilation_},
+                  {"padding", padding_},
+                  {"groups", groups_}},
                  l);
   });
 }
-
-Conv1d::Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t stride,
-               ConvOptions opts)
-    : Conv("conv1d", in_dim, out_dim, {kernel_size}, {stride}, std::move(opts)) {}
-
-Conv2d::Conv2d(ir::Dim in_dim, ir::Dim out_dim, std::array<int64_t, 2> kernel,
-               std::array<int64_t, 2> strides, ConvOptions opts)
-    : Conv("conv2d", in_dim, out_dim, {kernel[0], kernel[1]}, {strides[0], strides[1]},
-           std::move(opts)) {}
 
 BatchNorm::BatchNorm(ir::Dim dim, double epsilon, double momentum)
     : Module("batch_norm"), dim_(dim), epsilon_(epsilon), momentum_(momentum) {
@@ -371,12 +364,16 @@ Tensor CrossAttention::forward(const Tensor& input, const Tensor& memory,
   });
 }
 
-TransformerDecoderLayer::TransformerDecoderLayer(ir::Dim model_dim, ir::Dim ff_dim,
-                                                 int64_t num_heads, double dropout)
-    : Module("transformer_decoder_layer"), dropout_(dropout) {
+TransformerDecoderLayer::TransformerDecoderLayer(const TransformerOptions& o)
+    : Module("transformer_decoder_layer"), dropout_(o.dropout()) {
+  const ir::Dim& model_dim = o.model_dim();
+  const ir::Dim& ff_dim = o.ff_dim();
+  const int64_t num_heads = o.num_heads();
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
-  self_att = register_module("self_att", std::make_shared<SelfAttention>(
-                                             model_dim, model_dim, model_dim, num_heads, true));
+  self_att = register_module(
+      "self_att",
+      std::make_shared<SelfAttention>(
+          SelfAttentionOptions(model_dim, model_dim, model_dim, num_heads).causal(true)));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
   cross_att = register_module(
       "cross_att",
@@ -401,12 +398,10 @@ Tensor TransformerDecoderLayer::forward(const Tensor& input, const ir::Dim& axis
   });
 }
 
-TransformerDecoder::TransformerDecoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim,
-                                       int64_t num_heads, double dropout)
+TransformerDecoder::TransformerDecoder(const TransformerOptions& o)
     : Module("transformer_decoder") {
-  layers = register_module("layers", layer_stack<TransformerDecoderLayer>(
-                                         num_layers, model_dim, ff_dim, num_heads, dropout));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
+  layers = register_module("layers", layer_stack<TransformerDecoderLayer>(o));
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
 }
 
 Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, const Tensor& memory,

@@ -15,6 +15,7 @@
 
 #include "absl/strings/string_view.h"
 #include "compiler/nn/module.h"
+#include "compiler/nn/options.h"
 
 namespace retc::nn {
 
@@ -106,6 +107,21 @@ class RmsNorm : public Module {
   Parameter scale_;
 };
 
+/// Options of SelfAttention. Example:
+/// `SelfAttentionOptions(model, model, model, 8).causal(true)`.
+struct SelfAttentionOptions {
+  SelfAttentionOptions(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads)
+      : in_dim_(in_dim), key_dim_(key_dim), value_dim_(value_dim), num_heads_(num_heads) {}
+  RETC_ARG(ir::Dim, in_dim);
+  RETC_ARG(ir::Dim, key_dim);
+  RETC_ARG(ir::Dim, value_dim);
+  RETC_ARG(int64_t, num_heads);
+  /// Each frame attends to itself and earlier frames only.
+  RETC_ARG(bool, causal) = false;
+  /// > 0: relative positions up to this offset (see SelfAttention).
+  RETC_ARG(int64_t, rel_pos_clipping) = 0;
+};
+
 /// Multi-head self-attention over a dynamic axis (RETURNN's fused layer),
 /// plain or causal (each frame attends to itself and earlier frames), with
 /// an output projection. Params: qkv [in, 2*key + value] (queries, keys,
@@ -117,8 +133,7 @@ class RmsNorm : public Module {
 /// keys per query-key offset.
 class SelfAttention : public Module {
  public:
-  SelfAttention(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads,
-                bool causal = false, int64_t rel_pos_clipping = 0);
+  explicit SelfAttention(const SelfAttentionOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
   Parameter& qkv() { return qkv_; }
@@ -147,14 +162,34 @@ class CrossAttention : public Module {
   ir::Dim key_dim_, value_dim_, heads_, key_per_head_, value_per_head_;
 };
 
-/// Options of Conv1d and Conv2d. Padding "same" keeps ceil(n / stride)
-/// positions, "valid" only full windows. groups > 1: grouped convolution
-/// (groups == in == out: depthwise), the weight's in dim is in // groups.
+/// Options of a convolution over D spatial axes (Conv1dOptions,
+/// Conv2dOptions). Padding "same" keeps ceil(n / stride) positions, "valid"
+/// only full windows. groups > 1: grouped convolution (groups == in == out:
+/// depthwise), the weight's in dim is in // groups. Example (depthwise, as in
+/// the Conformer): `Conv1dOptions(d, d, 31).groups(*d.size())`.
+template <size_t D>
 struct ConvOptions {
-  int64_t dilation = 1;
-  std::string padding = "same";
-  int64_t groups = 1;
+  ConvOptions(ir::Dim in_dim, ir::Dim out_dim, std::array<int64_t, D> kernel_size)
+      : in_dim_(in_dim), out_dim_(out_dim), kernel_size_(kernel_size) {
+    stride_.fill(1);
+  }
+  /// One kernel size (and stride) for a 1-D convolution.
+  ConvOptions(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size) requires(D == 1)
+      : ConvOptions(in_dim, out_dim, std::array<int64_t, 1>{kernel_size}) {}
+  ConvOptions& stride(int64_t s) requires(D == 1) {
+    stride_ = {s};
+    return *this;
+  }
+  RETC_ARG(ir::Dim, in_dim);
+  RETC_ARG(ir::Dim, out_dim);
+  RETC_ARG(std::array<int64_t RETC_COMMA D>, kernel_size);
+  RETC_ARG(std::array<int64_t RETC_COMMA D>, stride);
+  RETC_ARG(int64_t, dilation) = 1;
+  RETC_ARG(std::string, padding) = "same";
+  RETC_ARG(int64_t, groups) = 1;
 };
+using Conv1dOptions = ConvOptions<1>;
+using Conv2dOptions = ConvOptions<2>;
 
 /// Convolution over 1 to 3 spatial axes (Conv1d, Conv2d). Params: weight
 /// [kernel dims..., in // groups, out] (fan_in = kernel volume * in/groups),
@@ -162,8 +197,12 @@ struct ConvOptions {
 /// itself for stride 1 with "same" padding, else a dim made once per input axis.
 class Conv : public Module {
  public:
-  Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
-       std::vector<int64_t> strides, ConvOptions opts);
+  template <size_t D>
+  Conv(std::string type_name, const ConvOptions<D>& o)
+      : Conv(std::move(type_name), o.in_dim(), o.out_dim(),
+             std::vector<int64_t>(o.kernel_size().begin(), o.kernel_size().end()),
+             std::vector<int64_t>(o.stride().begin(), o.stride().end()), o.dilation(), o.padding(),
+             o.groups()) {}
   Tensor forward(const Tensor& x, const std::vector<ir::Dim>& axes,
                  std::source_location loc = std::source_location::current()) const;
   /// The output axis for the input axis at spatial position `i`.
@@ -174,19 +213,23 @@ class Conv : public Module {
   Parameter& bias() { return bias_; }
 
  private:
+  Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
+       std::vector<int64_t> strides, int64_t dilation, std::string padding, int64_t groups);
+
   ir::Dim in_dim_, out_dim_;
   std::vector<int64_t> kernel_, strides_;
-  ConvOptions opts_;
+  int64_t dilation_;
+  std::string padding_;
+  int64_t groups_;
   Parameter weight_, bias_;
   mutable std::vector<std::pair<ir::Dim, ir::Dim>> out_axes_;  // in -> out, made on first use
 };
 
-/// 1-D convolution over a spatial axis. Example (depthwise, as in the
-/// Conformer): `Conv1d(d, d, 31, 1, {.groups = d.size().value()})`.
+/// 1-D convolution over a spatial axis. Example (strided):
+/// `std::make_shared<nn::Conv1d>(nn::Conv1dOptions(in, out, 3).stride(2))`.
 class Conv1d : public Conv {
  public:
-  Conv1d(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size, int64_t stride = 1,
-         ConvOptions opts = {});
+  explicit Conv1d(const Conv1dOptions& opts) : Conv("conv1d", opts) {}
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const {
     return Conv::forward(x, {axis}, loc);
@@ -197,8 +240,7 @@ class Conv1d : public Conv {
 /// split off as spatial). Kernel and strides per axis.
 class Conv2d : public Conv {
  public:
-  Conv2d(ir::Dim in_dim, ir::Dim out_dim, std::array<int64_t, 2> kernel,
-         std::array<int64_t, 2> strides = {1, 1}, ConvOptions opts = {});
+  explicit Conv2d(const Conv2dOptions& opts) : Conv("conv2d", opts) {}
   Tensor forward(const Tensor& x, const ir::Dim& axis0, const ir::Dim& axis1,
                  std::source_location loc = std::source_location::current()) const {
     return Conv::forward(x, {axis0, axis1}, loc);
@@ -279,12 +321,25 @@ class ModuleList : public Module {
   std::vector<std::shared_ptr<Module>> items_;
 };
 
+/// Options of the Transformer layers and stacks. Example:
+/// `TransformerOptions(model, ff, 8).num_layers(6).dropout(0.1)`.
+struct TransformerOptions {
+  TransformerOptions(ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads)
+      : model_dim_(model_dim), ff_dim_(ff_dim), num_heads_(num_heads) {}
+  RETC_ARG(ir::Dim, model_dim);
+  RETC_ARG(ir::Dim, ff_dim);
+  RETC_ARG(int64_t, num_heads);
+  /// Layers of an encoder or decoder stack (a single layer ignores it).
+  RETC_ARG(int64_t, num_layers) = 6;
+  /// Of each residual branch.
+  RETC_ARG(double, dropout) = 0.1;
+};
+
 /// A pre-norm Transformer encoder layer:
 ///   h = x + dropout(self_att(ln1(x)));  y = h + dropout(ff2(relu(ff1(ln2(h)))))
 class TransformerEncoderLayer : public Module {
  public:
-  TransformerEncoderLayer(ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
-                          double dropout = 0.1);
+  explicit TransformerEncoderLayer(const TransformerOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<LayerNorm> ln1, ln2;
@@ -298,8 +353,7 @@ class TransformerEncoderLayer : public Module {
 /// `num_layers` TransformerEncoderLayers ("layers.0", ...) and a final LayerNorm.
 class TransformerEncoder : public Module {
  public:
-  TransformerEncoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
-                     double dropout = 0.1);
+  explicit TransformerEncoder(const TransformerOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<ModuleList> layers;
@@ -310,8 +364,7 @@ class TransformerEncoder : public Module {
 /// over the encoder output, feed-forward, each residual with dropout.
 class TransformerDecoderLayer : public Module {
  public:
-  TransformerDecoderLayer(ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
-                          double dropout = 0.1);
+  explicit TransformerDecoderLayer(const TransformerOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis, const Tensor& memory,
                  const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
@@ -327,8 +380,7 @@ class TransformerDecoderLayer : public Module {
 /// `num_layers` TransformerDecoderLayers ("layers.0", ...) and a final LayerNorm.
 class TransformerDecoder : public Module {
  public:
-  TransformerDecoder(int64_t num_layers, ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads,
-                     double dropout = 0.1);
+  explicit TransformerDecoder(const TransformerOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis, const Tensor& memory,
                  const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
