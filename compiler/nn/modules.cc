@@ -37,9 +37,8 @@ Tensor Linear::forward(const Tensor& input, std::source_location loc) const {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
     Builder& b = x.builder();
-    Tensor y =
-        b.add(ir::NodeKind::kDot, {x, b.param(weight_)}, {{"reduce", std::vector{in_dim_}}}, l);
-    if (with_bias_) y = b.add(ir::NodeKind::kAdd, {y, b.param(bias_)}, {}, l);
+    Tensor y = dot(x, b.param(weight_), {in_dim_}, loc);
+    if (with_bias_) y = add(y, b.param(bias_), loc);
     return y;
   });
 }
@@ -53,10 +52,11 @@ Lstm::Lstm(ir::Dim in_dim, ir::Dim out_dim, Direction direction)
 }
 
 Tensor Lstm::forward(const Tensor& input, const ir::Dim& axis, std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) { return run(x, axis, ir::SourceLoc::from(loc)); });
+  return call(input, loc, [&](const Tensor& x) { return run(x, axis, loc); });
 }
 
-Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) const {
+Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, std::source_location loc) const {
+  const ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_input_dim(*this, x, in_dim_, "in_dim", l);
   if (ir::index_of(x.dims(), axis) < 0) {
     fail(l, absl::StrCat(describe(), ": input ", ir::describe(x.dims()), " has no loop axis ",
@@ -66,11 +66,8 @@ Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) c
     fail(l, absl::StrCat(describe(), ": loop axis ", axis.describe(), " must be a spatial dim"));
   }
   Builder& b = x.builder();
-  return b.add(ir::NodeKind::kLstm, {x, b.param(ff_weight_), b.param(rec_weight_), b.param(bias_)},
-               {{"axis", axis},
-                {"out_dim", out_dim_},
-                {"direction", int64_t{direction_ == Direction::kForward ? 1 : -1}}},
-               l);
+  return lstm(x, b.param(ff_weight_), b.param(rec_weight_), b.param(bias_), axis, out_dim_,
+              direction_ == Direction::kBackward, loc);
 }
 
 }  // namespace retc::nn
@@ -168,17 +165,10 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
     Builder& b = x.builder();
-    ir::Attrs attrs{{"axis", axis},
-                    {"num_heads", num_heads_},
-                    {"key_dim", key_dim_},
-                    {"out_dim", value_dim_},
-                    {"causal", causal_}};
-    std::vector<Tensor> inputs{x, b.param(qkv_)};
-    if (clipping_ > 0) {
-      attrs.set("clipping", clipping_);
-      inputs.push_back(b.param(rel_pos_));
-    }
-    Tensor att = b.add(ir::NodeKind::kSelfAttention, inputs, std::move(attrs), l);
+    Tensor rel_pos;
+    if (clipping_ > 0) rel_pos = b.param(rel_pos_);
+    Tensor att = fused_self_attention(x, b.param(qkv_), clipping_ > 0 ? &rel_pos : nullptr, axis,
+                                      {num_heads_, key_dim_, value_dim_, causal_, clipping_}, loc);
     return proj->forward(att, loc);
   });
 }
@@ -279,14 +269,8 @@ Tensor Conv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
     std::vector<ir::Dim> out_axes;
     for (size_t i = 0; i < axes.size(); ++i) out_axes.push_back(out_axis(axes[i], i));
     Builder& b = x.builder();
-    return b.add(ir::NodeKind::kConv, {x, b.param(weight_), b.param(bias_)},
-                 {{"axes", axes},
-                  {"out_axes", std::move(out_axes)},
-                  {"strides", strides_},
-                  {"dilation", dilation_},
-                  {"padding", padding_},
-                  {"groups", groups_}},
-                 l);
+    return conv(x, b.param(weight_), b.param(bias_),
+                {axes, std::move(out_axes), strides_, dilation_, padding_, groups_}, loc);
   });
 }
 
@@ -306,10 +290,8 @@ Tensor BatchNorm::forward(const Tensor& input, std::source_location loc) const {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, dim_, "dim", l);
     Builder& b = x.builder();
-    return b.add(
-        ir::NodeKind::kBatchNorm,
-        {x, b.param(running_mean_), b.param(running_var_), b.param(scale_), b.param(bias_)},
-        {{"axis", dim_}, {"epsilon", epsilon_}, {"momentum", momentum_}}, l);
+    return batch_norm(x, b.param(running_mean_), b.param(running_var_), b.param(scale_),
+                      b.param(bias_), dim_, epsilon_, momentum_, loc);
   });
 }
 

@@ -55,7 +55,7 @@ class Lstm : public Module {
   Parameter& bias() { return bias_; }
 
  private:
-  Tensor run(const Tensor& x, const ir::Dim& axis, const ir::SourceLoc& l) const;
+  Tensor run(const Tensor& x, const ir::Dim& axis, std::source_location loc) const;
 
   ir::Dim in_dim_, out_dim_;
   Direction direction_;

@@ -347,4 +347,51 @@ Tensor mean_absolute_error(const Tensor& prediction, const Tensor& target, LossO
   return regression_loss(prediction, target, "mean_l1", opts, loc);
 }
 
+Tensor lstm(const Tensor& x, const Tensor& w, const Tensor& w_re, const Tensor& b,
+            const ir::Dim& axis, const ir::Dim& out_dim, bool backward, std::source_location loc) {
+  return builder_of(x, "lstm", L(loc))
+      .add(ir::NodeKind::kLstm, {x, w, w_re, b},
+           {{"axis", axis}, {"out_dim", out_dim}, {"direction", int64_t{backward ? -1 : 1}}},
+           L(loc));
+}
+
+Tensor fused_self_attention(const Tensor& x, const Tensor& qkv, const Tensor* rel_pos,
+                            const ir::Dim& axis, const FusedAttention& a,
+                            std::source_location loc) {
+  ir::Attrs attrs{{"axis", axis},
+                  {"num_heads", a.num_heads},
+                  {"key_dim", a.key_dim},
+                  {"out_dim", a.value_dim},
+                  {"causal", a.causal}};
+  std::vector<Tensor> inputs{x, qkv};
+  if (a.rel_pos_clipping > 0) {
+    if (!rel_pos) fail(L(loc), "fused_self_attention: relative positions need their table");
+    attrs.set("clipping", a.rel_pos_clipping);
+    inputs.push_back(*rel_pos);
+  }
+  return builder_of(x, "self_attention", L(loc))
+      .add(ir::NodeKind::kSelfAttention, inputs, std::move(attrs), L(loc));
+}
+
+Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvSpec& spec,
+            std::source_location loc) {
+  return builder_of(x, "conv", L(loc))
+      .add(ir::NodeKind::kConv, {x, weight, bias},
+           {{"axes", spec.axes},
+            {"out_axes", spec.out_axes},
+            {"strides", spec.strides},
+            {"dilation", spec.dilation},
+            {"padding", spec.padding},
+            {"groups", spec.groups}},
+           L(loc));
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& scale, const Tensor& bias, const ir::Dim& axis, double epsilon,
+                  double momentum, std::source_location loc) {
+  return builder_of(x, "batch_norm", L(loc))
+      .add(ir::NodeKind::kBatchNorm, {x, running_mean, running_var, scale, bias},
+           {{"axis", axis}, {"epsilon", epsilon}, {"momentum", momentum}}, L(loc));
+}
+
 }  // namespace retc::nn

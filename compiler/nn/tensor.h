@@ -205,6 +205,49 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
 /// One-hot float32 vectors of sparse `ids` over their sparse dim.
 Tensor one_hot(const Tensor& ids, std::source_location loc = std::source_location::current());
 
+// --- The fused ops the modules are built from (modules.h): each checks its
+// operands' dims like the other ops; the modules own the params.
+
+/// An LSTM over `axis`: x [..., in], w [in, 4*out], w_re [out, 4*out],
+/// b [4*out] (gates in RETURNN's NativeLstm2 layout); out_dim replaces in.
+Tensor lstm(const Tensor& x, const Tensor& w, const Tensor& w_re, const Tensor& b,
+            const ir::Dim& axis, const ir::Dim& out_dim, bool backward = false,
+            std::source_location loc = std::source_location::current());
+
+/// What fused_self_attention computes (SelfAttention's options less its dims).
+struct FusedAttention {
+  int64_t num_heads = 1;
+  ir::Dim key_dim, value_dim;
+  bool causal = false;
+  /// > 0: Shaw et al. relative positions from the table `rel_pos`.
+  int64_t rel_pos_clipping = 0;
+};
+/// Multi-head self-attention over the dynamic `axis` with the fused
+/// qkv [in, 2*key + value] weight (and a rel_pos [2*clipping + 1, key/heads]
+/// table when clipping > 0); value_dim replaces in.
+Tensor fused_self_attention(const Tensor& x, const Tensor& qkv, const Tensor* rel_pos,
+                            const ir::Dim& axis, const FusedAttention& a,
+                            std::source_location loc = std::source_location::current());
+
+/// What conv computes besides its operands.
+struct ConvSpec {
+  std::vector<ir::Dim> axes, out_axes;
+  std::vector<int64_t> strides;
+  int64_t dilation = 1;
+  std::string padding = "same";
+  int64_t groups = 1;
+};
+/// Convolution of x over `spec.axes` with weight [kernel..., in // groups, out]
+/// and bias [out].
+Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvSpec& spec,
+            std::source_location loc = std::source_location::current());
+
+/// Batch normalization over the feature `axis` with running statistics
+/// (updated in training by `momentum`), scale and bias, all [axis].
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& scale, const Tensor& bias, const ir::Dim& axis, double epsilon,
+                  double momentum, std::source_location loc = std::source_location::current());
+
 /// Options of a loss (RETURNN's loss_scale and loss_opts).
 struct LossOptions {
   double scale = 1.0;            ///< multiplies the loss in the training objective
