@@ -6,7 +6,8 @@
 #include <memory>
 #include <source_location>
 
-#include "compiler/nn/modules.h"
+#include "compiler/nn/attention.h"
+#include "compiler/nn/layers.h"
 
 namespace retc::nn {
 

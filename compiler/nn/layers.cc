@@ -1,4 +1,4 @@
-#include "compiler/nn/modules.h"
+#include "compiler/nn/layers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -70,10 +70,6 @@ Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, std::source_location loc)
               direction_ == Direction::kBackward, loc);
 }
 
-}  // namespace retc::nn
-
-namespace retc::nn {
-
 BLstm::BLstm(ir::Dim in_dim, ir::Dim fw_dim, ir::Dim bw_dim)
     : Module("blstm"), out_dim_(fw_dim + bw_dim) {
   fw = register_module("fw", std::make_shared<Lstm>(in_dim, fw_dim));
@@ -130,102 +126,6 @@ Tensor Embedding::forward(const Tensor& ids, std::source_location loc) const {
     return gather(x.builder().param(weight_), x, vocab_, loc);
   });
 }
-
-}  // namespace retc::nn
-
-namespace retc::nn {
-
-SelfAttention::SelfAttention(const SelfAttentionOptions& o)
-    : Module("self_attention"),
-      in_dim_(o.in_dim()),
-      key_dim_(o.key_dim()),
-      value_dim_(o.value_dim()),
-      num_heads_(o.num_heads()),
-      causal_(o.causal()),
-      clipping_(o.rel_pos_clipping()) {
-  const ir::Dim& in_dim = in_dim_;
-  const ir::Dim& key_dim = key_dim_;
-  const ir::Dim& value_dim = value_dim_;
-  const int64_t num_heads = num_heads_;
-  qkv_ = register_parameter("qkv", {in_dim, 2 * key_dim + value_dim}, ir::ParamKind::kWeight);
-  if (clipping_ > 0) {
-    rel_pos_ =
-        register_parameter("rel_pos",
-                           {ir::Dim::spatial("rel_offsets", 2 * clipping_ + 1),
-                            ir::Dim::feature("key_per_head", key_dim.size().value_or(0) /
-                                                                 std::max<int64_t>(num_heads, 1))},
-                           ir::ParamKind::kWeight);
-  }
-  proj = register_module("proj", std::make_shared<Linear>(value_dim, in_dim));
-}
-
-Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
-                              std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) {
-    ir::SourceLoc l = ir::SourceLoc::from(loc);
-    check_input_dim(*this, x, in_dim_, "in_dim", l);
-    Builder& b = x.builder();
-    Tensor rel_pos;
-    if (clipping_ > 0) rel_pos = b.param(rel_pos_);
-    Tensor att = fused_self_attention(x, b.param(qkv_), clipping_ > 0 ? &rel_pos : nullptr, axis,
-                                      {num_heads_, key_dim_, value_dim_, causal_, clipping_}, loc);
-    return proj->forward(att, loc);
-  });
-}
-
-TransformerEncoderLayer::TransformerEncoderLayer(const TransformerOptions& o)
-    : Module("transformer_encoder_layer"), dropout_(o.dropout()) {
-  const ir::Dim& model_dim = o.model_dim();
-  const ir::Dim& ff_dim = o.ff_dim();
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
-  self_att = register_module("self_att", std::make_shared<SelfAttention>(SelfAttentionOptions(
-                                             model_dim, model_dim, model_dim, o.num_heads())));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
-  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));
-}
-
-Tensor TransformerEncoderLayer::forward(const Tensor& input, const ir::Dim& axis,
-                                        std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) {
-    Tensor h =
-        add(x, dropout(self_att->forward(ln1->forward(x, loc), axis, loc), dropout_, {}, loc), loc);
-    Tensor ff = ff2->forward(relu(ff1->forward(ln2->forward(h, loc), loc), loc), loc);
-    return add(h, dropout(ff, dropout_, {}, loc), loc);
-  });
-}
-
-namespace {
-
-// `n` Transformer layers of one kind in a ModuleList.
-template <class Layer>
-std::shared_ptr<ModuleList> layer_stack(const TransformerOptions& o) {
-  auto list = std::make_shared<ModuleList>();
-  for (int64_t i = 0; i < o.num_layers(); ++i) list->append(std::make_shared<Layer>(o));
-  return list;
-}
-
-}  // namespace
-
-TransformerEncoder::TransformerEncoder(const TransformerOptions& o)
-    : Module("transformer_encoder") {
-  layers = register_module("layers", layer_stack<TransformerEncoderLayer>(o));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
-}
-
-Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
-                                   std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) {
-    Tensor h = x;
-    for (size_t i = 0; i < layers->size(); ++i)
-      h = layers->at<TransformerEncoderLayer>(i)->forward(h, axis, loc);
-    return final_norm->forward(h, loc);
-  });
-}
-
-}  // namespace retc::nn
-
-namespace retc::nn {
 
 Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
            std::vector<int64_t> strides, int64_t dilation, std::string padding, int64_t groups)
@@ -304,95 +204,6 @@ Tensor Sequential::forward(const Tensor& input, std::source_location loc) const 
     Tensor h = x;
     for (const auto& step : steps_) h = step(h, loc);
     return h;
-  });
-}
-
-CrossAttention::CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim,
-                               ir::Dim value_dim, int64_t num_heads)
-    : Module("cross_attention"),
-      key_dim_(key_dim),
-      value_dim_(value_dim),
-      heads_(ir::Dim::feature("heads", num_heads)),
-      key_per_head_(ir::Dim::feature("key_per_head", key_dim.size().value_or(0) / num_heads)),
-      value_per_head_(
-          ir::Dim::feature("value_per_head", value_dim.size().value_or(0) / num_heads)) {
-  query = register_module("query", std::make_shared<Linear>(query_dim, key_dim, false));
-  key = register_module("key", std::make_shared<Linear>(memory_dim, key_dim, false));
-  value = register_module("value", std::make_shared<Linear>(memory_dim, value_dim, false));
-  proj = register_module("proj", std::make_shared<Linear>(value_dim, query_dim));
-}
-
-Tensor CrossAttention::forward(const Tensor& input, const Tensor& memory,
-                               const ir::Dim& memory_axis, std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) {
-    ir::SourceLoc l = ir::SourceLoc::from(loc);
-    if (!memory_axis.is_dynamic() || ir::index_of(memory.dims(), memory_axis) < 0) {
-      fail(l, absl::StrCat(describe(), ": the memory axis ", memory_axis.describe(),
-                           " must be a dynamic axis of the memory ", ir::describe(memory.dims())));
-    }
-    if (ir::index_of(x.dims(), memory_axis) >= 0) {
-      fail(l, absl::StrCat(describe(), ": the queries ", ir::describe(x.dims()),
-                           " must not have the memory axis ", memory_axis.describe()));
-    }
-    Builder& b = x.builder();
-    const double scale = 1.0 / std::sqrt(static_cast<double>(*key_per_head_.size()));
-    Tensor q = split_dims(query->forward(x, loc), key_dim_, {heads_, key_per_head_}, loc);
-    q = mul(q, constant(b, scale, {}, loc), loc);
-    Tensor k = split_dims(key->forward(memory, loc), key_dim_, {heads_, key_per_head_}, loc);
-    Tensor v = split_dims(value->forward(memory, loc), value_dim_, {heads_, value_per_head_}, loc);
-    Tensor weights = softmax(dot(q, k, {key_per_head_}, loc), memory_axis, loc);
-    Tensor att = dot(weights, v, {memory_axis}, loc);
-    return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
-  });
-}
-
-TransformerDecoderLayer::TransformerDecoderLayer(const TransformerOptions& o)
-    : Module("transformer_decoder_layer"), dropout_(o.dropout()) {
-  const ir::Dim& model_dim = o.model_dim();
-  const ir::Dim& ff_dim = o.ff_dim();
-  const int64_t num_heads = o.num_heads();
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
-  self_att = register_module(
-      "self_att",
-      std::make_shared<SelfAttention>(
-          SelfAttentionOptions(model_dim, model_dim, model_dim, num_heads).causal(true)));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
-  cross_att = register_module(
-      "cross_att",
-      std::make_shared<CrossAttention>(model_dim, model_dim, model_dim, model_dim, num_heads));
-  ln3 = register_module("ln3", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
-  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));
-}
-
-Tensor TransformerDecoderLayer::forward(const Tensor& input, const ir::Dim& axis,
-                                        const Tensor& memory, const ir::Dim& memory_axis,
-                                        std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) {
-    Tensor h =
-        add(x, dropout(self_att->forward(ln1->forward(x, loc), axis, loc), dropout_, {}, loc), loc);
-    h = add(h,
-            dropout(cross_att->forward(ln2->forward(h, loc), memory, memory_axis, loc), dropout_,
-                    {}, loc),
-            loc);
-    Tensor ff = ff2->forward(relu(ff1->forward(ln3->forward(h, loc), loc), loc), loc);
-    return add(h, dropout(ff, dropout_, {}, loc), loc);
-  });
-}
-
-TransformerDecoder::TransformerDecoder(const TransformerOptions& o)
-    : Module("transformer_decoder") {
-  layers = register_module("layers", layer_stack<TransformerDecoderLayer>(o));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
-}
-
-Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, const Tensor& memory,
-                                   const ir::Dim& memory_axis, std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) {
-    Tensor h = x;
-    for (size_t i = 0; i < layers->size(); ++i)
-      h = layers->at<TransformerDecoderLayer>(i)->forward(h, axis, memory, memory_axis, loc);
-    return final_norm->forward(h, loc);
   });
 }
 

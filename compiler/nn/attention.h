@@ -1,0 +1,67 @@
+// Attention modules: fused multi-head self-attention (plain, causal,
+// relative-positional) and cross-attention over a memory.
+#pragma once
+
+#include <memory>
+#include <source_location>
+
+#include "compiler/nn/layers.h"
+
+namespace retc::nn {
+
+/// Options of SelfAttention. Example:
+/// `SelfAttentionOptions(model, model, model, 8).causal(true)`.
+struct SelfAttentionOptions {
+  SelfAttentionOptions(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads)
+      : in_dim_(in_dim), key_dim_(key_dim), value_dim_(value_dim), num_heads_(num_heads) {}
+  RETC_ARG(ir::Dim, in_dim);
+  RETC_ARG(ir::Dim, key_dim);
+  RETC_ARG(ir::Dim, value_dim);
+  RETC_ARG(int64_t, num_heads);
+  /// Each frame attends to itself and earlier frames only.
+  RETC_ARG(bool, causal) = false;
+  /// > 0: relative positions up to this offset (see SelfAttention).
+  RETC_ARG(int64_t, rel_pos_clipping) = 0;
+};
+
+/// Multi-head self-attention over a dynamic axis (RETURNN's fused layer),
+/// plain or causal (each frame attends to itself and earlier frames), with
+/// an output projection. Params: qkv [in, 2*key + value] (queries, keys,
+/// values in that order), proj.weight [value, in], proj.bias [in].
+///
+/// With `rel_pos_clipping` > 0, relative positions (Shaw et al. 2018, as in
+/// RETURNN's Conformer): a learned table rel_pos [2*clipping + 1, key/heads]
+/// of offsets -clipping..clipping (farther ones clipped) is added to the
+/// keys per query-key offset.
+class SelfAttention : public Module {
+ public:
+  explicit SelfAttention(const SelfAttentionOptions& opts);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& qkv() { return qkv_; }
+  std::shared_ptr<Linear> proj;
+
+ private:
+  ir::Dim in_dim_, key_dim_, value_dim_;
+  int64_t num_heads_;
+  bool causal_;
+  int64_t clipping_;
+  Parameter qkv_, rel_pos_;
+};
+
+/// Multi-head attention of queries over a memory (encoder-decoder
+/// attention), from primitive ops: softmax over the memory axis, masked by
+/// its lengths. Params: query, key, value (Linear without bias) and proj.
+class CrossAttention : public Module {
+ public:
+  CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim, ir::Dim value_dim,
+                 int64_t num_heads);
+  Tensor forward(const Tensor& x, const Tensor& memory, const ir::Dim& memory_axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<Linear> query, key, value, proj;
+
+ private:
+  ir::Dim key_dim_, value_dim_, heads_, key_per_head_, value_per_head_;
+};
+
+}  // namespace retc::nn

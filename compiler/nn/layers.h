@@ -1,0 +1,289 @@
+// The basic layers of the module library: Linear, LSTMs, norms,
+// convolutions, batch norm, dropout, containers, embedding. (Modules own
+// params; stateless ops are functions in compiler/nn/tensor.h.)
+//
+// Default initial values: per param kind (ir::default_initializer): weights
+// Glorot uniform, biases zero, as in returnn_common. A module's params are attributed to the source
+// line where the user registers the module (register_module or set_root).
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "compiler/nn/module.h"
+#include "compiler/nn/options.h"
+
+namespace retc::nn {
+
+/// y = x·W + b, contracting `in_dim`. Params: weight [in, out], bias [out].
+/// Example: `auto lin = std::make_shared<nn::Linear>(hidden, classes);`
+class Linear : public Module {
+ public:
+  Linear(ir::Dim in_dim, ir::Dim out_dim, bool with_bias = true);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+
+  const ir::Dim& in_dim() const { return in_dim_; }
+  const ir::Dim& out_dim() const { return out_dim_; }
+  Parameter& weight() { return weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim in_dim_, out_dim_;
+  Parameter weight_, bias_;
+  bool with_bias_;
+};
+
+/// A unidirectional LSTM over a spatial axis, run by RETURNN's fused native
+/// kernel (NativeLstm2). Params, in RETURNN's gate layout:
+/// ff_weight [in, 4*out], rec_weight [out, 4*out], bias [4*out].
+/// Example: `auto y = lstm->forward(x, time);`
+class Lstm : public Module {
+ public:
+  enum class Direction { kForward, kBackward };
+  Lstm(ir::Dim in_dim, ir::Dim out_dim, Direction direction = Direction::kForward);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+
+  const ir::Dim& in_dim() const { return in_dim_; }
+  const ir::Dim& out_dim() const { return out_dim_; }
+  Parameter& ff_weight() { return ff_weight_; }
+  Parameter& rec_weight() { return rec_weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  Tensor run(const Tensor& x, const ir::Dim& axis, std::source_location loc) const;
+
+  ir::Dim in_dim_, out_dim_;
+  Direction direction_;
+  Parameter ff_weight_, rec_weight_, bias_;
+};
+
+/// A bidirectional LSTM: a forward and a backward Lstm over the same axis,
+/// concatenated; the output dim is fw_dim + bw_dim. Params: fw.*, bw.*.
+class BLstm : public Module {
+ public:
+  BLstm(ir::Dim in_dim, ir::Dim fw_dim, ir::Dim bw_dim);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  /// fw_dim + bw_dim.
+  ir::Dim out_dim() const { return out_dim_; }
+
+  std::shared_ptr<Lstm> fw, bw;
+
+ private:
+  ir::Dim out_dim_;
+};
+
+/// Layer normalization over `dim`: (x - mean) / sqrt(var + eps) * scale + bias.
+/// Params: scale [dim] (norm-scale, 1), bias [dim] (norm-shift, 0).
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(ir::Dim dim, double epsilon = 1e-6);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  Parameter& scale() { return scale_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim dim_;
+  double epsilon_;
+  Parameter scale_, bias_;
+};
+
+/// RMS normalization over `dim`: x / sqrt(mean(x^2) + eps) * scale.
+/// Params: scale [dim] (norm-scale, 1).
+class RmsNorm : public Module {
+ public:
+  explicit RmsNorm(ir::Dim dim, double epsilon = 1e-6);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  Parameter& scale() { return scale_; }
+
+ private:
+  ir::Dim dim_;
+  double epsilon_;
+  Parameter scale_;
+};
+
+/// Options of a convolution over D spatial axes (Conv1dOptions,
+/// Conv2dOptions). Padding "same" keeps ceil(n / stride) positions, "valid"
+/// only full windows. groups > 1: grouped convolution (groups == in == out:
+/// depthwise), the weight's in dim is in // groups. Example (depthwise, as in
+/// the Conformer): `Conv1dOptions(d, d, 31).groups(*d.size())`.
+template <size_t D>
+struct ConvOptions {
+  ConvOptions(ir::Dim in_dim, ir::Dim out_dim, std::array<int64_t, D> kernel_size)
+      : in_dim_(in_dim), out_dim_(out_dim), kernel_size_(kernel_size) {
+    stride_.fill(1);
+  }
+  /// One kernel size (and stride) for a 1-D convolution.
+  ConvOptions(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size) requires(D == 1)
+      : ConvOptions(in_dim, out_dim, std::array<int64_t, 1>{kernel_size}) {}
+  ConvOptions& stride(int64_t s) requires(D == 1) {
+    stride_ = {s};
+    return *this;
+  }
+  RETC_ARG(ir::Dim, in_dim);
+  RETC_ARG(ir::Dim, out_dim);
+  RETC_ARG(std::array<int64_t RETC_COMMA D>, kernel_size);
+  RETC_ARG(std::array<int64_t RETC_COMMA D>, stride);
+  RETC_ARG(int64_t, dilation) = 1;
+  RETC_ARG(std::string, padding) = "same";
+  RETC_ARG(int64_t, groups) = 1;
+};
+using Conv1dOptions = ConvOptions<1>;
+using Conv2dOptions = ConvOptions<2>;
+
+/// Convolution over 1 to 3 spatial axes (Conv1d, Conv2d). Params: weight
+/// [kernel dims..., in // groups, out] (fan_in = kernel volume * in/groups),
+/// bias [out]. The output's spatial axes: out_axis(in_axis), the input axis
+/// itself for stride 1 with "same" padding, else a dim made once per input axis.
+class Conv : public Module {
+ public:
+  template <size_t D>
+  Conv(std::string type_name, const ConvOptions<D>& o)
+      : Conv(std::move(type_name), o.in_dim(), o.out_dim(),
+             std::vector<int64_t>(o.kernel_size().begin(), o.kernel_size().end()),
+             std::vector<int64_t>(o.stride().begin(), o.stride().end()), o.dilation(), o.padding(),
+             o.groups()) {}
+  Tensor forward(const Tensor& x, const std::vector<ir::Dim>& axes,
+                 std::source_location loc = std::source_location::current()) const;
+  /// The output axis for the input axis at spatial position `i`.
+  ir::Dim out_axis(const ir::Dim& in_axis, size_t i = 0) const;
+  const ir::Dim& in_dim() const { return in_dim_; }
+  const ir::Dim& out_dim() const { return out_dim_; }
+  Parameter& weight() { return weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
+       std::vector<int64_t> strides, int64_t dilation, std::string padding, int64_t groups);
+
+  ir::Dim in_dim_, out_dim_;
+  std::vector<int64_t> kernel_, strides_;
+  int64_t dilation_;
+  std::string padding_;
+  int64_t groups_;
+  Parameter weight_, bias_;
+  mutable std::vector<std::pair<ir::Dim, ir::Dim>> out_axes_;  // in -> out, made on first use
+};
+
+/// 1-D convolution over a spatial axis. Example (strided):
+/// `std::make_shared<nn::Conv1d>(nn::Conv1dOptions(in, out, 3).stride(2))`.
+class Conv1d : public Conv {
+ public:
+  explicit Conv1d(const Conv1dOptions& opts) : Conv("conv1d", opts) {}
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const {
+    return Conv::forward(x, {axis}, loc);
+  }
+};
+
+/// 2-D convolution over two spatial axes (e.g. time and a feature axis
+/// split off as spatial). Kernel and strides per axis.
+class Conv2d : public Conv {
+ public:
+  explicit Conv2d(const Conv2dOptions& opts) : Conv("conv2d", opts) {}
+  Tensor forward(const Tensor& x, const ir::Dim& axis0, const ir::Dim& axis1,
+                 std::source_location loc = std::source_location::current()) const {
+    return Conv::forward(x, {axis0, axis1}, loc);
+  }
+};
+
+/// Batch normalization over the feature `dim`: statistics over all other
+/// axes but padding frames. Training normalizes with the batch statistics
+/// and updates running ones (new = (1 - momentum) * old + momentum * batch);
+/// evaluation uses the running ones. Params: scale [dim] (1), bias [dim] (0),
+/// running_mean [dim] (0) and running_var [dim] (1), the last two auxiliary
+/// and not trainable (they are saved in checkpoints).
+class BatchNorm : public Module {
+ public:
+  explicit BatchNorm(ir::Dim dim, double epsilon = 1e-5, double momentum = 0.1);
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  Parameter& scale() { return scale_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim dim_;
+  double epsilon_, momentum_;
+  Parameter scale_, bias_, running_mean_, running_var_;
+};
+
+/// Dropout as a module (for Sequential): nn::dropout(x, rate), elementwise.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double rate) : Module("dropout"), rate_(rate) {}
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+
+ private:
+  double rate_;
+};
+
+/// Modules (or functions) applied in order, each to the previous output;
+/// modules are registered as "0", "1", ... Example:
+/// `seq->append(lin1); seq->append(nn::relu); seq->append(lin2);`
+class Sequential : public Module {
+ public:
+  Sequential() : Module("sequential") {}
+  /// A module with `Tensor forward(const Tensor&, std::source_location)`.
+  template <class M>
+  std::shared_ptr<M> append(std::shared_ptr<M> m,
+                            std::source_location loc = std::source_location::current()) {
+    register_module(std::to_string(steps_.size()), m, loc);
+    steps_.push_back([m](const Tensor& x, std::source_location l) { return m->forward(x, l); });
+    return m;
+  }
+  /// A function such as nn::relu (its index is skipped in module names).
+  void append(Tensor (*fn)(const Tensor&, std::source_location)) {
+    steps_.push_back([fn](const Tensor& x, std::source_location l) { return fn(x, l); });
+  }
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  size_t size() const { return steps_.size(); }
+
+ private:
+  std::vector<std::function<Tensor(const Tensor&, std::source_location)>> steps_;
+};
+
+/// Modules registered as "0", "1", ...; iterate with size() and at().
+class ModuleList : public Module {
+ public:
+  ModuleList() : Module("module_list") {}
+  template <class M>
+  std::shared_ptr<M> append(std::shared_ptr<M> m,
+                            std::source_location loc = std::source_location::current()) {
+    items_.push_back(m);
+    return register_module(std::to_string(items_.size() - 1), std::move(m), loc);
+  }
+  size_t size() const { return items_.size(); }
+  template <class M>
+  std::shared_ptr<M> at(size_t i) const {
+    return std::static_pointer_cast<M>(items_.at(i));
+  }
+
+ private:
+  std::vector<std::shared_ptr<Module>> items_;
+};
+
+/// A lookup table: forward(ids) gathers rows of weight [vocab, dim] by the
+/// sparse ids (whose sparse dim must be `vocab`). Params: weight (embedding).
+class Embedding : public Module {
+ public:
+  Embedding(ir::Dim vocab, ir::Dim dim);
+  Tensor forward(const Tensor& ids,
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& weight() { return weight_; }
+
+ private:
+  ir::Dim vocab_, dim_;
+  Parameter weight_;
+};
+
+/// Checks that `x` has `dim`; otherwise fails with a message naming `m`,
+/// e.g. `linear 'out': input dim 'feat'(512) does not match in_dim 'hidden'(256)`.
+void check_input_dim(const Module& m, const Tensor& x, const ir::Dim& dim,
+                     absl::string_view dim_role, const ir::SourceLoc& loc);
+
+}  // namespace retc::nn
