@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "ir/format.h"
 #include "ir/printer.h"
+#include "ir/status_macros.h"
 
 namespace retc::ir {
 namespace {
@@ -194,10 +195,9 @@ class Parser {
     return toks_[pos_++].index;
   }
   absl::StatusOr<int64_t> take_int() {
-    auto s = take(Tok::kInt, "an integer");
-    if (!s.ok()) return s.status();
+    ASSIGN_OR_RETURN(auto s, take(Tok::kInt, "an integer"));
     int64_t v;
-    if (!absl::SimpleAtoi(*s, &v)) return error("integer out of range");
+    if (!absl::SimpleAtoi(s, &v)) return error("integer out of range");
     return v;
   }
   absl::StatusOr<double> take_number() {
@@ -216,7 +216,7 @@ class Parser {
   absl::StatusOr<std::string> take_key(absl::string_view key) {
     if (!at_id(key)) return error(absl::StrCat("expected '", key, "='"));
     ++pos_;
-    if (auto s = expect_punct('='); !s.ok()) return s;
+    RETURN_IF_ERROR(expect_punct('='));
     return std::string(key);
   }
   absl::Status expect_end() {
@@ -225,46 +225,40 @@ class Parser {
   }
 
   absl::StatusOr<Dim> dim_ref() {
-    auto id = take(Tok::kId, "a dim");
-    if (!id.ok()) return id.status();
-    if (*id == "batch_dim") return Dim::batch();
-    auto it = dims_.find(*id);
+    ASSIGN_OR_RETURN(auto id, take(Tok::kId, "a dim"));
+    if (id == "batch_dim") return Dim::batch();
+    auto it = dims_.find(id);
     if (it == dims_.end()) {
       --pos_;
-      return error(absl::StrCat("unknown dim '", *id, "'; declare it with a 'dim' line first"));
+      return error(absl::StrCat("unknown dim '", id, "'; declare it with a 'dim' line first"));
     }
     return it->second;
   }
   absl::StatusOr<std::vector<Dim>> dim_list() {
-    if (auto s = expect_punct('['); !s.ok()) return s;
+    RETURN_IF_ERROR(expect_punct('['));
     std::vector<Dim> dims;
     while (!at_punct(']')) {
-      auto d = dim_ref();
-      if (!d.ok()) return d.status();
-      dims.push_back(*d);
+      ASSIGN_OR_RETURN(auto d, dim_ref());
+      dims.push_back(d);
       if (!at_punct(']') && !expect_punct(',').ok()) return error("expected ',' or ']'");
     }
     ++pos_;
     return dims;
   }
   absl::StatusOr<DType> dtype() {
-    auto dt = take(Tok::kId, "a dtype");
-    if (!dt.ok()) return dt.status();
-    auto t = parse_dtype(*dt);
-    if (!t) return error(absl::StrCat("unknown dtype '", *dt, "'"));
+    ASSIGN_OR_RETURN(auto dt, take(Tok::kId, "a dtype"));
+    auto t = parse_dtype(dt);
+    if (!t) return error(absl::StrCat("unknown dtype '", dt, "'"));
     return *t;
   }
   absl::StatusOr<TensorType> type() {
-    auto dims = dim_list();
-    if (!dims.ok()) return dims.status();
-    auto dt = dtype();
-    if (!dt.ok()) return dt.status();
-    TensorType t{*std::move(dims), *dt, std::nullopt};
+    ASSIGN_OR_RETURN(auto dims, dim_list());
+    ASSIGN_OR_RETURN(auto dt, dtype());
+    TensorType t{std::move(dims), dt, std::nullopt};
     if (at_id("sparse")) {
       ++pos_;
-      auto d = dim_ref();
-      if (!d.ok()) return d.status();
-      t.sparse_dim = *d;
+      ASSIGN_OR_RETURN(auto d, dim_ref());
+      t.sparse_dim = d;
     }
     return t;
   }
@@ -280,192 +274,164 @@ class Parser {
 
   absl::Status dim_statement() {
     ++pos_;
-    auto id = take(Tok::kId, "a dim name");
-    if (!id.ok()) return id.status();
-    if (dims_.contains(*id) || *id == "batch_dim") {
+    ASSIGN_OR_RETURN(auto id, take(Tok::kId, "a dim name"));
+    if (dims_.contains(id) || id == "batch_dim") {
       --pos_;
-      return error(absl::StrCat("dim '", *id, "' is declared twice"));
+      return error(absl::StrCat("dim '", id, "' is declared twice"));
     }
-    if (auto s = expect_punct('='); !s.ok()) return s;
-    auto kind = take(Tok::kId, "feature, spatial, add, mul or floordiv");
-    if (!kind.ok()) return kind.status();
+    RETURN_IF_ERROR(expect_punct('='));
+    ASSIGN_OR_RETURN(auto kind, take(Tok::kId, "feature, spatial, add, mul or floordiv"));
     std::optional<Dim> d;
-    if (*kind == "feature" || *kind == "spatial") {
-      auto name = take(Tok::kStr, "the dim's name string");
-      if (!name.ok()) return name.status();
+    if (kind == "feature" || kind == "spatial") {
+      ASSIGN_OR_RETURN(auto name, take(Tok::kStr, "the dim's name string"));
       std::optional<int64_t> size;
       if (peek().kind == Tok::kInt) {
-        auto n = take_int();
-        if (!n.ok()) return n.status();
-        if (*n <= 0) return error("a dim size must be positive");
-        size = *n;
+        ASSIGN_OR_RETURN(auto n, take_int());
+        if (n <= 0) return error("a dim size must be positive");
+        size = n;
       }
-      if (*kind == "feature") {
+      if (kind == "feature") {
         if (!size) return error("a feature dim needs a size");
-        d = Dim::feature(*name, *size);
+        d = Dim::feature(name, *size);
       } else {
-        d = Dim::spatial(*name, size);
+        d = Dim::spatial(name, size);
       }
-    } else if (*kind == "add") {
-      auto a = dim_ref();
-      if (!a.ok()) return a.status();
-      auto b = dim_ref();
-      if (!b.ok()) return b.status();
-      d = *a + *b;
-    } else if (*kind == "mul" || *kind == "floordiv") {
-      auto a = dim_ref();
-      if (!a.ok()) return a.status();
-      auto k = take_int();
-      if (!k.ok()) return k.status();
-      if (*k <= 0) return error("the factor must be positive");
-      d = *kind == "mul" ? *k * *a : a->floordiv(*k);
+    } else if (kind == "add") {
+      ASSIGN_OR_RETURN(auto a, dim_ref());
+      ASSIGN_OR_RETURN(auto b, dim_ref());
+      d = a + b;
+    } else if (kind == "mul" || kind == "floordiv") {
+      ASSIGN_OR_RETURN(auto a, dim_ref());
+      ASSIGN_OR_RETURN(auto k, take_int());
+      if (k <= 0) return error("the factor must be positive");
+      d = kind == "mul" ? k * a : a.floordiv(k);
     } else {
-      return error(absl::StrCat("unknown dim kind '", *kind, "'"));
+      return error(absl::StrCat("unknown dim kind '", kind, "'"));
     }
-    if (auto s = expect_end(); !s.ok()) return s;
-    dims_.emplace(*id, *d);
+    RETURN_IF_ERROR(expect_end());
+    dims_.emplace(id, *d);
     return absl::OkStatus();
   }
 
   absl::StatusOr<Initializer> initializer() {
-    auto kind = take(Tok::kId, "an initializer");
-    if (!kind.ok()) return kind.status();
-    if (auto s = expect_punct('('); !s.ok()) return s;
+    ASSIGN_OR_RETURN(auto kind, take(Tok::kId, "an initializer"));
+    RETURN_IF_ERROR(expect_punct('('));
     Initializer init;
     auto num = [&](absl::string_view key) -> absl::StatusOr<double> {
-      if (auto k = take_key(key); !k.ok()) return k.status();
+      RETURN_IF_ERROR(take_key(key).status());
       return take_number();
     };
-    if (*kind == "constant") {
-      auto v = take_number();
-      if (!v.ok()) return v.status();
-      init = Initializer::constant(*v);
-    } else if (*kind == "variance_scaling") {
-      auto scale = num("scale");
-      if (!scale.ok()) return scale.status();
-      if (auto s = expect_punct(','); !s.ok()) return s;
-      if (auto k = take_key("mode"); !k.ok()) return k.status();
-      auto mode = take(Tok::kId, "fan_in, fan_out or fan_avg");
-      if (!mode.ok()) return mode.status();
-      if (auto s = expect_punct(','); !s.ok()) return s;
-      if (auto k = take_key("distribution"); !k.ok()) return k.status();
-      auto dist = take(Tok::kId, "uniform, normal or truncated_normal");
-      if (!dist.ok()) return dist.status();
+    if (kind == "constant") {
+      ASSIGN_OR_RETURN(auto v, take_number());
+      init = Initializer::constant(v);
+    } else if (kind == "variance_scaling") {
+      ASSIGN_OR_RETURN(auto scale, num("scale"));
+      RETURN_IF_ERROR(expect_punct(','));
+      RETURN_IF_ERROR(take_key("mode").status());
+      ASSIGN_OR_RETURN(auto mode, take(Tok::kId, "fan_in, fan_out or fan_avg"));
+      RETURN_IF_ERROR(expect_punct(','));
+      RETURN_IF_ERROR(take_key("distribution").status());
+      ASSIGN_OR_RETURN(auto dist, take(Tok::kId, "uniform, normal or truncated_normal"));
       FanMode m;
-      if (*mode == "fan_in") {
+      if (mode == "fan_in") {
         m = FanMode::kFanIn;
-      } else if (*mode == "fan_out") {
+      } else if (mode == "fan_out") {
         m = FanMode::kFanOut;
-      } else if (*mode == "fan_avg") {
+      } else if (mode == "fan_avg") {
         m = FanMode::kFanAvg;
       } else {
-        return error(absl::StrCat("unknown fan mode '", *mode, "'"));
+        return error(absl::StrCat("unknown fan mode '", mode, "'"));
       }
       std::optional<Distribution> d;
       for (Distribution x :
            {Distribution::kUniform, Distribution::kNormal, Distribution::kTruncatedNormal}) {
-        if (distribution_name(x) == *dist) d = x;
+        if (distribution_name(x) == dist) d = x;
       }
-      if (!d) return error(absl::StrCat("unknown distribution '", *dist, "'"));
-      init = Initializer::variance_scaling(*scale, m, *d);
-    } else if (*kind == "normal" || *kind == "uniform") {
-      bool normal = *kind == "normal";
-      auto a = num(normal ? "mean" : "minval");
-      if (!a.ok()) return a.status();
-      if (auto s = expect_punct(','); !s.ok()) return s;
-      auto b = num(normal ? "stddev" : "maxval");
-      if (!b.ok()) return b.status();
-      init = normal ? Initializer::normal(*a, *b) : Initializer::uniform(*a, *b);
-    } else if (*kind == "subgraph") {
-      auto n = take_index(Tok::kNode, "a node %N");
-      if (!n.ok()) return n.status();
+      if (!d) return error(absl::StrCat("unknown distribution '", dist, "'"));
+      init = Initializer::variance_scaling(scale, m, *d);
+    } else if (kind == "normal" || kind == "uniform") {
+      bool normal = kind == "normal";
+      ASSIGN_OR_RETURN(auto a, num(normal ? "mean" : "minval"));
+      RETURN_IF_ERROR(expect_punct(','));
+      ASSIGN_OR_RETURN(auto b, num(normal ? "stddev" : "maxval"));
+      init = normal ? Initializer::normal(a, b) : Initializer::uniform(a, b);
+    } else if (kind == "subgraph") {
+      ASSIGN_OR_RETURN(auto n, take_index(Tok::kNode, "a node %N"));
       init.kind = Initializer::Kind::kSubgraph;
-      init.node = static_cast<int32_t>(*n);
+      init.node = static_cast<int32_t>(n);
     } else {
-      return error(absl::StrCat("unknown initializer '", *kind, "'"));
+      return error(absl::StrCat("unknown initializer '", kind, "'"));
     }
-    if (auto s = expect_punct(')'); !s.ok()) return s;
+    RETURN_IF_ERROR(expect_punct(')'));
     return init;
   }
 
   absl::Status param_statement() {
     ++pos_;
-    auto index = take_index(Tok::kParam, "@N");
-    if (!index.ok()) return index.status();
-    if (*index != static_cast<int64_t>(g_.params().size())) {
-      return error(absl::StrCat("expected param @", g_.params().size(), ", got @", *index));
+    ASSIGN_OR_RETURN(auto index, take_index(Tok::kParam, "@N"));
+    if (index != static_cast<int64_t>(g_.params().size())) {
+      return error(absl::StrCat("expected param @", g_.params().size(), ", got @", index));
     }
-    auto path = take(Tok::kStr, "the param's path string");
-    if (!path.ok()) return path.status();
-    if (auto s = expect_punct(':'); !s.ok()) return s;
-    auto dims = dim_list();
-    if (!dims.ok()) return dims.status();
-    auto dt = dtype();
-    if (!dt.ok()) return dt.status();
+    ASSIGN_OR_RETURN(auto path, take(Tok::kStr, "the param's path string"));
+    RETURN_IF_ERROR(expect_punct(':'));
+    ASSIGN_OR_RETURN(auto dims, dim_list());
+    ASSIGN_OR_RETURN(auto dt, dtype());
     Param p;
-    p.path = *path;
-    p.dims = *dims;
-    p.dtype = *dt;
-    if (auto k = take_key("kind"); !k.ok()) return k.status();
-    auto kind = take(Tok::kId, "a param kind");
-    if (!kind.ok()) return kind.status();
+    p.path = path;
+    p.dims = dims;
+    p.dtype = dt;
+    RETURN_IF_ERROR(take_key("kind").status());
+    ASSIGN_OR_RETURN(auto kind, take(Tok::kId, "a param kind"));
     bool found = false;
     for (ParamKind k : {ParamKind::kWeight, ParamKind::kBias, ParamKind::kEmbedding,
                         ParamKind::kNormScale, ParamKind::kNormShift, ParamKind::kAuxiliary}) {
-      if (param_kind_name(k) == *kind) {
+      if (param_kind_name(k) == kind) {
         p.kind = k;
         found = true;
       }
     }
-    if (!found) return error(absl::StrCat("unknown param kind '", *kind, "'"));
-    if (auto k = take_key("init"); !k.ok()) return k.status();
-    auto init = initializer();
-    if (!init.ok()) return init.status();
-    p.options.initial = *init;
+    if (!found) return error(absl::StrCat("unknown param kind '", kind, "'"));
+    RETURN_IF_ERROR(take_key("init").status());
+    ASSIGN_OR_RETURN(auto init, initializer());
+    p.options.initial = init;
     ParamOptions& o = p.options;
     bool has_loc = false;
     while (pos_ < toks_.size()) {
-      auto key = take(Tok::kId, "an option");
-      if (!key.ok()) return key.status();
-      if (auto s = expect_punct('='); !s.ok()) return s;
+      ASSIGN_OR_RETURN(auto key, take(Tok::kId, "an option"));
+      RETURN_IF_ERROR(expect_punct('='));
       absl::Status s;
       auto number = [&](double& out) {
-        auto v = take_number();
-        if (!v.ok()) return v.status();
-        out = *v;
+        ASSIGN_OR_RETURN(auto v, take_number());
+        out = v;
         return absl::OkStatus();
       };
-      if (*key == "init_node") {
-        auto n = take_index(Tok::kNode, "a node %N");
-        if (!n.ok()) return n.status();
-        o.init_node = static_cast<int32_t>(*n);
-      } else if (*key == "trainable") {
-        auto v = take(Tok::kId, "true or false");
-        if (!v.ok()) return v.status();
-        if (*v != "true" && *v != "false") return error("expected true or false");
-        o.trainable = *v == "true";
-      } else if (*key == "weight_decay") {
+      if (key == "init_node") {
+        ASSIGN_OR_RETURN(auto n, take_index(Tok::kNode, "a node %N"));
+        o.init_node = static_cast<int32_t>(n);
+      } else if (key == "trainable") {
+        ASSIGN_OR_RETURN(auto v, take(Tok::kId, "true or false"));
+        if (v != "true" && v != "false") return error("expected true or false");
+        o.trainable = v == "true";
+      } else if (key == "weight_decay") {
         s = number(o.weight_decay.value);
         if (s.ok() && at_id("coupled")) {
           ++pos_;
           o.weight_decay.coupled = true;
         }
-      } else if (*key == "lr_multiplier") {
+      } else if (key == "lr_multiplier") {
         s = number(o.lr_multiplier);
-      } else if (*key == "gradient_clip") {
+      } else if (key == "gradient_clip") {
         s = number(o.gradient_clip);
-      } else if (*key == "device") {
-        auto v = take(Tok::kStr, "a device string");
-        if (!v.ok()) return v.status();
-        o.device = *v;
-      } else if (*key == "loc") {
-        auto v = take(Tok::kStr, "a location string");
-        if (!v.ok()) return v.status();
-        p.loc = parse_loc(*v);
+      } else if (key == "device") {
+        ASSIGN_OR_RETURN(auto v, take(Tok::kStr, "a device string"));
+        o.device = v;
+      } else if (key == "loc") {
+        ASSIGN_OR_RETURN(auto v, take(Tok::kStr, "a location string"));
+        p.loc = parse_loc(v);
         has_loc = true;
       } else {
         pos_ -= 2;
-        return error(absl::StrCat("unknown param option '", *key, "'"));
+        return error(absl::StrCat("unknown param option '", key, "'"));
       }
       if (!s.ok()) return s;
     }
@@ -490,14 +456,12 @@ class Parser {
   absl::StatusOr<AttrValue> attr_value() {
     const Token& t = peek();
     if (t.kind == Tok::kInt) {
-      auto v = take_int();
-      if (!v.ok()) return v.status();
-      return AttrValue(*v);
+      ASSIGN_OR_RETURN(auto v, take_int());
+      return AttrValue(v);
     }
     if (t.kind == Tok::kFloat || (t.kind == Tok::kId && (t.text == "inf" || t.text == "nan"))) {
-      auto v = take_number();
-      if (!v.ok()) return v.status();
-      return AttrValue(*v);
+      ASSIGN_OR_RETURN(auto v, take_number());
+      return AttrValue(v);
     }
     if (t.kind == Tok::kStr) return AttrValue(toks_[pos_++].text);
     if (t.kind == Tok::kId && (t.text == "true" || t.text == "false")) {
@@ -508,22 +472,19 @@ class Parser {
       ++pos_;
       std::vector<int64_t> ints;
       while (!at_punct(')')) {
-        auto v = take_int();
-        if (!v.ok()) return v.status();
-        ints.push_back(*v);
+        ASSIGN_OR_RETURN(auto v, take_int());
+        ints.push_back(v);
         if (!at_punct(')') && !expect_punct(',').ok()) return error("expected ',' or ')'");
       }
       ++pos_;
       return AttrValue(std::move(ints));
     }
     if (at_punct('[')) {
-      auto dims = dim_list();
-      if (!dims.ok()) return dims.status();
-      return AttrValue(*std::move(dims));
+      ASSIGN_OR_RETURN(auto dims, dim_list());
+      return AttrValue(std::move(dims));
     }
-    auto d = dim_ref();
-    if (!d.ok()) return d.status();
-    return AttrValue(*d);
+    ASSIGN_OR_RETURN(auto d, dim_ref());
+    return AttrValue(d);
   }
 
   absl::Status node_statement() {
@@ -535,24 +496,22 @@ class Parser {
           absl::StrCat("expected node %", g_.size(), ", got %", index,
                        " (nodes are numbered in order; inputs must be defined before use)"));
     }
-    if (auto s = expect_punct('='); !s.ok()) return s;
+    RETURN_IF_ERROR(expect_punct('='));
     size_t kind_col = col();
-    auto kind_name = take(Tok::kId, "a node kind");
-    if (!kind_name.ok()) return kind_name.status();
-    auto kind = parse_node_kind(*kind_name);
+    ASSIGN_OR_RETURN(auto kind_name, take(Tok::kId, "a node kind"));
+    auto kind = parse_node_kind(kind_name);
     if (!kind) {
       --pos_;
-      return error(absl::StrCat("unknown node kind '", *kind_name, "'"));
+      return error(absl::StrCat("unknown node kind '", kind_name, "'"));
     }
     NodeSpec spec;
     if (*kind == NodeKind::kParam) {
-      auto p = take_index(Tok::kParam, "@N");
-      if (!p.ok()) return p.status();
-      if (*p < 0 || *p >= static_cast<int64_t>(g_.params().size())) {
+      ASSIGN_OR_RETURN(auto p, take_index(Tok::kParam, "@N"));
+      if (p < 0 || p >= static_cast<int64_t>(g_.params().size())) {
         --pos_;
-        return error(absl::StrCat("param @", *p, " is not defined"));
+        return error(absl::StrCat("param @", p, " is not defined"));
       }
-      spec.param = ParamId{static_cast<int32_t>(*p)};
+      spec.param = ParamId{static_cast<int32_t>(p)};
     }
     std::vector<NodeId> inputs;
     while (peek().kind == Tok::kNode) {
@@ -568,58 +527,52 @@ class Parser {
     if (at_punct('{')) {
       ++pos_;
       while (!at_punct('}')) {
-        auto key = take(Tok::kId, "an attribute name");
-        if (!key.ok()) return key.status();
-        if (auto s = expect_punct('='); !s.ok()) return s;
-        auto v = attr_value();
-        if (!v.ok()) return v.status();
-        if (spec.attrs.find(*key))
-          return error(absl::StrCat("attribute '", *key, "' is given twice"));
-        spec.attrs.set(*key, *std::move(v));
+        ASSIGN_OR_RETURN(auto key, take(Tok::kId, "an attribute name"));
+        RETURN_IF_ERROR(expect_punct('='));
+        ASSIGN_OR_RETURN(auto v, attr_value());
+        if (spec.attrs.find(key))
+          return error(absl::StrCat("attribute '", key, "' is given twice"));
+        spec.attrs.set(key, std::move(v));
         if (!at_punct('}') && !expect_punct(',').ok()) return error("expected ',' or '}'");
       }
       ++pos_;
     }
-    if (auto s = expect_punct(':'); !s.ok()) return s;
-    auto ty = type();
-    if (!ty.ok()) return ty.status();
-    if (auto k = take_key("stage"); !k.ok()) return k.status();
-    auto stage = take(Tok::kId, "param-init or step");
-    if (!stage.ok()) return stage.status();
-    if (*stage == "param-init") {
+    RETURN_IF_ERROR(expect_punct(':'));
+    ASSIGN_OR_RETURN(auto ty, type());
+    RETURN_IF_ERROR(take_key("stage").status());
+    ASSIGN_OR_RETURN(auto stage, take(Tok::kId, "param-init or step"));
+    if (stage == "param-init") {
       spec.stage = Stage::kParamInit;
-    } else if (*stage != "step") {
-      return error(absl::StrCat("unknown stage '", *stage, "'"));
+    } else if (stage != "step") {
+      return error(absl::StrCat("unknown stage '", stage, "'"));
     }
     std::string name;
     bool has_loc = false;  // `loc="<unknown>"` stays unknown
     while (pos_ < toks_.size()) {
-      auto key = take(Tok::kId, "module=, name= or loc=");
-      if (!key.ok()) return key.status();
-      if (auto s = expect_punct('='); !s.ok()) return s;
-      auto v = take(Tok::kStr, "a string");
-      if (!v.ok()) return v.status();
-      if (*key == "module") {
-        spec.module_path = *v;
-      } else if (*key == "name") {
-        name = *v;
-      } else if (*key == "loc") {
-        spec.loc = parse_loc(*v);
+      ASSIGN_OR_RETURN(auto key, take(Tok::kId, "module=, name= or loc="));
+      RETURN_IF_ERROR(expect_punct('='));
+      ASSIGN_OR_RETURN(auto v, take(Tok::kStr, "a string"));
+      if (key == "module") {
+        spec.module_path = v;
+      } else if (key == "name") {
+        name = v;
+      } else if (key == "loc") {
+        spec.loc = parse_loc(v);
         has_loc = true;
       } else {
-        return error(absl::StrCat("unknown node field '", *key, "'"));
+        return error(absl::StrCat("unknown node field '", key, "'"));
       }
     }
     if (!has_loc) spec.loc = SourceLoc{file_, static_cast<uint32_t>(line_), 1};
-    if (*kind == NodeKind::kData) spec.type = *ty;
+    if (*kind == NodeKind::kData) spec.type = ty;
     auto id = g_.add(*kind, std::move(inputs), std::move(spec));
     if (!id.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(file_, ":", line_, ":", kind_col, ": error: ", id.status().message()));
     }
-    if (!(g_.node(*id).type == *ty)) {
+    if (!(g_.node(*id).type == ty)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          file_, ":", line_, ":", kind_col, ": error: ", "the printed type ", ty->describe(),
+          file_, ":", line_, ":", kind_col, ": error: ", "the printed type ", ty.describe(),
           " differs from the inferred type ", g_.node(*id).type.describe()));
     }
     if (!name.empty()) g_.set_name(*id, name);
@@ -629,17 +582,15 @@ class Parser {
   absl::Status mark_statement() {
     Mark::Kind kind = at_id("output") ? Mark::Kind::kOutput : Mark::Kind::kLoss;
     ++pos_;
-    auto name = take(Tok::kStr, "the mark's name");
-    if (!name.ok()) return name.status();
-    if (auto s = expect_punct('='); !s.ok()) return s;
-    auto n = take_index(Tok::kNode, "a node %N");
-    if (!n.ok()) return n.status();
-    if (*n < 0 || *n >= static_cast<int64_t>(g_.size())) {
+    ASSIGN_OR_RETURN(auto name, take(Tok::kStr, "the mark's name"));
+    RETURN_IF_ERROR(expect_punct('='));
+    ASSIGN_OR_RETURN(auto n, take_index(Tok::kNode, "a node %N"));
+    if (n < 0 || n >= static_cast<int64_t>(g_.size())) {
       --pos_;
-      return error(absl::StrCat("node %", *n, " is not defined"));
+      return error(absl::StrCat("node %", n, " is not defined"));
     }
-    if (auto s = expect_end(); !s.ok()) return s;
-    g_.add_mark(Mark{kind, NodeId{static_cast<int32_t>(*n)}, *name, {}});
+    RETURN_IF_ERROR(expect_end());
+    g_.add_mark(Mark{kind, NodeId{static_cast<int32_t>(n)}, name, {}});
     return absl::OkStatus();
   }
 

@@ -211,10 +211,7 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
                              "' is already used\n", m.loc.str(), ": note: first used here"));
     }
   }
-  ir::NodeKind k = graph_.node(t.id()).kind;
-  if (kind == ir::Mark::Kind::kLoss && k != ir::NodeKind::kCrossEntropy &&
-      k != ir::NodeKind::kRegressionLoss && k != ir::NodeKind::kCtcLoss &&
-      k != ir::NodeKind::kCustomLoss) {
+  if (kind == ir::Mark::Kind::kLoss && !ir::kind_facts(graph_.node(t.id()).kind).is_loss) {
     fail(loc, absl::StrCat("loss '", name,
                            "': only a softmax_cross_entropy, ctc_loss, regression loss or "
                            "custom_loss result can be a loss"));

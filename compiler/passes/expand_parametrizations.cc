@@ -46,25 +46,23 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
     ir::NodeSpec c = base;
     c.stage = ir::Stage::kParamInit;
     c.attrs = {{"value", v.options.initial.value}, {"shape", v.dims}};
-    auto cid = add(g, ir::NodeKind::kConstant, {}, std::move(c));
-    if (!cid.ok()) return cid.status();
-    v_init = *cid;
+    ASSIGN_OR_RETURN(auto cid, add(g, ir::NodeKind::kConstant, {}, std::move(c)));
+    v_init = cid;
   }
   ir::NodeSpec norm_init = base;
   norm_init.stage = ir::Stage::kParamInit;
   norm_init.attrs = {{"axes", axes}};
-  auto g_init = add(g, ir::NodeKind::kNorm, {v_init}, std::move(norm_init));
-  if (!g_init.ok()) return g_init.status();
+  ASSIGN_OR_RETURN(auto g_init, add(g, ir::NodeKind::kNorm, {v_init}, std::move(norm_init)));
 
   // The new param g.
   ir::Param gp;
   gp.path = v.path + "_g";
-  gp.dims = g.node(*g_init).type.dims;
+  gp.dims = g.node(g_init).type.dims;
   gp.dtype = v.dtype;
   gp.kind = ir::ParamKind::kNormScale;
   gp.loc = n.loc;
   gp.options.initial = ir::Initializer::constant(1.0);  // replaced by init_node
-  gp.options.init_node = g_init->index;
+  gp.options.init_node = g_init.index;
   gp.options.trainable = v.options.trainable;
   gp.options.lr_multiplier = v.options.lr_multiplier;
   gp.options.gradient_clip = v.options.gradient_clip;
@@ -78,14 +76,12 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   ir::ParamId gid = g.add_param(std::move(gp));
   ir::NodeSpec read = base;
   read.param = gid;
-  auto g_node = add(g, ir::NodeKind::kParam, {}, std::move(read));
-  if (!g_node.ok()) return g_node.status();
+  ASSIGN_OR_RETURN(auto g_node, add(g, ir::NodeKind::kParam, {}, std::move(read)));
 
   // Step: g · v / ‖v‖.
   ir::NodeSpec norm_step = base;
   norm_step.attrs = {{"axes", axes}};
-  auto v_norm = add(g, ir::NodeKind::kNorm, {n.inputs[0]}, std::move(norm_step));
-  if (!v_norm.ok()) return v_norm.status();
+  ASSIGN_OR_RETURN(auto v_norm, add(g, ir::NodeKind::kNorm, {n.inputs[0]}, std::move(norm_step)));
 
   // When every user contracts exactly the norm axes (a Linear's dot over
   // its in dim), fold the scale into the result: x·(g v/‖v‖) = (x·v)·(g/‖v‖).
@@ -105,8 +101,7 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   }
   for (const ir::Mark& m : g.marks()) foldable = foldable && m.node != id;
   if (foldable && !users.empty()) {
-    auto scale = add(g, ir::NodeKind::kDiv, {*g_node, *v_norm}, base);
-    if (!scale.ok()) return scale.status();
+    ASSIGN_OR_RETURN(auto scale, add(g, ir::NodeKind::kDiv, {g_node, v_norm}, base));
     for (size_t i : users) {
       const ir::Node u = g.nodes()[i];  // copy: g.add may reallocate
       std::vector<ir::NodeId> inputs = u.inputs;
@@ -114,21 +109,17 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
         if (in == id) in = n.inputs[0];
       }
       ir::NodeSpec dot_spec{u.attrs, u.loc, u.module_path, u.stage};
-      auto dot = add(g, ir::NodeKind::kDot, inputs, std::move(dot_spec));
-      if (!dot.ok()) return dot.status();
+      ASSIGN_OR_RETURN(auto dot, add(g, ir::NodeKind::kDot, inputs, std::move(dot_spec)));
       ir::NodeSpec mul_spec{{}, u.loc, u.module_path, u.stage};
-      auto scaled = add(g, ir::NodeKind::kMul, {*dot, *scale}, std::move(mul_spec));
-      if (!scaled.ok()) return scaled.status();
-      g.replace_all_uses(g.id_of(i), *scaled);
+      ASSIGN_OR_RETURN(auto scaled, add(g, ir::NodeKind::kMul, {dot, scale}, std::move(mul_spec)));
+      g.replace_all_uses(g.id_of(i), scaled);
     }
     g.replace_all_uses(id, n.inputs[0]);  // only the replaced, now dead dots read it
     return absl::OkStatus();
   }
-  auto unit = add(g, ir::NodeKind::kDiv, {n.inputs[0], *v_norm}, base);
-  if (!unit.ok()) return unit.status();
-  auto w = add(g, ir::NodeKind::kMul, {*unit, *g_node}, base);
-  if (!w.ok()) return w.status();
-  g.replace_all_uses(id, *w);
+  ASSIGN_OR_RETURN(auto unit, add(g, ir::NodeKind::kDiv, {n.inputs[0], v_norm}, base));
+  ASSIGN_OR_RETURN(auto w, add(g, ir::NodeKind::kMul, {unit, g_node}, base));
+  g.replace_all_uses(id, w);
   return absl::OkStatus();
 }
 
@@ -147,9 +138,8 @@ absl::Status expand_weight_dropout(ir::Graph& g, ir::NodeId id, bool& changed) {
   spec.loc = n.loc;
   spec.module_path = n.module_path;
   spec.attrs = {{"rate", *n.attrs.get<double>("rate")}, {"axes", x.type.dims}};
-  auto d = add(g, ir::NodeKind::kDropout, {n.inputs[0]}, std::move(spec));
-  if (!d.ok()) return d.status();
-  g.replace_all_uses(id, *d);
+  ASSIGN_OR_RETURN(auto d, add(g, ir::NodeKind::kDropout, {n.inputs[0]}, std::move(spec)));
+  g.replace_all_uses(id, d);
   changed = true;
   return absl::OkStatus();
 }
