@@ -26,15 +26,21 @@ param @0 "lin.weight" : [in_dim, out_dim] float32 kind=weight init=constant(0.5)
 output "output" = %3
 )";
 
-TEST_CASE("a kind the TF target cannot lower is an internal error naming kind and target") {
-  auto g = ir::parse(kUnexpanded, "unexpanded.ir");
+// Parses `ir`, names it (tf-naming only: no other pass) and emits it with
+// the TF target; the emitter must refuse with an internal error containing
+// `expected`.
+void check_refused(const char* ir, const std::string& expected) {
+  auto g = ir::parse(ir, "refused.ir");
   REQUIRE(g.ok());
   REQUIRE(emit::tf::naming(*g).ok());
   auto text = emit::tf::target().write_config(*g, emit::ConfigOptions{});
   REQUIRE(!text.ok());
   CHECK(text.status().code() == absl::StatusCode::kInternal);
-  CHECK_THAT(std::string(text.status().message()),
-             Catch::Contains("target 'tf' cannot lower a weight_norm node"));
+  CHECK_THAT(std::string(text.status().message()), Catch::Contains(expected));
+}
+
+TEST_CASE("a kind the TF target cannot lower is an internal error naming kind and target") {
+  check_refused(kUnexpanded, "target 'tf' cannot lower a weight_norm node");
 }
 
 TEST_CASE("weight noise that tf-legalize would reject is an internal error in the emitter") {
@@ -50,14 +56,7 @@ param @0 "lin.weight" : [in_dim, out_dim] float32 kind=weight init=constant(0.5)
 %4 = dot %0, %3 {reduce=[in_dim]} : [batch_dim, time_dim, out_dim] float32 stage=step module="lin"
 output "output" = %4
 )";
-  auto g = ir::parse(kNoise, "noise.ir");
-  REQUIRE(g.ok());
-  REQUIRE(emit::tf::naming(*g).ok());
-  auto text = emit::tf::target().write_config(*g, emit::ConfigOptions{});
-  REQUIRE(!text.ok());
-  CHECK(text.status().code() == absl::StatusCode::kInternal);
-  CHECK_THAT(std::string(text.status().message()),
-             Catch::Contains("target 'tf' cannot lower a weight_noise node"));
+  check_refused(kNoise, "target 'tf' cannot lower a weight_noise node");
 }
 
 TEST_CASE("the TF target's passes follow the neutral ones") {
