@@ -22,7 +22,10 @@ cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning: " || true
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 mkdir -p "$corpus/parser" "$corpus/writer"
-cp tests/passes/*.ir tests/golden/*.ir "$corpus/parser/"
+# Seeds: the pass tests and the small goldens (the 250 KB conformer-12x512.ir
+# would make each mutation of it slow and cut the runs tenfold).
+cp tests/passes/*.ir "$corpus/parser/"
+find tests/golden -name '*.ir' -size -16k -exec cp {} "$corpus/parser/" \;
 for f in parser_fuzz py_writer_fuzz; do
   dir=$corpus/writer
   [ "$f" = parser_fuzz ] && dir=$corpus/parser
