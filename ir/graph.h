@@ -43,7 +43,8 @@ struct Node {
   std::string module_path;
   /// For kParam: which param.
   ParamId param;
-  /// RETURNN layer name; empty until the naming pass ran.
+  /// The target's name for the node (TF: its layer name); empty until the
+  /// target's naming pass ran. Unique when set.
   std::string name;
 };
 
@@ -88,7 +89,7 @@ class Graph {
   void add_mark(Mark m) { marks_.push_back(std::move(m)); }
   const std::vector<Mark>& marks() const { return marks_; }
 
-  /// Sets the RETURNN layer name (an annotation, used by the naming pass).
+  /// Sets the name (an annotation, set by a target's naming pass).
   void set_name(NodeId id, std::string name) { nodes_[id.index].name = std::move(name); }
   /// Sets the stage (an annotation, used by the stage assignment pass).
   void set_stage(NodeId id, Stage s) { nodes_[id.index].stage = s; }

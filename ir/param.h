@@ -69,9 +69,10 @@ std::pair<double, double> fans(const std::vector<Dim>& dims);
 
 struct WeightDecay {
   /// λ. Decoupled (default): each step, before the optimizer's update,
-  /// w ← w − 2λ·w (RETURNN `L2` with `decouple_constraints = True`).
-  /// Coupled: λ·Σw² is added to the loss (RETURNN `L2`), so the gradient
-  /// gains 2λ·w and the optimizer (e.g. Adam) rescales it.
+  /// w ← w − 2λ·w (AdamW-like; TF target: RETURNN `L2` with
+  /// `decouple_constraints = True`). Coupled: λ·Σw² is added to the loss
+  /// (TF: RETURNN `L2`), so the gradient gains 2λ·w and the optimizer (e.g.
+  /// Adam) rescales it.
   double value = 0.0;
   bool coupled = false;
   bool operator==(const WeightDecay&) const = default;

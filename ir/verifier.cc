@@ -93,7 +93,7 @@ absl::Status verify(const Graph& g) {
     }
     if (!n.name.empty()) {
       if (!names.insert(n.name).second) {
-        return node_error(g, i, absl::StrCat("layer name '", n.name, "' is used twice"));
+        return node_error(g, i, absl::StrCat("the name '", n.name, "' is used twice"));
       }
     }
   }

@@ -4,9 +4,12 @@
 // node's stored type equals the type the factory infers now; stage rules (a
 // param-init node never reads data, the train flag or a param's current
 // value, nor any step node); params have unique, non-empty paths and at most
-// one read node each; marks refer to existing nodes with unique names; layer
-// names that are set are unique. Constants and seeded random nodes depend on
-// nothing, so nodes of either stage may read them.
+// one read node each; marks refer to existing nodes with unique names; node
+// names that are set are unique; loops are well formed (ir/loops.h).
+// Constants and seeded random nodes depend on nothing, so nodes of either
+// stage may read them. The stage rule is the kind list's (KindFacts::stage),
+// the one assign-stages follows: a node of a step-only kind is never in
+// stage param-init.
 #pragma once
 
 #include "absl/status/status.h"

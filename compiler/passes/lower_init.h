@@ -5,7 +5,7 @@
 // (fans computed here, TF's convention) and a seed derived from the param's
 // path alone, so a param's initial value does not depend on which other
 // params or layers exist. A user's subgraph initializer is referenced as is.
-// Constants stay plain values (RETURNN's `init`).
+// Constants stay plain values (a target writes them as such, TF: `init`).
 //
 // Requires: a verified graph.
 // Ensures: every param with a random or subgraph initializer has
