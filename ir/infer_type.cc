@@ -313,13 +313,14 @@ absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::
     return out;
   }
   if (kind == NodeKind::kLoopState) {
-    // The state's dims; the initial value broadcasts to them.
+    // The state's dims.
     ASSIGN_OR_RETURN(auto dims, attr<std::vector<Dim>>(spec, kind, "dims"));
-    bool sub = true;
-    for (const Dim& d : x.dims) sub = sub && index_of(dims, d) >= 0;
-    if (index_of(dims, axis) >= 0 || !sub) {
-      return err("the initial value ", x.describe(), " must broadcast to the state's dims ",
-                 describe(dims), ", which lack the loop axis ", axis.describe());
+    // Exactly the state's dims (nn::Loop::state broadcasts the user's value).
+    bool same = x.dims.size() == dims.size();
+    for (const Dim& d : x.dims) same = same && index_of(dims, d) >= 0;
+    if (index_of(dims, axis) >= 0 || !same) {
+      return err("the initial value ", x.describe(), " must have the state's dims ", describe(dims),
+                 ", which lack the loop axis ", axis.describe());
     }
     TensorType out = x;
     out.dims = dims;
@@ -751,12 +752,26 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kRandom:
     case NodeKind::kConstant: {
       ASSIGN_OR_RETURN(auto shape, attr<std::vector<Dim>>(spec, kind, "shape"));
-      for (const Dim& d : shape) {
-        if (d.is_dynamic() || d.is_batch()) {
+      for (size_t i = 0; i < shape.size(); ++i) {
+        const Dim& d = shape[i];
+        // Random numbers are drawn over static shapes; a constant may also
+        // span the batch and dynamic dims, whose sizes its inputs give.
+        if (kind == NodeKind::kRandom && (d.is_dynamic() || d.is_batch())) {
           return absl::InvalidArgumentError(
               absl::StrCat(node_kind_name(kind), ": shape dim ", d.describe(), " must be static"));
         }
+        if (d.is_dynamic() && !d.is_batch()) {
+          bool given = false;
+          for (NodeId in : inputs) given = given || index_of(g.node(in).type.dims, d) >= 0;
+          if (!given) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "constant: the dynamic dim ", d.describe(),
+                " of its shape needs an input that has it (the input gives its sizes)"));
+          }
+        }
       }
+      if (kind == NodeKind::kRandom && !inputs.empty())
+        return absl::InvalidArgumentError("random expects 0 inputs");
       if (kind == NodeKind::kConstant) {
         if (!spec.attrs.get<double>("value"))
           return absl::InvalidArgumentError("constant needs attribute 'value'");

@@ -92,7 +92,8 @@ struct KindFacts {
   X(CrossEntropy, "softmax_ce", KindFacts(2).step().loss(1)) /* logits, sparse targets */         \
   X(Norm, "norm", KindFacts(1).pure())             /* L2 norm over attr axes */                   \
   X(Random, "random", KindFacts(0).pure())         /* seeded; attrs shape, distribution, ... */   \
-  X(Constant, "constant", KindFacts(0).pure())     /* attrs value, shape */                       \
+  X(Constant, "constant", KindFacts(KindFacts::kVariadic).pure())                                 \
+                                      /* attrs value, shape; inputs: sizes of its dynamic dims */ \
   X(WeightNorm, "weight_norm",                                                                    \
     KindFacts(1).step("read a param's current (reparametrized) value")) /* parametrization */     \
   X(WeightDropout, "weight_dropout",                                                              \

@@ -114,7 +114,10 @@ def check(config_path):
         for name, layer in sorted(net.layers.items()):
             if layer.is_output_layer() or name == "output":
                 fetches[name] = layer.output.placeholder
+        # A model without losses (forward only) has a total loss of plain 0.
         losses = net.get_total_loss()
+        if not isinstance(losses, tf.Tensor):
+            losses = tf.constant(float(losses))
         with tf_compat.v1.Session() as session:
             net.initialize_params(session)
             feed = _random_feed(net, numpy.random.RandomState(1))

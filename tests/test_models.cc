@@ -178,6 +178,7 @@ std::vector<ModelDef> test_models() {
   models.push_back(std::move(slow));
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : module_test_models()) models.push_back(std::move(m));
+  for (ModelDef& m : rq_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : bad_model_cases()) models.push_back(std::move(m));
   return models;
 }

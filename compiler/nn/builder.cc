@@ -263,6 +263,15 @@ void Builder::end_loop(int32_t loop, const ir::SourceLoc& loc) {
   active_loop_ = -1;
 }
 
+Tensor Builder::size_source(const ir::Dim& d) {
+  loop_of_.resize(graph_.size(), -1);
+  for (size_t i = 0; i < graph_.size(); ++i) {
+    if (loop_of_[i] < 0 && ir::index_of(graph_.nodes()[i].type.dims, d) >= 0)
+      return Tensor(this, graph_.id_of(i));
+  }
+  return Tensor();
+}
+
 void Builder::finish() {
   if (active_loop_ >= 0) {
     fail(loops_[active_loop_].loc,

@@ -70,6 +70,9 @@ class Builder {
   void end_loop(int32_t loop, const ir::SourceLoc& loc);
   /// The loop a node is computed in, or -1.
   int32_t loop_of(const Tensor& t) const;
+  /// A value outside every loop that has the dim `d` (whose sizes it gives,
+  /// e.g. the extern data with a time axis); undefined if none has it.
+  Tensor size_source(const ir::Dim& d);
 
   const ir::Graph& graph() const { return graph_; }
 

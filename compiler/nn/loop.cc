@@ -1,6 +1,7 @@
 #include "compiler/nn/loop.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/nn/builder.h"
 #include "compiler/nn/error.h"
 
 namespace retc::nn {
@@ -17,7 +18,33 @@ Tensor Loop::state(const Tensor& initial, std::vector<ir::Dim> dims, std::source
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   if (!initial.defined()) fail(l, "loop state without an initial value: pass loop.state(initial)");
   if (dims.empty()) dims = initial.dims();
-  Tensor s = b_.add(ir::NodeKind::kLoopState, {initial},
+  // The initial value broadcast to the state's dims, explicitly (by a
+  // constant 1 over the dims it lacks): every target sees a state's full
+  // dims from its first frame on.
+  std::vector<ir::Dim> missing;
+  for (const ir::Dim& d : dims) {
+    if (ir::index_of(initial.dims(), d) < 0 && d != axis_) missing.push_back(d);
+  }
+  Tensor init = initial;
+  if (!missing.empty() && ir::index_of(initial.dims(), axis_) < 0) {
+    if (initial.type().dtype != ir::DType::kFloat32 || initial.type().sparse_dim) {
+      fail(l, absl::StrCat("loop.state: the initial value ", initial.type().describe(),
+                           " must have the state's dims ", ir::describe(dims),
+                           " (only float32 initial values broadcast)"));
+    }
+    std::vector<Tensor> sizes;
+    for (const ir::Dim& d : missing) {
+      if (!d.is_dynamic() || d.is_batch()) continue;
+      Tensor src = b_.size_source(d);
+      if (!src.defined()) {
+        fail(l, absl::StrCat("loop.state: no value outside the loop has the state's dim ",
+                             d.describe(), ", which would give its sizes"));
+      }
+      sizes.push_back(src);
+    }
+    init = mul(initial, constant(b_, 1.0, missing, sizes, loc), loc);
+  }
+  Tensor s = b_.add(ir::NodeKind::kLoopState, {init},
                     {{"loop", int64_t{id_}}, {"axis", axis_}, {"dims", std::move(dims)}}, l);
   b_.add_loop_state(id_, s);
   return s;

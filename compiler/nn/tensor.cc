@@ -102,6 +102,12 @@ Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape, std::sourc
                L(loc));
 }
 
+Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape,
+                const std::vector<Tensor>& sizes_from, std::source_location loc) {
+  return b.add(ir::NodeKind::kConstant, sizes_from, {{"value", value}, {"shape", std::move(shape)}},
+               L(loc));
+}
+
 Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
                      int64_t seed, std::source_location loc) {
   if (!(stddev >= 0))

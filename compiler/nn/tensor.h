@@ -109,6 +109,12 @@ Tensor stop_gradient(const Tensor& x, std::source_location loc = std::source_loc
 /// A constant tensor (of the given static dims; a scalar by default).
 Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape = {},
                 std::source_location loc = std::source_location::current());
+/// A constant over any dims, the batch and dynamic ones included: each
+/// dynamic dim takes its sizes from a tensor of `sizes_from` that has it.
+/// Example: `nn::constant(b, 0.0, {Dim::batch(), enc_time}, {enc})`.
+Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape,
+                const std::vector<Tensor>& sizes_from,
+                std::source_location loc = std::source_location::current());
 /// Seeded random values: the same values whenever evaluated (meant for
 /// initial values, see Parameter::set_initial). `seed` must differ between
 /// tensors that should differ.

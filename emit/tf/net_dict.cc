@@ -187,6 +187,15 @@ PyValue softmax_loss(const Lowering& l, absl::string_view loss) {
 
 // --- one function per kind (or group of kinds) --------------------------------
 
+// Whether no input has all of the node's dims: RETURNN then broadcasts only
+// when told (allow_broadcast_all_sources), as for [B, T, C] + [B, F].
+bool outer_broadcast(const Lowering& l) {
+  for (size_t k = 0; k < l.node().inputs.size(); ++k) {
+    if (l.input(k).type.dims.size() == l.node().type.dims.size()) return false;
+  }
+  return true;
+}
+
 absl::string_view combine_kind(ir::BinaryOp op) {
   switch (op) {
     case ir::BinaryOp::kAdd:
@@ -208,6 +217,7 @@ absl::string_view combine_kind(ir::BinaryOp op) {
 PyValue lower_binary(const Lowering& l, ir::BinaryOp op) {
   PyValue layer = l.layer("combine");
   layer.set("kind", std::string(combine_kind(op)));
+  if (outer_broadcast(l)) layer.set("allow_broadcast_all_sources", true);
   return layer;
 }
 
@@ -265,8 +275,15 @@ PyValue lower_random(const Lowering& l) {
 }
 
 PyValue lower_constant(const Lowering& l) {
-  return PyValue::dict(
+  PyValue layer = PyValue::dict(
       {{"class", "constant"}, {"value", l.attr<double>("value")}, {"shape", l.dims_attr("shape")}});
+  // Layers that give the sizes of its dynamic dims.
+  if (!l.node().inputs.empty()) {
+    std::vector<PyValue> deps;
+    for (size_t k = 0; k < l.node().inputs.size(); ++k) deps.push_back(l.ref(k));
+    layer.set("shape_deps", PyValue::list(std::move(deps)));
+  }
+  return layer;
 }
 
 PyValue lower_dot(const Lowering& l) {
@@ -742,10 +759,11 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
   for (size_t id = 0; id < loops.loops.size(); ++id) {
     if (f.loop_names[id].empty()) continue;
     units[id].append("output", PyValue::dict({{"class", "copy"}, {"from", unit_output[id]}}));
-    out.network.append(f.loop_names[id], PyValue::dict({{"class", "rec"},
-                                                        {"from", PyValue::list({})},
-                                                        {"axis", dim_ref(t, *loops.loops[id].axis)},
-                                                        {"unit", std::move(units[id])}}));
+    PyValue rec = PyValue::dict({{"class", "rec"},
+                                 {"from", PyValue::list({})},
+                                 {"axis", dim_ref(t, *loops.loops[id].axis)},
+                                 {"unit", std::move(units[id])}});
+    out.network.append(f.loop_names[id], std::move(rec));
   }
   for (const ir::Param& p : g.params()) {
     if (p.options.weight_decay.value != 0.0)

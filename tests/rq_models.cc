@@ -1,0 +1,115 @@
+// Models that retc once accepted and RETURNN then rejected: outer broadcasts
+// in elementwise ops, loop states whose initial value lacks the state's dims,
+// forward-only models, shifted sparse labels and embeddings feeding a loop,
+// batched gather. tests/integration/test_modules.py runs each in RETURNN
+// (one step; numbers against numpy where there are numbers to check).
+#include "compiler/nn/loop.h"
+#include "compiler/nn/modules.h"
+#include "tests/tagging_io.h"
+#include "tests/test_models.h"
+
+namespace retc::testing {
+namespace {
+
+using ir::Dim;
+using nn::Builder;
+using nn::Tensor;
+
+using Io = TaggingIo;
+
+// [B, T, classes] + [B, input]: no input has all of the result's dims.
+void build_outer_broadcast(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  Tensor logits = lin->forward(io.x);
+  (logits + nn::reduce(io.x, "mean", {io.time})).mark_as_output("bcast");
+  io.finish(logits);
+}
+
+// Attention's weighted sum: weights [B, T, heads] * values [B, T, input],
+// summed over T: [B, heads, input].
+void build_attention_sum(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Dim heads = Dim::feature("heads", 2);
+    Net(Dim in, Dim out) : Module("att_sum") {
+      score = register_module("score", std::make_shared<nn::Linear>(in, heads, false));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::Linear> score, out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor w = nn::softmax(m->score->forward(io.x), io.time);
+  w.mark_as_output("weights");
+  nn::reduce(w * io.x, "sum", {io.time}).mark_as_output("context");
+  io.finish(m->out_->forward(io.x));
+}
+
+// A state initialized from a constant without the batch dim, whose next value
+// reads only the state (no frame): h_t = tanh(W h_{t-1} + b), h_0 = 0.5.
+void build_loop_constant_state(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Dim hidden = Dim::feature("hidden", 4);
+    Net(Dim in, Dim out) : Module("const_state") {
+      rec = register_module("rec", std::make_shared<nn::Linear>(hidden, hidden));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::Linear> rec, out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  nn::Loop loop(b, io.time);
+  Tensor h = loop.state(nn::constant(b, 0.5, {m->hidden}), {Dim::batch(), m->hidden});
+  Tensor h_new = nn::tanh(m->rec->forward(h));
+  loop.next(h, h_new);
+  loop.end();
+  loop.stack(h_new).mark_as_output("rnn");
+  io.finish(m->out_->forward(io.x));
+}
+
+// Accumulated attention weights: a loop over the decoder's time whose state
+// lives over the encoder's time, initialized from a scalar 0.
+void build_loop_encoder_state(Builder& b) {
+  Io io(b);
+  Dim dec_time = Dim::spatial("dec_time");
+  Tensor dec = b.extern_data("dec", {Dim::batch(), dec_time, io.in});
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  nn::Loop loop(b, dec_time);
+  Tensor acc = loop.state(nn::constant(b, 0.0), {Dim::batch(), io.time});
+  Tensor q = loop.unstack(dec);
+  // Attention that sees the weights accumulated so far (fertility-like).
+  Tensor w = nn::softmax(nn::dot(io.x, q, {io.in}) - acc, io.time);
+  Tensor acc_new = acc + w;
+  loop.next(acc, acc_new);
+  loop.end();
+  loop.stack(acc_new).mark_as_output("acc");
+  loop.stack(w).mark_as_output("weights");
+  io.finish(lin->forward(io.x));
+}
+
+// No params and no loss: only an output.
+void build_forward_only(Builder& b) {
+  Io io(b);
+  (io.x * nn::constant(b, 2.0)).mark_as_output();
+}
+
+}  // namespace
+
+std::vector<ModelDef> rq_test_models() {
+  auto def = [](std::string name, void (*build)(Builder&)) {
+    emit::TrainingSetup t;
+    t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
+    t.dev = emit::PyValue::dict(
+        {{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
+    return ModelDef{std::move(name), "a model RETURNN once rejected", build, t};
+  };
+  return {
+      def("rq-outer-broadcast", build_outer_broadcast),
+      def("rq-attention-sum", build_attention_sum),
+      def("rq-loop-constant-state", build_loop_constant_state),
+      def("rq-loop-encoder-state", build_loop_encoder_state),
+      def("rq-forward-only", build_forward_only),
+  };
+}
+
+}  // namespace retc::testing
