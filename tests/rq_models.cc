@@ -26,6 +26,16 @@ void build_outer_broadcast(Builder& b) {
   io.finish(logits);
 }
 
+// where(cond [B, input], logits [B, T, classes], 0): no input has all dims.
+void build_where_broadcast(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  Tensor logits = lin->forward(io.x);
+  Tensor cond = nn::compare(nn::reduce(io.x, "mean", {io.time}), nn::constant(b, 0.0), "greater");
+  nn::where(cond, logits, nn::constant(b, 0.0)).mark_as_output("selected");
+  io.finish(logits);
+}
+
 // Attention's weighted sum: weights [B, T, heads] * values [B, T, input],
 // summed over T: [B, heads, input].
 void build_attention_sum(Builder& b) {
@@ -105,6 +115,7 @@ std::vector<ModelDef> rq_test_models() {
   };
   return {
       def("rq-outer-broadcast", build_outer_broadcast),
+      def("rq-where-broadcast", build_where_broadcast),
       def("rq-attention-sum", build_attention_sum),
       def("rq-loop-constant-state", build_loop_constant_state),
       def("rq-loop-encoder-state", build_loop_encoder_state),

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -281,6 +282,31 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   if (expected != got) {
     return error(absl::InternalError(
         "internal error: RETURNN's variables differ from the model's named parameters"));
+  }
+  // Each output has the IR's dims: as many axes, and the static sizes among
+  // them (RETURNN may order the axes differently; dims are matched by tag).
+  for (const ir::Mark& mark : graph->marks()) {
+    if (mark.kind != ir::Mark::Kind::kOutput) continue;
+    const ir::Node& n = graph->node(mark.node);
+    const runtime::Variable* out = nullptr;
+    for (const runtime::Variable& o : r->outputs) {
+      if (o.name == n.name) out = &o;
+    }
+    if (!out) continue;
+    std::multiset<int64_t> sizes(out->shape.begin(), out->shape.end());
+    bool same = out->shape.size() == n.type.dims.size();
+    for (const ir::Dim& d : n.type.dims) {
+      if (!d.size() || !same) continue;
+      auto it = sizes.find(*d.size());
+      same = it != sizes.end();
+      if (same) sizes.erase(it);
+    }
+    if (!same) {
+      return error(absl::InternalError(absl::StrCat(
+          "internal error: RETURNN's output '", n.name, "' has the shape ", shape_str(out->shape),
+          " on the random batch, which does not fit its dims in the model ",
+          ir::describe(n.type.dims))));
+    }
   }
   std::cout << (*m)->name << ": " << r->variables.size() << " variables, " << total
             << " parameters; RETURNN constructed the network and ran one step on random data\n";

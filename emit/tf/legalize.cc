@@ -3,6 +3,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/passes/dce.h"
+#include "ir/status_macros.h"
 
 namespace retc::emit::tf {
 namespace {
@@ -11,6 +13,56 @@ absl::Status user_error(const ir::Node& n, absl::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
                    n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
+}
+
+// Whether no input of `n` has all of its dims.
+bool outer_broadcast(const ir::Graph& g, const ir::Node& n) {
+  for (ir::NodeId in : n.inputs) {
+    if (g.node(in).type.dims.size() == n.type.dims.size()) return false;
+  }
+  return true;
+}
+
+// RETURNN's switch cannot broadcast all of its inputs: where(c, a, b) with
+// none of them over all the result's dims becomes where(c, a * 1, b), the
+// constant 1 over the dims `a` lacks (a float branch; else the user's error).
+absl::Status broadcast_where(ir::Graph& g, ir::NodeId id) {
+  const ir::Node n = g.node(id);  // copy: g.add may reallocate
+  const ir::Node& a = g.node(n.inputs[1]);
+  if (a.type.dtype != ir::DType::kFloat32 || a.type.sparse_dim) {
+    return user_error(n, absl::StrCat("none of the condition and the branches has all of the "
+                                      "result's dims ",
+                                      ir::describe(n.type.dims),
+                                      ", which RETURNN's switch needs for non-float branches; "
+                                      "give one of them all these dims"));
+  }
+  std::vector<ir::Dim> missing;
+  std::vector<ir::NodeId> sizes;
+  for (const ir::Dim& d : n.type.dims) {
+    if (ir::index_of(a.type.dims, d) >= 0) continue;
+    missing.push_back(d);
+    if (!d.is_dynamic() || d.is_batch()) continue;
+    for (ir::NodeId in : n.inputs) {
+      if (ir::index_of(g.node(in).type.dims, d) >= 0) {
+        sizes.push_back(in);
+        break;
+      }
+    }
+  }
+  ir::NodeSpec spec;
+  spec.loc = n.loc;
+  spec.module_path = n.module_path;
+  spec.attrs = {{"value", 1.0}, {"shape", missing}};
+  auto ones = g.add(ir::NodeKind::kConstant, sizes, spec);
+  if (!ones.ok()) return ones.status();
+  spec.attrs = {};
+  auto full = g.add(ir::NodeKind::kMul, {n.inputs[1], *ones}, spec);
+  if (!full.ok()) return full.status();
+  spec.attrs = n.attrs;
+  auto where = g.add(ir::NodeKind::kWhere, {n.inputs[0], *full, n.inputs[2]}, spec);
+  if (!where.ok()) return where.status();
+  g.replace_all_uses(id, *where);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -69,7 +121,19 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
       }
     }
   }
-  return false;
+  // Rewrites, after all checks passed.
+  bool changed = false;
+  const size_t n = g.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (g.nodes()[i].kind != ir::NodeKind::kWhere || !outer_broadcast(g, g.nodes()[i])) continue;
+    RETURN_IF_ERROR(broadcast_where(g, g.id_of(i)));
+    changed = true;
+  }
+  if (changed) {
+    g.sort_topologically();
+    RETURN_IF_ERROR(passes::dce(g).status());  // the replaced nodes
+  }
+  return changed;
 }
 
 }  // namespace retc::emit::tf

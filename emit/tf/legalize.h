@@ -1,6 +1,6 @@
 // tf-legalize: RETURNN-TF's rules that the neutral IR does not have, checked
-// with the user's source line before anything is lowered. It changes
-// nothing (returns false) or fails.
+// with the user's source line before anything is lowered, and the rewrites
+// that make a legal graph lowerable.
 //
 // Rules: a loss that reads a target (cross-entropy, CTC, regression) reads
 // extern data as its target and is only marked as a loss, not used further
@@ -8,6 +8,11 @@
 // dim besides the classes; a custom loss is marked as a loss; weight decay
 // is all coupled or all decoupled (RETURNN's global decouple_constraints);
 // weight noise reads a param directly (RETURNN's param_variational_noise).
+//
+// Rewrites: a `where` none of whose inputs has all of the result's dims gets
+// its true branch broadcast (times a constant 1 over the dims it lacks):
+// RETURNN's switch cannot broadcast all of its inputs. Returns whether it
+// rewrote any.
 //
 // Requires: a graph after the neutral pipeline.
 #pragma once
