@@ -556,6 +556,87 @@ def test_select():
     print("one_hot, where(train_flag), range, masked loop update: checked in training and evaluation")
 
 
+def ordered(net, name, feed, order):
+    """A layer's value with its axes in `order` (dim names; "B" for the batch)."""
+    out = net.net.get_layer(name).output
+    names = ["B" if d.is_batch_dim() else d.name for d in out.dim_tags]
+    value = net.run(out.placeholder, feed)
+    return value.transpose([names.index(n) for n in order]).astype("float64")
+
+
+def masked_softmax(z, n):
+    """Softmax of z over axis 0 within the first n entries."""
+    e = numpy.exp(z[:n] - z[:n].max(axis=0))
+    return e / e.sum(axis=0)
+
+
+def test_rq():
+    """Models RETURNN once rejected after retc accepted them (tests/rq_models.cc):
+    outer broadcasts in combine and where, attention's weighted sum, loop
+    states initialized from constants without the state's dims (batch; the
+    encoder's time), and a forward-only model in `retc check`."""
+    # [B, T, classes] + [B, input]
+    net = Net(compile_model("rq-outer-broadcast"), train_flag=False)
+    feed = net.feed(2)
+    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+    lens = seq_lens(net, feed)
+    logits = ordered(net, "output", feed, ["B", "time", "classes"])
+    got = ordered(net, "bcast", feed, ["B", "time", "classes", "input"])
+    for b, n in enumerate(lens):
+        mean = x[b, :n].mean(axis=0)
+        close(got[b, :n], logits[b, :n, :, None] + mean[None, None, :], 1e-5, "outer broadcast")
+    # where(mean(x) > 0, logits, 0) over [B, T, classes, input]
+    net = Net(compile_model("rq-where-broadcast"), train_flag=False)
+    feed = net.feed(2)
+    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+    lens = seq_lens(net, feed)
+    logits = ordered(net, "output", feed, ["B", "time", "classes"])
+    got = ordered(net, "selected", feed, ["B", "time", "classes", "input"])
+    for b, n in enumerate(lens):
+        cond = x[b, :n].mean(axis=0) > 0
+        want = numpy.where(cond[None, None, :], logits[b, :n, :, None], 0.0)
+        close(got[b, :n], want, 1e-5, "where broadcast")
+    # weights [B, T, heads] * x [B, T, input], summed over T
+    net = Net(compile_model("rq-attention-sum"), train_flag=False)
+    feed = net.feed(3)
+    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+    lens = seq_lens(net, feed)
+    ws = net.variable("score/weight/param:0")
+    context = ordered(net, "context", feed, ["B", "heads", "input"])
+    for b, n in enumerate(lens):
+        w = masked_softmax(x[b] @ ws, n)  # [n, heads]
+        close(context[b], numpy.einsum("th,ti->hi", w, x[b, :n]), 1e-5, "attention weighted sum")
+    # h_t = tanh(W h_{t-1} + b), h_0 = 0.5 (a constant without the batch dim)
+    net = Net(compile_model("rq-loop-constant-state"), train_flag=False)
+    feed = net.feed(4)
+    lens = seq_lens(net, feed)
+    w, bias = net.variable("rec/weight/param:0"), net.variable("rec/bias/param:0")
+    rnn = ordered(net, "rnn", feed, ["B", "time", "hidden"])
+    for b, n in enumerate(lens):
+        h = numpy.full(w.shape[0], 0.5)
+        for t in range(n):
+            h = numpy.tanh(h @ w + bias)
+            close(rnn[b, t], h, 1e-5, "constant-initialized state, frame %d" % t)
+    # accumulated attention weights over the encoder's time, initialized from a scalar 0
+    net = Net(compile_model("rq-loop-encoder-state"), train_flag=False)
+    feed = net.feed(5)
+    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+    dec = feed[net.net.extern_data.data["dec"].placeholder].astype("float64")
+    lens, dec_lens = seq_lens(net, feed), seq_lens(net, feed, "dec")
+    acc_got = ordered(net, "acc", feed, ["B", "dec_time", "time"])
+    for b in range(len(lens)):
+        n = lens[b]
+        acc = numpy.zeros(n)
+        for t in range(dec_lens[b]):
+            acc = acc + masked_softmax(x[b, :n] @ dec[b, t] - acc, n)
+            close(acc_got[b, t, :n], acc, 1e-5, "accumulated weights, frame %d" % t)
+    # a forward-only model: no params, no loss
+    out = subprocess.run([BIN, "check", "rq-forward-only"], check=True, capture_output=True, text=True).stdout
+    assert "0 variables, 0 parameters" in out, out
+    print("outer broadcast (combine, where), attention sum, constant-initialized loop states "
+          "(batch; encoder time) and a forward-only check: match numpy")
+
+
 if __name__ == "__main__":
     globals()["test_" + sys.argv[1]]()
     print("ok:", sys.argv[1])
