@@ -152,13 +152,11 @@ absl::StatusOr<TensorType> infer_gather(const Graph& g, const std::vector<NodeId
         "gather: indices ", idx.describe(), " must be sparse over the axis ", axis.describe()));
   }
   ASSIGN_OR_RETURN(auto rest, without(x, {axis}, "gather"));
+  // Dims the indices share with x (the batch, ...) are batch dims of the
+  // gather: each entry picks from its own slice.
   TensorType out{idx.dims, x.dtype, x.sparse_dim};
   for (const Dim& d : rest) {
-    if (index_of(out.dims, d) >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("gather: the indices ", idx.describe(),
-                                                     " already have the dim ", d.describe()));
-    }
-    out.dims.push_back(d);
+    if (index_of(out.dims, d) < 0) out.dims.push_back(d);
   }
   return out;
 }
@@ -917,8 +915,22 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
         return absl::InvalidArgumentError(
             absl::StrCat(node_kind_name(kind), " needs attribute '", key, "'"));
       }
-      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type,
-                                             absl::StrCat(node_kind_name(kind), " input")));
+      // Shifting also takes sparse labels (padded with an index, e.g. BOS).
+      const TensorType& in = g.node(inputs[0]).type;
+      if (kind == NodeKind::kShiftAxis && in.sparse_dim) {
+        const double* pad = spec.attrs.get<double>("pad_value");
+        const double p = pad ? *pad : 0.0;
+        if (p != static_cast<double>(static_cast<int64_t>(p)) || p < 0 ||
+            p >= static_cast<double>(in.sparse_dim->size().value_or(0))) {
+          return absl::InvalidArgumentError(absl::StrCat("shift_axis: the pad value ", p,
+                                                         " of sparse labels must be an index of ",
+                                                         in.sparse_dim->describe()));
+        }
+      }
+      ASSIGN_OR_RETURN(auto t,
+                       kind == NodeKind::kShiftAxis && in.sparse_dim
+                           ? absl::StatusOr<TensorType>(in)
+                           : require_float(in, absl::StrCat(node_kind_name(kind), " input")));
       if (kind == NodeKind::kPosEncoding) {
         int features = 0;
         for (const Dim& d : t.dims) features += d.is_feature_like();

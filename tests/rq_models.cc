@@ -26,6 +26,69 @@ void build_outer_broadcast(Builder& b) {
   io.finish(logits);
 }
 
+// Teacher forcing on labels: the labels shifted right, BOS (index 5) first,
+// embedded.
+void build_shift_labels(Builder& b) {
+  Dim vocab = Dim::feature("vocab", 6);
+  Io io(b, vocab);
+  struct Net : nn::Module {
+    Dim e = Dim::feature("e", 4);
+    Net(Dim vocab, Dim out) : Module("shift_labels") {
+      embed = register_module("embed", std::make_shared<nn::Embedding>(vocab, e));
+      out_ = register_module("out", std::make_shared<nn::Linear>(e, out));
+    }
+    std::shared_ptr<nn::Embedding> embed;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(vocab, io.classes));
+  Tensor shifted = nn::shift_right(io.x, io.time, 1, 5);
+  shifted.mark_as_output("shifted");
+  io.finish(m->out_->forward(m->embed->forward(shifted)));
+}
+
+// A decoder over the labels' own axis: shift_right(embed(labels)) feeds a
+// loop whose stacked output is trained against the labels.
+void build_shift_embed_loop(Builder& b) {
+  Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
+  Dim in = Dim::feature("input", 5), vocab = Dim::feature("vocab", 6);
+  b.extern_data("data", {Dim::batch(), time, in});
+  Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, vocab);
+  struct Net : nn::Module {
+    Dim e = Dim::feature("e", 4), hidden = Dim::feature("hidden", 3);
+    Net(Dim vocab) : Module("decoder") {
+      embed = register_module("embed", std::make_shared<nn::Embedding>(vocab, e));
+      in_ = register_module("in", std::make_shared<nn::Linear>(e, hidden));
+      rec = register_module("rec", std::make_shared<nn::Linear>(hidden, hidden, false));
+      out_ = register_module("out", std::make_shared<nn::Linear>(hidden, vocab));
+    }
+    std::shared_ptr<nn::Embedding> embed;
+    std::shared_ptr<nn::Linear> in_, rec, out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(vocab));
+  Tensor dec_in = nn::shift_right(m->embed->forward(y), label_time);
+  nn::Loop loop(b, label_time);
+  Tensor h = loop.state(nn::constant(b, 0.0, {m->hidden}), {Dim::batch(), m->hidden});
+  Tensor h_new = nn::tanh(m->in_->forward(loop.unstack(dec_in)) + m->rec->forward(h));
+  loop.next(h, h_new);
+  loop.end();
+  Tensor logits = m->out_->forward(loop.stack(h_new));
+  logits.mark_as_output();
+  nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+}
+
+// Gather with indices that share the batch dim with the data: per sequence,
+// the slot its index picks.
+void build_gather_batch(Builder& b) {
+  Dim slots = Dim::spatial("slots", 4), in = Dim::feature("input", 5);
+  Dim classes = Dim::feature("classes", 3);
+  Tensor x = b.extern_data("data", {Dim::batch(), slots, in});
+  Tensor pick = b.extern_data("pick", {Dim::batch()}, ir::DType::kInt32, slots);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(in, classes));
+  Tensor picked = nn::gather(x, pick, slots);
+  picked.mark_as_output("picked");
+  lin->forward(picked).mark_as_output("logits");
+}
+
 // where(cond [B, input], logits [B, T, classes], 0): no input has all dims.
 void build_where_broadcast(Builder& b) {
   Io io(b);
@@ -120,6 +183,9 @@ std::vector<ModelDef> rq_test_models() {
       def("rq-loop-constant-state", build_loop_constant_state),
       def("rq-loop-encoder-state", build_loop_encoder_state),
       def("rq-forward-only", build_forward_only),
+      def("rq-shift-labels", build_shift_labels),
+      def("rq-shift-embed-loop", build_shift_embed_loop),
+      def("rq-gather-batch", build_gather_batch),
   };
 }
 

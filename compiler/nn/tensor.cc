@@ -240,9 +240,11 @@ Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes, std::v
                L(loc));
 }
 
-Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount, std::source_location loc) {
-  return builder_of(x, "shift_right", L(loc))
-      .add(ir::NodeKind::kShiftAxis, {x}, {{"axis", axis}, {"amount", amount}}, L(loc));
+Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount, double pad_value,
+                   std::source_location loc) {
+  ir::Attrs attrs{{"axis", axis}, {"amount", amount}};
+  if (pad_value != 0.0) attrs.set("pad_value", pad_value);
+  return builder_of(x, "shift_right", L(loc)).add(ir::NodeKind::kShiftAxis, {x}, attrs, L(loc));
 }
 
 Tensor add_positional_encoding(const Tensor& x, const ir::Dim& axis, std::source_location loc) {

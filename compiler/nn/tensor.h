@@ -177,7 +177,9 @@ Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes, std::v
 
 /// Shifts `x` along `axis` by `amount` (positive: later), zero padded: the
 /// decoder input of teacher forcing is `shift_right(embed(targets), time)`.
-Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount = 1,
+/// Sparse labels shift too, padded with `pad_value` (a BOS index):
+/// `embed(shift_right(targets, time, 1, bos))`.
+Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount = 1, double pad_value = 0.0,
                    std::source_location loc = std::source_location::current());
 /// x + the sinusoidal position signal of Vaswani et al. along `axis` (over
 /// x's one feature dim, of even size).

@@ -447,6 +447,13 @@ PyValue lower_shift_axis(const Lowering& l) {
   layer.set("axis", l.dim_attr("axis"));
   layer.set("amount", l.attr<int64_t>("amount"));
   layer.set("pad", true);
+  if (const double* v = l.node().attrs.get<double>("pad_value")) {
+    if (l.node().type.sparse_dim) {
+      layer.set("pad_value", static_cast<int64_t>(*v));
+    } else {
+      layer.set("pad_value", *v);
+    }
+  }
   layer.set("adjust_size_info", false);
   return layer;
 }

@@ -630,11 +630,43 @@ def test_rq():
         for t in range(dec_lens[b]):
             acc = acc + masked_softmax(x[b, :n] @ dec[b, t] - acc, n)
             close(acc_got[b, t, :n], acc, 1e-5, "accumulated weights, frame %d" % t)
+    # labels shifted right with BOS (index 5)
+    net = Net(compile_model("rq-shift-labels"), train_flag=False)
+    feed = net.feed(6)
+    ids = feed[net.net.extern_data.data["data"].placeholder]
+    lens = seq_lens(net, feed)
+    shifted = ordered(net, "shifted", feed, ["B", "time"])
+    for b, n in enumerate(lens):
+        close(shifted[b, :n], numpy.concatenate([[5], ids[b, : n - 1]]), 0, "shifted labels")
+    # shift_right(embed(labels)) into a loop over the labels' axis
+    net = Net(compile_model("rq-shift-embed-loop"), train_flag=False)
+    feed = net.feed(7)
+    y = feed[net.net.extern_data.data["classes"].placeholder]
+    lens = seq_lens(net, feed, "classes")
+    emb = net.variable("embed/weight/param:0")
+    w_in, b_in = net.variable("in/weight/param:0"), net.variable("in/bias/param:0")
+    u = net.variable("rec/weight/param:0")
+    w_out, b_out = net.variable("out/weight/param:0"), net.variable("out/bias/param:0")
+    logits = ordered(net, "output", feed, ["B", "label_time", "vocab"])
+    for b, n in enumerate(lens):
+        h = numpy.zeros(u.shape[0])
+        for t in range(n):
+            e = emb[y[b, t - 1]] if t > 0 else numpy.zeros(emb.shape[1])
+            h = numpy.tanh(e @ w_in + b_in + h @ u)
+            close(logits[b, t], h @ w_out + b_out, 1e-5, "decoder logits, frame %d" % t)
+    # gather with indices that share the batch dim: x[b, pick[b]]
+    net = Net(compile_model("rq-gather-batch"), train_flag=False)
+    feed = net.feed(8)
+    x = feed[net.net.extern_data.data["data"].placeholder]
+    pick = feed[net.net.extern_data.data["pick"].placeholder]
+    picked = ordered(net, "picked", feed, ["B", "input"])
+    close(picked, x[numpy.arange(len(pick)), pick], 0, "batched gather")
     # a forward-only model: no params, no loss
     out = subprocess.run([BIN, "check", "rq-forward-only"], check=True, capture_output=True, text=True).stdout
     assert "0 variables, 0 parameters" in out, out
     print("outer broadcast (combine, where), attention sum, constant-initialized loop states "
-          "(batch; encoder time) and a forward-only check: match numpy")
+          "(batch; encoder time), shifted labels with BOS, shift_right(embed) into a loop, "
+          "batched gather and a forward-only check: match numpy")
 
 
 if __name__ == "__main__":
