@@ -24,6 +24,9 @@ std::vector<ModelDef> module_test_models();
 /// Models RETURNN once rejected after retc accepted them (rq_models.cc).
 std::vector<ModelDef> rq_test_models();
 
+/// Every op and module in the plain, broadcast and loop situations (sweep_models.cc).
+std::vector<ModelDef> sweep_test_models();
+
 /// Models with one mistake each, named "bad:...", whose description is the
 /// expected error message (bad_model_cases.cc).
 std::vector<ModelDef> bad_model_cases();

@@ -151,7 +151,10 @@ class Lowering {
 // Strides and spatial dims of a windowed op (conv, pool).
 void set_windowed(PyValue& layer, const Lowering& l) {
   const auto& strides = l.attr<std::vector<int64_t>>("strides");
-  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
+  // RETURNN's default strides: 1 for conv, the window (pool_size) for pool.
+  const auto* pool_size = l.node().attrs.get<std::vector<int64_t>>("size");
+  if (pool_size ? strides != *pool_size
+                : std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
     layer.set("strides", ints_value(strides));
   const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
   // Frames past a sequence's end hold arbitrary values: masked (conv: 0,

@@ -669,6 +669,41 @@ def test_rq():
           "batched gather and a forward-only check: match numpy")
 
 
+def test_sweep():
+    """Every op and module of the library (tests/sweep_models.cc) in the plain
+    (forward only, no loss), broadcast and loop situations, through the
+    RETURNN side of `retc check` (construct, initialize, one step on random
+    data), each output with the IR's number of axes."""
+    import tempfile
+
+    sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
+    import retc_runtime
+
+    models = [line.split()[0] for line in subprocess.run(
+        [BIN, "list"], check=True, capture_output=True, text=True).stdout.splitlines()
+        if line.startswith("sweep:")]
+    assert len(models) >= 100, len(models)
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            config = os.path.join(tmp, "sweep.config")
+            subprocess.run([BIN, "compile", model, "-o", config], check=True)
+            ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], check=True,
+                                           capture_output=True, text=True).stdout)
+            try:
+                _, outputs = retc_runtime.check(config)
+            except Exception as exc:  # noqa: BLE001: every failure is reported below
+                failures.append("%s: %s: %s" % (model, type(exc).__name__, str(exc).strip().splitlines()[-1]))
+                continue
+            want = {ir["nodes"][m["node"]]["name"]: len(ir["nodes"][m["node"]]["type"]["dims"])
+                    for m in ir["marks"] if m["kind"] == "output"}
+            for name, shape in outputs:
+                if name in want and len(shape) != want[name]:
+                    failures.append("%s: output %s has %d axes, the IR %d" % (model, name, len(shape), want[name]))
+    assert not failures, "\n".join(failures)
+    print("sweep: %d op x situation models checked in RETURNN" % len(models))
+
+
 if __name__ == "__main__":
     globals()["test_" + sys.argv[1]]()
     print("ok:", sys.argv[1])

@@ -1,0 +1,270 @@
+// The sweep: every op and module of the library in the situations that once
+// compiled in retc and then failed in RETURNN (issue 10), as test models
+// "sweep:<op>:<situation>", which tests/integration/test_modules.py (test
+// `sweep`) takes through `retc check`'s RETURNN side:
+//   plain      the op on [B, time, feat] data, marked as an output; no loss
+//              (a forward-only model);
+//   broadcast  the op on operands that broadcast: binary ops on
+//              [B, time, feat] and [B, other]; other ops on an outer-broadcast
+//              input [B, time, feat, other] (when the op takes extra dims);
+//   loop       the op inside an nn::Loop over time, on the frame plus a state
+//              initialized from a constant without the batch dim, stacked.
+// Ops that need the time axis itself (softmax over time, convolution, ...)
+// have no loop case; ops on the feature dim alone have no broadcast case
+// where the extra dim would be a second feature dim they cannot take.
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/nn/loop.h"
+#include "compiler/nn/modules.h"
+#include "tests/test_models.h"
+
+namespace retc::testing {
+namespace {
+
+using ir::Dim;
+using nn::Builder;
+using nn::Tensor;
+
+// The dims every sweep model shares.
+struct Dims {
+  Dim time = Dim::spatial("time");
+  Dim feat = Dim::feature("feat", 4);
+  Dim other = Dim::feature("other", 3);
+  Dim out = Dim::feature("out", 2);
+  Dim vocab = Dim::feature("vocab", 5);
+  Dim mem_time = Dim::spatial("mem_time");
+};
+
+// The root: a module per op that needs params, registered by the op's setup.
+class SweepNet : public nn::Module {
+ public:
+  SweepNet() : Module("sweep") {}
+  template <class M>
+  void add(const std::string& name, std::shared_ptr<M> m) {
+    mods_[name] = register_module(name, std::move(m));
+  }
+  std::shared_ptr<nn::Module> get(const std::string& name) const { return mods_.at(name); }
+  /// The memory of cross-attention (extern data over its own time).
+  Tensor memory;
+
+ private:
+  std::map<std::string, std::shared_ptr<nn::Module>> mods_;
+};
+
+struct Op {
+  const char* name;
+  bool binary = false;        // takes a second operand (broadcast: [B, other])
+  bool needs_time = false;    // works along the time axis (no loop case)
+  bool feature_only = false;  // takes exactly one feature dim (no broadcast case)
+  std::function<void(SweepNet&, const Dims&)> setup = [](SweepNet&, const Dims&) {};
+  std::function<Tensor(Builder&, SweepNet&, const Dims&, const Tensor& x, const Tensor& y,
+                       const std::optional<Dim>& time)>
+      apply;
+};
+
+template <class M>
+std::shared_ptr<M> mod(const SweepNet& net, const char* name) {
+  return std::static_pointer_cast<M>(net.get(name));
+}
+
+std::vector<Op> ops() {
+  using T = const Tensor&;
+  using OptDim = const std::optional<Dim>&;
+  std::vector<Op> v;
+  auto binary = [&](const char* name, Tensor (*f)(T, T, std::source_location)) {
+    Op op{name, true};
+    op.apply = [f](Builder&, SweepNet&, const Dims&, T x, T y, OptDim) {
+      return f(x, y, std::source_location::current());
+    };
+    v.push_back(op);
+  };
+  binary("add", nn::add);
+  binary("sub", nn::sub);
+  binary("mul", nn::mul);
+  binary("div", nn::div);
+  binary("minimum", nn::minimum);
+  binary("maximum", nn::maximum);
+  auto unary = [&](const char* name, std::function<Tensor(Builder&, const Dims&, T)> f,
+                   bool needs_time = false, bool feature_only = false) {
+    Op op{name, false, needs_time, feature_only};
+    op.apply = [f](Builder& b, SweepNet&, const Dims& d, T x, T, OptDim) { return f(b, d, x); };
+    v.push_back(op);
+  };
+  for (const char* func : {"relu", "tanh", "sigmoid", "gelu", "swish", "exp", "abs", "square"}) {
+    std::string f = func;
+    unary(func, [f](Builder&, const Dims&, T x) { return nn::activation(x, f); });
+  }
+  unary("dropout", [](Builder&, const Dims&, T x) { return nn::dropout(x, 0.1); });
+  unary("scale_gradient", [](Builder&, const Dims&, T x) { return nn::scale_gradient(x, 0.5); });
+  unary("stop_gradient", [](Builder&, const Dims&, T x) { return nn::stop_gradient(x); });
+  unary("reduce_sum", [](Builder&, const Dims& d, T x) { return nn::reduce(x, "sum", {d.feat}); });
+  unary("reduce_max", [](Builder&, const Dims& d, T x) { return nn::reduce(x, "max", {d.feat}); });
+  unary("normalize", [](Builder&, const Dims& d, T x) { return nn::normalize(x, {d.feat}); });
+  unary("log_softmax", [](Builder&, const Dims& d, T x) { return nn::log_softmax(x, d.feat); });
+  unary(
+      "softmax_time", [](Builder&, const Dims& d, T x) { return nn::softmax(x, d.time); }, true);
+  unary(
+      "reduce_mean_time",
+      [](Builder&, const Dims& d, T x) { return nn::reduce(x, "mean", {d.time}); }, true);
+  unary(
+      "mask_padding", [](Builder&, const Dims& d, T x) { return nn::mask_padding(x, d.time); },
+      true);
+  unary(
+      "shift_right", [](Builder&, const Dims& d, T x) { return nn::shift_right(x, d.time); }, true);
+  unary("concat", [](Builder&, const Dims& d, T x) { return nn::concat(x, d.feat, x, d.feat); });
+  unary("slice",
+        [](Builder&, const Dims& d, T x) { return nn::slice(x, d.feat, 1, Dim::feature("s", 2)); });
+  unary("split_merge", [](Builder&, const Dims& d, T x) {
+    Dim a = Dim::feature("a", 2), c = Dim::feature("c", 2);
+    return nn::merge_dims(nn::split_dims(x, d.feat, {a, c}), {a, c}, Dim::feature("ac", 4));
+  });
+  unary("compare_where", [](Builder& b, const Dims&, T x) {
+    return nn::where(nn::compare(x, nn::constant(b, 0.0), "greater"), x, nn::constant(b, -1.0));
+  });
+  unary("cast", [](Builder&, const Dims&, T x) {
+    return nn::cast(nn::cast(x, ir::DType::kInt32), ir::DType::kFloat32);
+  });
+  unary(
+      "range_in_axis",
+      [](Builder&, const Dims& d, T x) {
+        return x + nn::cast(nn::range_in_axis(x, d.time), ir::DType::kFloat32);
+      },
+      true);
+  unary(
+      "pos_encoding",
+      [](Builder&, const Dims& d, T x) { return nn::add_positional_encoding(x, d.time); }, true,
+      true);
+  unary(
+      "pool_max",
+      [](Builder&, const Dims& d, T x) { return nn::pool(x, "max", {d.time}, {2}, {1}, "same"); },
+      true);
+  unary("train_flag_where", [](Builder& b, const Dims&, T x) {
+    return nn::where(nn::train_flag(b), x, x * nn::constant(b, 2.0));
+  });
+  auto module = [&](const char* name, std::function<void(SweepNet&, const Dims&)> setup,
+                    std::function<Tensor(SweepNet&, const Dims&, T, OptDim)> f,
+                    bool needs_time = false, bool feature_only = false) {
+    Op op{name, false, needs_time, feature_only, setup};
+    op.apply = [f](Builder&, SweepNet& n, const Dims& d, T x, T, OptDim t) {
+      return f(n, d, x, t);
+    };
+    v.push_back(op);
+  };
+  module(
+      "linear",
+      [](SweepNet& n, const Dims& d) { n.add("m", std::make_shared<nn::Linear>(d.feat, d.out)); },
+      [](SweepNet& n, const Dims&, T x, OptDim) { return mod<nn::Linear>(n, "m")->forward(x); });
+  module(
+      "layer_norm",
+      [](SweepNet& n, const Dims& d) { n.add("m", std::make_shared<nn::LayerNorm>(d.feat)); },
+      [](SweepNet& n, const Dims&, T x, OptDim) { return mod<nn::LayerNorm>(n, "m")->forward(x); });
+  module(
+      "rms_norm",
+      [](SweepNet& n, const Dims& d) { n.add("m", std::make_shared<nn::RmsNorm>(d.feat)); },
+      [](SweepNet& n, const Dims&, T x, OptDim) { return mod<nn::RmsNorm>(n, "m")->forward(x); });
+  module(
+      "batch_norm",
+      [](SweepNet& n, const Dims& d) { n.add("m", std::make_shared<nn::BatchNorm>(d.feat)); },
+      [](SweepNet& n, const Dims&, T x, OptDim) { return mod<nn::BatchNorm>(n, "m")->forward(x); },
+      false, true);
+  module(
+      "lstm",
+      [](SweepNet& n, const Dims& d) { n.add("m", std::make_shared<nn::Lstm>(d.feat, d.out)); },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::Lstm>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "conv1d",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::Conv1d>(nn::Conv1dOptions(d.feat, d.out, 3)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::Conv1d>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "self_attention",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::SelfAttention>(
+                       nn::SelfAttentionOptions(d.feat, d.feat, d.feat, 2)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::SelfAttention>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "cross_attention",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::CrossAttention>(d.feat, d.feat, d.feat, d.feat, 2));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        // Queries (the op's input) attend over a memory of its own time.
+        return mod<nn::CrossAttention>(n, "m")->forward(x, n.memory, d.mem_time);
+      },
+      false, true);
+  return v;
+}
+
+enum class Situation { kPlain, kBroadcast, kLoop };
+
+void build(const Op& op, Situation s, Builder& b) {
+  Dims d;
+  Tensor x = b.extern_data("data", {Dim::batch(), d.time, d.feat});
+  Tensor other = b.extern_data("other", {Dim::batch(), d.other});
+  auto net = std::make_shared<SweepNet>();
+  op.setup(*net, d);
+  b.set_root(net);
+  net->memory = b.extern_data("memory", {Dim::batch(), d.mem_time, d.feat});
+  Tensor y;
+  switch (s) {
+    case Situation::kPlain:
+      y = op.apply(b, *net, d, x, x, d.time);
+      break;
+    case Situation::kBroadcast:
+      if (op.binary) {
+        y = op.apply(b, *net, d, x, other, d.time);  // [B, T, feat] op [B, other]
+      } else {
+        y = op.apply(b, *net, d, x * other, x, d.time);  // on [B, T, feat, other]
+      }
+      break;
+    case Situation::kLoop: {
+      nn::Loop loop(b, d.time);
+      Tensor state = loop.state(nn::constant(b, 0.5, {d.feat}), {Dim::batch(), d.feat});
+      Tensor frame = loop.unstack(x) + state;
+      Tensor value = op.apply(b, *net, d, frame, state, std::nullopt);
+      loop.next(state, frame);
+      loop.end();
+      y = loop.stack(value);
+      break;
+    }
+  }
+  y.mark_as_output();
+}
+
+}  // namespace
+
+std::vector<ModelDef> sweep_test_models() {
+  std::vector<ModelDef> out;
+  for (const Op& op : ops()) {
+    for (auto [s, name] :
+         {std::pair{Situation::kPlain, "plain"}, std::pair{Situation::kBroadcast, "broadcast"},
+          std::pair{Situation::kLoop, "loop"}}) {
+      if (s == Situation::kLoop && op.needs_time) continue;
+      if (s == Situation::kBroadcast && op.feature_only && !op.binary) continue;
+      ModelDef def;
+      def.name = absl::StrCat("sweep:", op.name, ":", name);
+      def.description = "sweep model (issue 10)";
+      def.build = [op, s](Builder& b) { build(op, s, b); };
+      def.training.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 2}});
+      def.training.dev = def.training.train;
+      out.push_back(std::move(def));
+    }
+  }
+  return out;
+}
+
+}  // namespace retc::testing
