@@ -151,10 +151,11 @@ class Lowering {
 // Strides and spatial dims of a windowed op (conv, pool).
 void set_windowed(PyValue& layer, const Lowering& l) {
   const auto& strides = l.attr<std::vector<int64_t>>("strides");
-  // RETURNN's default strides: 1 for conv, the window (pool_size) for pool.
+  // RETURNN's default strides: 1 for conv, but the window (pool_size) for
+  // pool, so a pool of stride 1 says so.
   const auto* pool_size = l.node().attrs.get<std::vector<int64_t>>("size");
-  if (pool_size ? strides != *pool_size
-                : std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
+  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }) ||
+      (pool_size && strides != *pool_size))
     layer.set("strides", ints_value(strides));
   const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
   // Frames past a sequence's end hold arbitrary values: masked (conv: 0,
