@@ -153,10 +153,13 @@ void build_loop_encoder_state(Builder& b) {
   // Attention that sees the weights accumulated so far (fertility-like).
   Tensor w = nn::softmax(nn::dot(io.x, q, {io.in}) - acc, io.time);
   Tensor acc_new = acc + w;
+  // Reads the state but does not feed it (RETURNN would move it out of the loop).
+  Tensor coverage = nn::reduce(nn::minimum(acc, w), "sum", {io.time});
   loop.next(acc, acc_new);
   loop.end();
   loop.stack(acc_new).mark_as_output("acc");
   loop.stack(w).mark_as_output("weights");
+  loop.stack(coverage).mark_as_output("coverage");
   io.finish(lin->forward(io.x));
 }
 

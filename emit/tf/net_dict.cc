@@ -708,6 +708,14 @@ void fold_weight_options(GraphFacts& f) {
   }
 }
 
+// Whether a loop state has a dynamic dim besides the batch.
+bool over_other_dynamic_dim(const ir::Node& state) {
+  for (const ir::Dim& d : state.type.dims) {
+    if (d.is_dynamic() && !d.is_batch()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
@@ -762,6 +770,15 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     if (f.is_output[i] && n.name != "output") layer->set("is_output_layer", true);
     if (l.in_loop() >= 0) {
       if (loops.stacked[i]) layer->set("is_output_layer", true);
+      // A reader of a state over another dynamic dim (accumulated attention
+      // weights over the encoder's time) stays in the loop with the state:
+      // moved out, RETURNN would stack the state's frames along that dim.
+      std::vector<PyValue> with;
+      for (ir::NodeId in : n.inputs) {
+        if (g.node(in).kind == ir::NodeKind::kLoopState && over_other_dynamic_dim(g.node(in)))
+          with.push_back(PyValue(g.node(loops.next_of_state[in.index]).name));
+      }
+      if (!with.empty()) layer->set("collocate_with", PyValue::list(std::move(with)));
       units[l.in_loop()].append(n.name, *std::move(layer));
       continue;
     }

@@ -624,11 +624,14 @@ def test_rq():
     dec = feed[net.net.extern_data.data["dec"].placeholder].astype("float64")
     lens, dec_lens = seq_lens(net, feed), seq_lens(net, feed, "dec")
     acc_got = ordered(net, "acc", feed, ["B", "dec_time", "time"])
+    coverage = ordered(net, "coverage", feed, ["B", "dec_time"])
     for b in range(len(lens)):
         n = lens[b]
         acc = numpy.zeros(n)
         for t in range(dec_lens[b]):
-            acc = acc + masked_softmax(x[b, :n] @ dec[b, t] - acc, n)
+            w = masked_softmax(x[b, :n] @ dec[b, t] - acc, n)
+            close(coverage[b, t], numpy.minimum(acc, w).sum(), 1e-5, "coverage, frame %d" % t)
+            acc = acc + w
             close(acc_got[b, t, :n], acc, 1e-5, "accumulated weights, frame %d" % t)
     # labels shifted right with BOS (index 5)
     net = Net(compile_model("rq-shift-labels"), train_flag=False)
