@@ -404,11 +404,7 @@ void build_select(Builder& b) {
 
 std::vector<ModelDef> module_test_models() {
   auto def = [](std::string name, void (*build)(Builder&)) {
-    emit::TrainingSetup t;
-    t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
-    t.dev = emit::PyValue::dict(
-        {{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
-    return ModelDef{std::move(name), "module library test model", build, t};
+    return ModelDef{std::move(name), "module library test model", build, small_training()};
   };
   return {
       def("mod-layer-norm", build_normed<nn::LayerNorm>),

@@ -173,11 +173,7 @@ void build_forward_only(Builder& b) {
 
 std::vector<ModelDef> rq_test_models() {
   auto def = [](std::string name, void (*build)(Builder&)) {
-    emit::TrainingSetup t;
-    t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
-    t.dev = emit::PyValue::dict(
-        {{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
-    return ModelDef{std::move(name), "a model RETURNN once rejected", build, t};
+    return ModelDef{std::move(name), "a model RETURNN once rejected", build, small_training()};
   };
   return {
       def("rq-outer-broadcast", build_outer_broadcast),

@@ -259,8 +259,7 @@ std::vector<ModelDef> sweep_test_models() {
       def.name = absl::StrCat("sweep:", op.name, ":", name);
       def.description = "sweep model (issue 10)";
       def.build = [op, s](Builder& b) { build(op, s, b); };
-      def.training.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 2}});
-      def.training.dev = def.training.train;
+      def.training = small_training();
       out.push_back(std::move(def));
     }
   }

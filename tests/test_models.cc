@@ -15,11 +15,20 @@ std::map<std::string, int>& lines() {
   return kLines;
 }
 
-emit::TrainingSetup tiny_training() {
+}  // namespace
+
+emit::TrainingSetup small_training() {
   emit::TrainingSetup t;
   t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 20}});
   t.dev = emit::PyValue::dict(
       {{"class", "Task12AXDataset"}, {"num_seqs", 5}, {"fixed_random_seed", 1}});
+  return t;
+}
+
+namespace {
+
+emit::TrainingSetup tiny_training() {
+  emit::TrainingSetup t = small_training();
   t.num_epochs = 1;
   return t;
 }

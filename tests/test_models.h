@@ -9,6 +9,10 @@
 
 namespace retc::testing {
 
+/// The training setup of the small test models: Task12AXDataset, 20 train
+/// and 5 dev sequences.
+emit::TrainingSetup small_training();
+
 /// The source line of the mistake in model `name`, or 0.
 int mistake_line(const std::string& name);
 
