@@ -19,9 +19,9 @@ struct Claim {
 
 std::string rel_pos_layer_name(const ir::Node& attention) { return attention.name + "_rel_pos"; }
 
-std::string variable_name(const ir::Param& p) {
-  return absl::StrReplaceAll(p.path, {{".", "/"}}) + "/param";
-}
+std::string scope_of(const ir::Param& p) { return absl::StrReplaceAll(p.path, {{".", "/"}}); }
+
+std::string variable_name(const ir::Param& p) { return scope_of(p) + "/param"; }
 
 absl::StatusOr<bool> naming(ir::Graph& g) {
   absl::flat_hash_set<std::string> taken;

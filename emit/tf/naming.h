@@ -35,8 +35,11 @@ std::vector<std::string> loop_layer_names(const ir::Graph& g, const ir::LoopAnal
 /// The name of the relative-positional encoding layer of a self-attention node.
 std::string rel_pos_layer_name(const ir::Node& attention);
 
-/// The TF variable RETURNN makes for a param: its path with '/' for '.',
-/// then `/param` (`encoder/layers/0/ff/weight/param`; `:0` is the tensor).
+/// A param's TF name scope: its path with '/' for '.' (`encoder/layers/0/ff/weight`).
+std::string scope_of(const ir::Param& p);
+
+/// The TF variable RETURNN makes for a param: its scope, then `/param`
+/// (`encoder/layers/0/ff/weight/param`; `:0` is the tensor).
 std::string variable_name(const ir::Param& p);
 
 }  // namespace retc::emit::tf

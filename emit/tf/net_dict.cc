@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "emit/tf/naming.h"
 #include "emit/tf/target.h"
 #include "ir/dim_table.h"
@@ -240,7 +239,7 @@ PyValue lower_param(const Lowering& l) {
     layer.set("init", o.initial.value);
   }
   if (!o.trainable) layer.set("trainable", false);
-  layer.set("name_scope", "/" + absl::StrReplaceAll(p.path, {{".", "/"}}));
+  layer.set("name_scope", "/" + scope_of(p));
   layer.set("param_name", "param");
   if (o.weight_decay.value != 0.0) layer.set("L2", o.weight_decay.value);
   PyValue updater = PyValue::dict();
