@@ -27,11 +27,11 @@ void fail(const ir::SourceLoc& loc, absl::string_view message) {
   throw ModelError(absl::InvalidArgumentError(absl::StrCat(loc.str(), ": error: ", message)));
 }
 
-void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::string_view what,
+void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::FunctionRef<std::string()> what,
                      const ir::SourceLoc& loc) {
   for (const ir::Dim& d : dims) {
     if (d.size() && *d.size() < 1) {
-      fail(loc, absl::StrCat(what, ": the dim ", d.describe(), " has size ", *d.size(),
+      fail(loc, absl::StrCat(what(), ": the dim ", d.describe(), " has size ", *d.size(),
                              "; a static dim needs a positive size"));
     }
   }
@@ -60,8 +60,9 @@ Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DTyp
       }
     }
   }
-  check_dim_sizes(dims, absl::StrCat("extern data '", key, "'"), l);
-  if (sparse_dim) check_dim_sizes({*sparse_dim}, absl::StrCat("extern data '", key, "'"), l);
+  auto data_what = [&] { return absl::StrCat("extern data '", key, "'"); };
+  check_dim_sizes(dims, data_what, l);
+  if (sparse_dim) check_dim_sizes({*sparse_dim}, data_what, l);
   if (sparse_dim && dtype == ir::DType::kFloat32) {
     fail(l, absl::StrCat("extern data '", key, "' is sparse and needs an integer dtype"));
   }
@@ -85,7 +86,8 @@ void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location l
   absl::flat_hash_map<const void*, std::string> seen;
   for (auto& [path, p] : root_->named_parameters()) {
     // At the user's line: where the param's module was registered.
-    check_dim_sizes(p.dims(), absl::StrCat("parameter '", path, "'"), p.ir().loc);
+    check_dim_sizes(
+        p.dims(), [&] { return absl::StrCat("parameter '", path, "'"); }, p.ir().loc);
     if (auto it = seen.find(p.identity()); it != seen.end()) {
       fail(p.ir().loc, absl::StrCat("parameter '", path, "' is also registered as '", it->second,
                                     "'; share modules, not parameters"));
@@ -171,8 +173,10 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
                       loops_[*loop].loc.str(), ": note: the loop starts here"));
   }
   for (const auto& [key, value] : attrs.items()) {
-    const std::string what = absl::StrCat(where(), node_kind_name(kind));
-    if (const auto* d = std::get_if<ir::Dim>(&value)) check_dim_sizes({*d}, what, loc);
+    auto what = [&] { return absl::StrCat(where(), node_kind_name(kind)); };
+    if (const auto* d = std::get_if<ir::Dim>(&value)) {
+      if (d->size() && *d->size() < 1) check_dim_sizes({*d}, what, loc);
+    }
     if (const auto* ds = std::get_if<std::vector<ir::Dim>>(&value)) check_dim_sizes(*ds, what, loc);
   }
   ir::NodeSpec spec;

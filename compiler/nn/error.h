@@ -11,6 +11,7 @@
 #include <source_location>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "ir/dim.h"
@@ -32,8 +33,9 @@ class ModelError : public std::exception {
 [[noreturn]] void fail(const ir::SourceLoc& loc, absl::string_view message);
 
 /// Fails at `loc` if a static dim of `dims` has a size below 1 (RETURNN would
-/// fail later, far from the user's line). `what` names the use.
-void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::string_view what,
+/// fail later, far from the user's line). `what()` names the use (made only
+/// on failure).
+void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::FunctionRef<std::string()> what,
                      const ir::SourceLoc& loc);
 
 }  // namespace retc::nn

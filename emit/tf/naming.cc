@@ -9,11 +9,27 @@
 namespace retc::emit::tf {
 namespace {
 
-// Who wants a name: for the message when two want the same.
-struct Claim {
-  std::string what;  // "output 'x'", "param 'enc.w'", ...
-  ir::SourceLoc loc;
-};
+// Who wants node i's name, for the message when two want the same: its
+// first mark, the param it initializes, its extern data or its param (the
+// order in which naming() gives the fixed names).
+std::pair<std::string, ir::SourceLoc> claim_of(const ir::Graph& g, size_t i) {
+  for (const ir::Mark& m : g.marks()) {
+    if (static_cast<size_t>(m.node.index) == i) {
+      return {
+          absl::StrCat(m.kind == ir::Mark::Kind::kLoss ? "loss " : "output ", ir::quote(m.name)),
+          m.loc};
+    }
+  }
+  for (const ir::Param& p : g.params()) {
+    if (p.options.init_node == static_cast<int32_t>(i))
+      return {absl::StrCat("the initial value of param ", ir::quote(p.path)), p.loc};
+  }
+  const ir::Node& n = g.nodes()[i];
+  if (n.kind == ir::NodeKind::kData)
+    return {absl::StrCat("extern data ", ir::quote(*n.attrs.get<std::string>("key"))), n.loc};
+  const ir::Param& p = g.param(n.param);
+  return {absl::StrCat("param ", ir::quote(p.path)), p.loc};
+}
 
 }  // namespace
 
@@ -29,24 +45,15 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
     if (!n.name.empty()) taken.insert(n.name);
   }
   std::vector<std::string> wanted(g.size());
-  std::vector<Claim> claims(g.size());
   // Marked nodes first, so `output` is never taken by an ordinary node.
   for (const ir::Mark& m : g.marks()) {
     std::string& w = wanted[m.node.index];
-    if (w.empty() && g.node(m.node).name.empty()) {
-      w = m.name;
-      claims[m.node.index] = {
-          absl::StrCat(m.kind == ir::Mark::Kind::kLoss ? "loss " : "output ", ir::quote(m.name)),
-          m.loc};
-    }
+    if (w.empty() && g.node(m.node).name.empty()) w = m.name;
   }
   // A param's initial value: `<param path>.init`.
   for (const ir::Param& p : g.params()) {
     int32_t i = p.options.init_node;
-    if (i >= 0 && wanted[i].empty() && g.nodes()[i].name.empty()) {
-      wanted[i] = p.path + ".init";
-      claims[i] = {absl::StrCat("the initial value of param ", ir::quote(p.path)), p.loc};
-    }
+    if (i >= 0 && wanted[i].empty() && g.nodes()[i].name.empty()) wanted[i] = p.path + ".init";
   }
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& n = g.nodes()[i];
@@ -54,28 +61,26 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
     // Data and params have fixed names; every other kind is named below.
     if (n.kind == ir::NodeKind::kData) {
       wanted[i] = "data:" + *n.attrs.get<std::string>("key");
-      claims[i] = {absl::StrCat("extern data ", ir::quote(*n.attrs.get<std::string>("key"))),
-                   n.loc};
     } else if (n.kind == ir::NodeKind::kParam) {
-      const ir::Param& p = g.param(n.param);
-      wanted[i] = p.path;
-      claims[i] = {absl::StrCat("param ", ir::quote(p.path)), p.loc};
+      wanted[i] = g.param(n.param).path;
     }
   }
-  absl::flat_hash_map<std::string, size_t> first;
   for (size_t i = 0; i < g.size(); ++i) {
     const std::string& w = wanted[i];
-    if (w.empty()) continue;
-    auto [it, inserted] = first.emplace(w, i);
-    if (inserted && taken.insert(w).second) continue;
-    const Claim& later = claims[i];
-    std::string other = inserted ? "a node named so already" : claims[it->second].what;
-    std::string note = inserted ? ""
-                                : absl::StrCat("\n", claims[it->second].loc.str(),
-                                               ": note: ", other, " wants it here");
-    return absl::InvalidArgumentError(
-        absl::StrCat(later.loc.str(), ": error: the RETURNN layer name ", ir::quote(w), " of ",
-                     later.what, " is wanted by ", other, " too; rename one of them", note));
+    if (w.empty() || taken.insert(w).second) continue;
+    // Wanted twice: by an earlier node, or the name of a named node.
+    size_t j = 0;
+    while (j < i && wanted[j] != w) ++j;
+    const auto [what, loc] = claim_of(g, i);
+    std::string other = "a node named so already", note;
+    if (j < i) {
+      const auto [first_what, first_loc] = claim_of(g, j);
+      other = first_what;
+      note = absl::StrCat("\n", first_loc.str(), ": note: ", other, " wants it here");
+    }
+    return absl::InvalidArgumentError(absl::StrCat(loc.str(), ": error: the RETURNN layer name ",
+                                                   ir::quote(w), " of ", what, " is wanted by ",
+                                                   other, " too; rename one of them", note));
   }
   bool changed = false;
   // The next suffix to try per base name: numbering stays linear in the
@@ -112,6 +117,7 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
 }
 
 std::vector<std::string> loop_layer_names(const ir::Graph& g, const ir::LoopAnalysis& loops) {
+  if (loops.loops.empty()) return {};
   absl::flat_hash_set<std::string> names;
   for (const ir::Node& n : g.nodes()) names.insert(n.name);
   std::vector<std::string> out(loops.loops.size());
