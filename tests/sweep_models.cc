@@ -8,7 +8,10 @@
 //              [B, time, feat] and [B, other]; other ops on an outer-broadcast
 //              input [B, time, feat, other] (when the op takes extra dims);
 //   loop       the op inside an nn::Loop over time, on the frame plus a state
-//              initialized from a constant without the batch dim, stacked.
+//              initialized from a constant without the batch dim, stacked;
+//   state      the op inside an nn::Loop over another axis (a memory's), on a
+//              state over [B, time] (accumulated attention weights), which the
+//              op reads without feeding it back; for the ops that take any dims.
 // Ops that need the time axis itself (softmax over time, convolution, ...)
 // have no loop case; ops on the feature dim alone have no broadcast case
 // where the extra dim would be a second feature dim they cannot take.
@@ -209,7 +212,28 @@ std::vector<Op> ops() {
   return v;
 }
 
-enum class Situation { kPlain, kBroadcast, kLoop };
+enum class Situation { kPlain, kBroadcast, kLoop, kState };
+
+// The ops that take any dims (no feature dim needed): the `state` situation.
+bool takes_any_dims(const std::string& op) {
+  static const char* kOps[] = {"add",           "sub",
+                               "mul",           "div",
+                               "minimum",       "maximum",
+                               "relu",          "tanh",
+                               "sigmoid",       "gelu",
+                               "swish",         "exp",
+                               "abs",           "square",
+                               "dropout",       "scale_gradient",
+                               "stop_gradient", "compare_where",
+                               "cast",          "train_flag_where",
+                               "softmax_time",  "reduce_mean_time",
+                               "mask_padding",  "shift_right",
+                               "range_in_axis"};
+  for (const char* k : kOps) {
+    if (op == k) return true;
+  }
+  return false;
+}
 
 void build(const Op& op, Situation s, Builder& b) {
   Dims d;
@@ -241,6 +265,18 @@ void build(const Op& op, Situation s, Builder& b) {
       y = loop.stack(value);
       break;
     }
+    case Situation::kState: {
+      nn::Loop loop(b, d.mem_time);
+      Tensor acc = loop.state(nn::constant(b, 0.0), {Dim::batch(), d.time});
+      Tensor m = nn::reduce(loop.unstack(net->memory), "sum", {d.feat});  // [B]
+      Tensor x_b = nn::reduce(x, "mean", {d.feat});                       // [B, time]
+      Tensor frame = acc + nn::softmax(x_b * m, d.time);          // the weights of this frame
+      Tensor value = op.apply(b, *net, d, acc + x_b, m, d.time);  // reads acc, not fed back
+      loop.next(acc, frame);
+      loop.end();
+      y = loop.stack(value);
+      break;
+    }
   }
   y.mark_as_output();
 }
@@ -252,8 +288,9 @@ std::vector<ModelDef> sweep_test_models() {
   for (const Op& op : ops()) {
     for (auto [s, name] :
          {std::pair{Situation::kPlain, "plain"}, std::pair{Situation::kBroadcast, "broadcast"},
-          std::pair{Situation::kLoop, "loop"}}) {
+          std::pair{Situation::kLoop, "loop"}, std::pair{Situation::kState, "state"}}) {
       if (s == Situation::kLoop && op.needs_time) continue;
+      if (s == Situation::kState && !takes_any_dims(op.name)) continue;
       if (s == Situation::kBroadcast && op.feature_only && !op.binary) continue;
       ModelDef def;
       def.name = absl::StrCat("sweep:", op.name, ":", name);

@@ -737,6 +737,17 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     if (int k = ir::kind_facts(n.kind).target_input; k >= 0) f.is_target[n.inputs[k].index] = true;
   }
   fold_weight_options(f);
+  // Which in-loop nodes feed some next value of their loop (inputs precede
+  // users: one backward sweep).
+  std::vector<bool> feeds_next(g.size(), false);
+  for (size_t i = g.size(); i-- > 0;) {
+    const ir::Node& n = g.nodes()[i];
+    if (n.kind == ir::NodeKind::kLoopNext) feeds_next[i] = true;
+    if (!feeds_next[i]) continue;
+    for (ir::NodeId in : n.inputs) {
+      if (loops.loop_of[in.index] == loops.loop_of[i]) feeds_next[in.index] = true;
+    }
+  }
 
   NetDict out;
   for (const ir::Dim& d : t.dims()) out.dims.emplace_back(t.id(d), dim_definition(t, d));
@@ -770,11 +781,14 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
     if (l.in_loop() >= 0) {
       if (loops.stacked[i]) layer->set("is_output_layer", true);
       // A reader of a state over another dynamic dim (accumulated attention
-      // weights over the encoder's time) stays in the loop with the state:
-      // moved out, RETURNN would stack the state's frames along that dim.
+      // weights over the encoder's time) that does not feed a next value
+      // stays in the loop with the state: moved out, RETURNN would stack the
+      // state's frames along that dim. (The ones feeding a next value stay
+      // in the loop anyway; collocated, they would depend on themselves.)
       std::vector<PyValue> with;
       for (ir::NodeId in : n.inputs) {
-        if (g.node(in).kind == ir::NodeKind::kLoopState && over_other_dynamic_dim(g.node(in)))
+        if (g.node(in).kind == ir::NodeKind::kLoopState && over_other_dynamic_dim(g.node(in)) &&
+            !feeds_next[i])
           with.push_back(PyValue(g.node(loops.next_of_state[in.index]).name));
       }
       if (!with.empty()) layer->set("collocate_with", PyValue::list(std::move(with)));
