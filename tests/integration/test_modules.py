@@ -570,26 +570,28 @@ def masked_softmax(z, n):
     return e / e.sum(axis=0)
 
 
+def probe(model, seed):
+    """An evaluation net of `model`, a random batch, its data (float64) and lengths."""
+    net = Net(compile_model(model), train_flag=False)
+    feed = net.feed(seed)
+    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
+    return net, feed, x, seq_lens(net, feed)
+
+
 def test_rq():
     """Models RETURNN once rejected after retc accepted them (tests/rq_models.cc):
     outer broadcasts in combine and where, attention's weighted sum, loop
     states initialized from constants without the state's dims (batch; the
     encoder's time), and a forward-only model in `retc check`."""
     # [B, T, classes] + [B, input]
-    net = Net(compile_model("rq-outer-broadcast"), train_flag=False)
-    feed = net.feed(2)
-    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
-    lens = seq_lens(net, feed)
+    net, feed, x, lens = probe("rq-outer-broadcast", 2)
     logits = ordered(net, "output", feed, ["B", "time", "classes"])
     got = ordered(net, "bcast", feed, ["B", "time", "classes", "input"])
     for b, n in enumerate(lens):
         mean = x[b, :n].mean(axis=0)
         close(got[b, :n], logits[b, :n, :, None] + mean[None, None, :], 1e-5, "outer broadcast")
     # where(mean(x) > 0, logits, 0) over [B, T, classes, input]
-    net = Net(compile_model("rq-where-broadcast"), train_flag=False)
-    feed = net.feed(2)
-    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
-    lens = seq_lens(net, feed)
+    net, feed, x, lens = probe("rq-where-broadcast", 2)
     logits = ordered(net, "output", feed, ["B", "time", "classes"])
     got = ordered(net, "selected", feed, ["B", "time", "classes", "input"])
     for b, n in enumerate(lens):
@@ -597,10 +599,7 @@ def test_rq():
         want = numpy.where(cond[None, None, :], logits[b, :n, :, None], 0.0)
         close(got[b, :n], want, 1e-5, "where broadcast")
     # weights [B, T, heads] * x [B, T, input], summed over T
-    net = Net(compile_model("rq-attention-sum"), train_flag=False)
-    feed = net.feed(3)
-    x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
-    lens = seq_lens(net, feed)
+    net, feed, x, lens = probe("rq-attention-sum", 3)
     ws = net.variable("score/weight/param:0")
     context = ordered(net, "context", feed, ["B", "heads", "input"])
     for b, n in enumerate(lens):
