@@ -42,6 +42,12 @@ absl::StatusOr<TensorType> infer_elementwise(const Graph& g, NodeKind kind,
                                                    a.describe(), " and ", b.describe(),
                                                    " do not combine"));
   }
+  const bool logical = kind == NodeKind::kLogicalAnd || kind == NodeKind::kLogicalOr;
+  if (logical != (a.dtype == DType::kBool)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(node_kind_name(kind), ": operands ", a.describe(), " and ", b.describe(),
+                     logical ? " must be bool" : " must not be bool"));
+  }
   TensorType out = a;
   for (const Dim& d : b.dims) {
     if (index_of(out.dims, d) < 0) out.dims.push_back(d);
@@ -840,14 +846,23 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     }
     case NodeKind::kReduce: {
       ASSIGN_OR_RETURN(auto mode, attr<std::string>(spec, kind, "mode"));
+      const bool arg = mode == "argmax" || mode == "argmin";
       if (mode != "sum" && mode != "mean" && mode != "max" && mode != "min" &&
-          mode != "logsumexp") {
+          mode != "logsumexp" && !arg) {
         return absl::InvalidArgumentError(absl::StrCat("reduce: unknown mode '", mode, "'"));
       }
       ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
       if (axes.empty()) return absl::InvalidArgumentError("reduce needs at least one axis");
       ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "reduce input"));
       ASSIGN_OR_RETURN(auto dims, without(t, axes, "reduce"));
+      // argmax / argmin: int32 indices, sparse over the one (static) axis.
+      if (arg) {
+        if (axes.size() != 1 || !axes[0].size()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "reduce: ", mode, " needs exactly one static axis, got ", describe(axes)));
+        }
+        return TensorType{std::move(dims), DType::kInt32, axes[0]};
+      }
       return TensorType{std::move(dims), t.dtype, std::nullopt};
     }
     case NodeKind::kNormalize:

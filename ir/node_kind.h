@@ -76,7 +76,9 @@ struct KindFacts {
   X(Mul, "mul", RETC_BINARY)         \
   X(Div, "div", RETC_BINARY)         \
   X(Minimum, "minimum", RETC_BINARY) \
-  X(Maximum, "maximum", RETC_BINARY)
+  X(Maximum, "maximum", RETC_BINARY)         \
+  X(LogicalAnd, "logical_and", RETC_BINARY) \
+  X(LogicalOr, "logical_or", RETC_BINARY)
 
 // The other kinds: X(Enumerator, "text name", facts), with what the node
 // computes as a comment.

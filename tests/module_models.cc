@@ -96,6 +96,20 @@ void build_ops(Builder& b) {
   io.finish(logits);
 }
 
+// logical and / or of comparison masks; argmax / argmin over the classes.
+void build_logic(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  Tensor pos = nn::compare(io.x, nn::constant(b, 0.0), "greater");
+  Tensor small = nn::compare(io.x, nn::constant(b, 0.5), "less");
+  nn::cast(nn::logical_and(pos, small), ir::DType::kFloat32).mark_as_output("both");
+  nn::cast(nn::logical_or(pos, small), ir::DType::kFloat32).mark_as_output("either");
+  Tensor logits = lin->forward(io.x);
+  nn::argmax(logits, io.classes).mark_as_output("best");
+  nn::argmin(logits, io.classes).mark_as_output("worst");
+  io.finish(logits);
+}
+
 // Self-attention (plain or causal) with key dim 8, value dim 6, 2 heads.
 template <bool kCausal>
 void build_attention(Builder& b) {
@@ -412,6 +426,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-embedding", build_embedding),
       def("mod-blstm", build_blstm),
       def("op-functional", build_ops),
+      def("op-logic", build_logic),
       def("mod-self-attention", build_attention<false>),
       def("mod-causal-attention", build_attention<true>),
       def("mod-transformer", build_transformer),

@@ -127,6 +127,15 @@ std::vector<Op> ops() {
   unary("compare_where", [](Builder& b, const Dims&, T x) {
     return nn::where(nn::compare(x, nn::constant(b, 0.0), "greater"), x, nn::constant(b, -1.0));
   });
+  unary("logical", [](Builder& b, const Dims&, T x) {
+    Tensor both = nn::logical_and(nn::compare(x, nn::constant(b, 0.0), "greater"),
+                                  nn::compare(x, nn::constant(b, 0.5), "less"));
+    return nn::cast(nn::logical_or(both, nn::compare(x, nn::constant(b, -1.0), "less")),
+                    ir::DType::kFloat32);
+  });
+  unary("argmax", [](Builder&, const Dims& d, T x) {
+    return nn::cast(nn::argmax(x, d.feat), ir::DType::kFloat32);
+  });
   unary("cast", [](Builder&, const Dims&, T x) {
     return nn::cast(nn::cast(x, ir::DType::kInt32), ir::DType::kFloat32);
   });
@@ -216,18 +225,31 @@ enum class Situation { kPlain, kBroadcast, kLoop, kState };
 
 // The ops that take any dims (no feature dim needed): the `state` situation.
 bool takes_any_dims(const std::string& op) {
-  static const char* kOps[] = {"add",           "sub",
-                               "mul",           "div",
-                               "minimum",       "maximum",
-                               "relu",          "tanh",
-                               "sigmoid",       "gelu",
-                               "swish",         "exp",
-                               "abs",           "square",
-                               "dropout",       "scale_gradient",
-                               "stop_gradient", "compare_where",
-                               "cast",          "train_flag_where",
-                               "softmax_time",  "reduce_mean_time",
-                               "mask_padding",  "shift_right",
+  static const char* kOps[] = {"add",
+                               "sub",
+                               "mul",
+                               "div",
+                               "minimum",
+                               "maximum",
+                               "relu",
+                               "tanh",
+                               "sigmoid",
+                               "gelu",
+                               "swish",
+                               "exp",
+                               "abs",
+                               "square",
+                               "dropout",
+                               "scale_gradient",
+                               "stop_gradient",
+                               "compare_where",
+                               "cast",
+                               "train_flag_where",
+                               "logical",
+                               "softmax_time",
+                               "reduce_mean_time",
+                               "mask_padding",
+                               "shift_right",
                                "range_in_axis"};
   for (const char* k : kOps) {
     if (op == k) return true;

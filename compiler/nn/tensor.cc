@@ -135,6 +135,14 @@ Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, dou
                L(loc));
 }
 
+Tensor argmax(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return reduce(x, "argmax", {axis}, loc);
+}
+
+Tensor argmin(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return reduce(x, "argmin", {axis}, loc);
+}
+
 Tensor reduce(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
               std::source_location loc) {
   return builder_of(x, "reduce", L(loc))

@@ -71,6 +71,15 @@ inline Tensor maximum(const Tensor& a, const Tensor& b,
                       std::source_location loc = std::source_location::current()) {
   return elementwise(ir::NodeKind::kMaximum, a, b, loc);
 }
+/// Elementwise and / or of bool tensors (e.g. masks from nn::compare).
+inline Tensor logical_and(const Tensor& a, const Tensor& b,
+                          std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kLogicalAnd, a, b, loc);
+}
+inline Tensor logical_or(const Tensor& a, const Tensor& b,
+                         std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kLogicalOr, a, b, loc);
+}
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
@@ -126,6 +135,12 @@ Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, dou
 /// Reduces `axes` with mode "sum", "mean", "max", "min" or "logsumexp"
 /// (dynamic axes respect sequence lengths).
 Tensor reduce(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
+              std::source_location loc = std::source_location::current());
+/// The index of the largest (smallest) entry along the static `axis`: int32,
+/// sparse over `axis` (e.g. the best class, for nn::gather or an error rate).
+Tensor argmax(const Tensor& x, const ir::Dim& axis,
+              std::source_location loc = std::source_location::current());
+Tensor argmin(const Tensor& x, const ir::Dim& axis,
               std::source_location loc = std::source_location::current());
 /// (x - mean) / sqrt(var + epsilon), mean and variance over `axes`.
 Tensor normalize(const Tensor& x, std::vector<ir::Dim> axes, double epsilon = 1e-6,

@@ -213,6 +213,10 @@ absl::string_view combine_kind(ir::BinaryOp op) {
       return "minimum";
     case ir::BinaryOp::kMaximum:
       return "maximum";
+    case ir::BinaryOp::kLogicalAnd:
+      return "logical_and";
+    case ir::BinaryOp::kLogicalOr:
+      return "logical_or";
   }
   return "";
 }

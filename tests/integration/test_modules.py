@@ -214,6 +214,23 @@ def test_functional():
     print("softmax over time (masked), log_softmax, reduce, concat, normalize, minimum, maximum: checked")
 
 
+def test_logic():
+    """logical and / or of masks, argmax / argmin over the classes (int32, sparse)."""
+    net = Net(compile_model("op-logic"), train_flag=False)
+    feed = net.feed(4)
+    x = feed[net.net.extern_data.data["data"].placeholder]
+    pos, small = x > 0, x < 0.5
+    close(net.layer("both", feed), (pos & small).astype("float32"), 0, "logical_and")
+    close(net.layer("either", feed), (pos | small).astype("float32"), 0, "logical_or")
+    logits = net.layer("output", feed)
+    best, worst = net.layer("best", feed), net.layer("worst", feed)
+    assert best.dtype == numpy.int32, best.dtype
+    close(best, logits.argmax(-1), 0, "argmax")
+    close(worst, logits.argmin(-1), 0, "argmin")
+    assert net.net.get_layer("best").output.sparse_dim.dimension == 3
+    print("logical_and, logical_or, argmax, argmin: match numpy")
+
+
 def test_blstm_directions():
     """The backward LSTM's first frame depends on the last frame; the forward one's does not."""
     net = Net(compile_model("mod-blstm"), train_flag=False)
