@@ -3,13 +3,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "emit/tf/target.h"
+#include "emit/torch/target.h"
 #include "runtime/tf/runner.h"
+#include "runtime/torch/runner.h"
 
 namespace retc::runtime {
 
 const std::vector<Backend>& backends() {
   static const std::vector<Backend> kBackends = {
       {emit::tf::target(), tf::runner()},
+      {emit::torch::target(), torch::runner()},
   };
   return kBackends;
 }

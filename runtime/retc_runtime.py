@@ -146,3 +146,67 @@ def train(config_path):
         return last, scores
     finally:
         _flush()
+
+
+def check_torch(config_path):
+    """The torch target's check: builds the model with the config's
+    get_model (its params and initial values), runs train_step on random
+    data, the backward pass included. Returns (variables, losses): lists of
+    (name, shape); the variables are the state_dict's."""
+    import numpy
+    import torch
+    from returnn.log import log
+    from returnn.config import Config, set_global_config
+    from returnn.util.basic import BehaviorVersion
+    import returnn.frontend as rf
+    from returnn.tensor import TensorDict
+    from returnn.torch.data import extern_data as extern_data_util
+
+    log.initialize(verbosity=[2])
+    config = Config()
+    config.load_file(config_path)
+    set_global_config(config)
+    BehaviorVersion.set(config.int("behavior_version", 0) or None)
+    rf.select_backend_torch()
+    rf.set_random_seed(config.int("random_seed", 42))
+    model = config.typed_value("get_model")(epoch=1, step=0)
+    template = TensorDict()
+    template.update(config.typed_value("extern_data"), auto_convert=True)
+    rng = numpy.random.RandomState(1)
+    batch, max_time = 3, 7
+    raw, sizes = {}, {}
+    for key, data in template.data.items():
+        shape = []
+        for tag in data.dims:
+            if tag.is_batch_dim():
+                shape.append(batch)
+            elif tag.dimension is not None:
+                shape.append(tag.dimension)
+            else:
+                if tag not in sizes:  # the input's time long, later dynamic dims short
+                    top = max_time if not sizes else 2
+                    lens = rng.randint(min(top, max_time - 2), top + 1, size=(batch,)).astype("int32")
+                    lens[0] = top
+                    sizes[tag] = lens
+                shape.append(int(sizes[tag].max()))
+                raw[key + ":seq_len"] = torch.tensor(sizes[tag])
+        if data.sparse_dim is not None:
+            value = rng.randint(0, data.sparse_dim.dimension, size=shape).astype(data.dtype)
+        else:
+            value = rng.normal(size=shape).astype(data.dtype)
+        raw[key] = torch.tensor(value)
+    extern_data = extern_data_util.raw_dict_to_extern_data(
+        raw, extern_data_template=template, device="cpu", with_eval_targets=True)
+    rf.init_train_step_run_ctx(train_flag=True, step=0, epoch=1)
+    config.typed_value("train_step")(model=model, extern_data=extern_data)
+    ctx = rf.get_run_ctx()
+    losses = [(name, list(loss.loss.raw_tensor.shape)) for name, loss in sorted(ctx.losses.items())]
+    total = ctx.total_loss()
+    if isinstance(total, rf.Tensor):
+        value = total.raw_tensor
+        if not torch.isfinite(value):
+            raise ValueError("total loss on random data is not finite: %r" % float(value))
+        value.backward()
+    variables = [(name, [int(d) for d in p.raw_tensor.shape]) for name, p in model.named_parameters()]
+    _flush()
+    return variables, losses

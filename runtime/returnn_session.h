@@ -37,6 +37,12 @@ struct TrainResult {
 absl::StatusOr<CheckResult> check_config(const std::string& config_path,
                                          const std::string& log_path);
 
+/// The torch target's check: the config's get_model and one train_step (with
+/// the backward pass) on random data; `variables` are the state_dict's, and
+/// `outputs` the losses marked in the step.
+absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
+                                               const std::string& log_path);
+
 /// Runs RETURNN's training task on the config (RETURNN logs to stdout, its
 /// stderr and any traceback go to `log_path`, as for check_config). Ctrl-C
 /// gives a Cancelled status; the last finished epoch's checkpoint stays.

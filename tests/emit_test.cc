@@ -6,6 +6,7 @@
 #include "emit/target.h"
 #include "emit/tf/net_dict.h"
 #include "emit/tf/target.h"
+#include "emit/torch/target.h"
 #include "ir/printer.h"
 #include "tests/golden.h"
 #include "tests/test_models.h"
@@ -28,6 +29,26 @@ TEST_CASE("every bundled model's config and IR match their golden files") {
     REQUIRE(text.ok());
     testing::check_golden(m.name + ".config", *text);
   }
+}
+
+TEST_CASE("the torch config of 12ax matches its golden file, byte-stable") {
+  ModelDef m = configs::model_12ax();
+  auto a = emit::compile_to_config(m, emit::torch::target(), options(m));
+  auto b = emit::compile_to_config(m, emit::torch::target(), options(m));
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(*a == *b);
+  testing::check_golden("12ax.torch.config", *a);
+}
+
+TEST_CASE("a kind the torch target does not lower is a user error naming the target") {
+  auto text = emit::compile_to_config(configs::model_transformer_copy(), emit::torch::target(),
+                                      options(configs::model_transformer_copy()));
+  REQUIRE(!text.ok());
+  CHECK(absl::IsInvalidArgument(text.status()));
+  CHECK_THAT(std::string(text.status().message()),
+             Catch::Contains("transformer_copy.cc:") &&
+                 Catch::Contains("the torch target does not lower"));
 }
 
 TEST_CASE("compiling twice gives identical bytes") {

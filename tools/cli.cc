@@ -339,9 +339,14 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   std::cout.flush();
   if (!r.ok()) return error(r.status());
   const std::pair<std::string, double>* dev_error = nullptr;
-  // One loss: RETURNN records "dev_error"; several: "dev_error_<loss>".
+  // TF, one loss: RETURNN records "dev_error"; several: "dev_error_<loss>".
+  // Torch: "dev_loss_<loss>_error" (the frame error the torch target marks).
   for (const auto& kv : r->scores) {
     if (kv.first == "dev_error" || (kv.first.starts_with("dev_error_") && !dev_error))
+      dev_error = &kv;
+  }
+  for (const auto& kv : r->scores) {
+    if (!dev_error && kv.first.starts_with("dev_loss_") && kv.first.ends_with("_error"))
       dev_error = &kv;
   }
   if (!dev_error)

@@ -6,6 +6,8 @@ expect_error 1 "^retc: error: unknown model 'nope'; known models: 12ax, 12ax-wn,
 [ ! -e "$TMP/a.config" ] || fail "unknown model wrote a file"
 expect_error 1 "unknown model" -- "$RETC" check nope
 expect_error 1 "unknown model" -- "$RETC" train nope --workdir "$TMP/w"
+expect_error 2 "^retc: error: unknown backend .nope.; backends: tf, torch" -- "$RETC" compile 12ax --backend nope -o "$TMP/b.config"
+[ ! -e "$TMP/b.config" ] || fail "wrote a config for an unknown backend"
 expect_error 1 "unknown model" -- "$RETC" dump-ir nope
 pass "unknown model"
 

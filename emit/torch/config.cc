@@ -1,0 +1,456 @@
+#include "emit/torch/config.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "emit/py_value.h"
+#include "emit/torch/target.h"
+#include "ir/dim_table.h"
+#include "ir/format.h"
+#include "ir/status_macros.h"
+
+namespace retc::emit::torch {
+namespace {
+
+// The rf function of an activation; empty: not lowered.
+absl::string_view rf_activation(absl::string_view func) {
+  static const std::pair<absl::string_view, absl::string_view> kFuncs[] = {
+      {"relu", "rf.relu"},     {"tanh", "rf.tanh"},   {"sigmoid", "rf.sigmoid"},
+      {"gelu", "rf.gelu"},     {"elu", "rf.elu"},     {"swish", "rf.swish"},
+      {"silu", "rf.silu"},     {"exp", "rf.exp"},     {"log", "rf.log"},
+      {"abs", "rf.abs"},       {"sqrt", "rf.sqrt"},   {"rsqrt", "rf.rsqrt"},
+      {"square", "rf.square"}, {"negative", "rf.neg"}};
+  for (const auto& [f, rf] : kFuncs) {
+    if (f == func) return rf;
+  }
+  return "";
+}
+
+// Why this target cannot lower `n` yet; empty: it can.
+std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
+  switch (n.kind) {
+#define RETC_X(E, S, F) case ir::NodeKind::k##E:
+    RETC_FOR_EACH_BINARY_KIND(RETC_X)
+#undef RETC_X
+    case ir::NodeKind::kData:
+    case ir::NodeKind::kParam:
+    case ir::NodeKind::kDot:
+    case ir::NodeKind::kDropout:
+    case ir::NodeKind::kLstm:
+    case ir::NodeKind::kRandom:
+    case ir::NodeKind::kConstant:
+    case ir::NodeKind::kSoftmax:
+    case ir::NodeKind::kCompare:
+    case ir::NodeKind::kCast:
+    case ir::NodeKind::kWhere:
+    case ir::NodeKind::kTrainFlag:
+      return "";
+    case ir::NodeKind::kActivation:
+      return rf_activation(*n.attrs.get<std::string>("func")).empty()
+                 ? absl::StrCat("the activation ", ir::quote(*n.attrs.get<std::string>("func")))
+                 : "";
+    case ir::NodeKind::kReduce:
+      return *n.attrs.get<std::string>("mode") == "logsumexp" ? "reduce mode logsumexp" : "";
+    case ir::NodeKind::kCrossEntropy:
+      if (n.attrs.get<double>("label_smoothing")) return "label smoothing";
+      if (g.node(n.inputs[1]).kind != ir::NodeKind::kData) return "targets other than extern data";
+      return "";
+    case ir::NodeKind::kNorm:
+    case ir::NodeKind::kWeightNorm:
+    case ir::NodeKind::kWeightDropout:
+    case ir::NodeKind::kWeightNoise:
+    case ir::NodeKind::kScaleGrad:
+    case ir::NodeKind::kNormalize:
+    case ir::NodeKind::kGather:
+    case ir::NodeKind::kConcat:
+    case ir::NodeKind::kSelfAttention:
+    case ir::NodeKind::kConv:
+    case ir::NodeKind::kRegressionLoss:
+    case ir::NodeKind::kSlice:
+    case ir::NodeKind::kSplitDims:
+    case ir::NodeKind::kMergeDims:
+    case ir::NodeKind::kPool:
+    case ir::NodeKind::kBatchNorm:
+    case ir::NodeKind::kCtcLoss:
+    case ir::NodeKind::kShiftAxis:
+    case ir::NodeKind::kSeqMask:
+    case ir::NodeKind::kPosEncoding:
+    case ir::NodeKind::kCustomLoss:
+    case ir::NodeKind::kLoopUnstack:
+    case ir::NodeKind::kLoopState:
+    case ir::NodeKind::kLoopNext:
+    case ir::NodeKind::kLoopStack:
+    case ir::NodeKind::kRange:
+      return absl::StrCat(node_kind_name(n.kind), " nodes");
+  }
+  return "this kind";
+}
+
+absl::Status user_error(const ir::Node& n, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
+                   n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
+}
+
+// The option of `p` that this target does not support yet; empty: none.
+std::string unsupported_option(const ir::Param& p) {
+  const ir::ParamOptions& o = p.options;
+  if (!o.trainable) return "trainable false";
+  if (o.weight_decay.value != 0.0) return "weight decay";
+  if (o.lr_multiplier != 1.0) return "a learning-rate multiplier";
+  if (o.gradient_clip != 0.0) return "gradient clipping";
+  if (!o.device.empty()) return "a device";
+  if (p.dtype != ir::DType::kFloat32) return "a dtype besides float32";
+  return "";
+}
+
+PyValue dim_ref(const ir::DimTable& t, const ir::Dim& d) { return PyValue::ref(t.id(d)); }
+
+PyValue dims_value(const ir::DimTable& t, const std::vector<ir::Dim>& dims) {
+  std::vector<PyValue> v;
+  for (const ir::Dim& d : dims) v.push_back(dim_ref(t, d));
+  return PyValue::list(std::move(v));
+}
+
+// `time_dim = Dim(None, name="time")`, `hidden_x4_dim = 4 * hidden_dim`, ...
+PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
+  switch (d.kind()) {
+    case ir::Dim::Kind::kBatch:
+      return PyValue::ref("batch_dim");
+    case ir::Dim::Kind::kFeature:
+    case ir::Dim::Kind::kSpatial:
+      return PyValue::call("Dim", {d.size() ? PyValue(*d.size()) : PyValue::none()},
+                           {{"name", d.name()}});
+    case ir::Dim::Kind::kDerived:
+      switch (d.op()) {
+        case ir::Dim::Op::kAdd:
+          return PyValue::binop(dim_ref(t, d.operands()[0]), "+", dim_ref(t, d.operands()[1]));
+        case ir::Dim::Op::kMul:
+          return PyValue::binop(d.factor(), "*", dim_ref(t, d.operands()[0]));
+        case ir::Dim::Op::kFloorDiv:
+          return PyValue::binop(dim_ref(t, d.operands()[0]), "//", d.factor());
+        case ir::Dim::Op::kNone:
+          break;
+      }
+  }
+  return PyValue();
+}
+
+absl::string_view combine_kind(ir::BinaryOp op) {
+  switch (op) {
+    case ir::BinaryOp::kAdd:
+      return "add";
+    case ir::BinaryOp::kSub:
+      return "sub";
+    case ir::BinaryOp::kMul:
+      return "mul";
+    case ir::BinaryOp::kDiv:
+      return "truediv";
+    case ir::BinaryOp::kMinimum:
+      return "minimum";
+    case ir::BinaryOp::kMaximum:
+      return "maximum";
+    case ir::BinaryOp::kLogicalAnd:
+      return "logical_and";
+    case ir::BinaryOp::kLogicalOr:
+      return "logical_or";
+  }
+  return "";
+}
+
+// The Python expression of one node (inputs by their names).
+std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
+                       absl::string_view model) {
+  auto in = [&](size_t k) { return g.node(n.inputs[k]).name; };
+  auto dims_attr = [&](absl::string_view key) {
+    return dims_value(t, *n.attrs.get<std::vector<ir::Dim>>(key)).repr();
+  };
+  auto dim_attr = [&](absl::string_view key) { return t.id(*n.attrs.get<ir::Dim>(key)); };
+  auto num = [&](absl::string_view key) { return PyValue(*n.attrs.get<double>(key)).repr(); };
+  switch (n.kind) {
+#define RETC_X(E, S, F) case ir::NodeKind::k##E:
+    RETC_FOR_EACH_BINARY_KIND(RETC_X)
+#undef RETC_X
+    return absl::StrCat("rf.combine(", in(0), ", ",
+                        PyValue(std::string(combine_kind(*ir::binary_op(n.kind)))).repr(), ", ",
+                        in(1), ", allow_broadcast_all_sources=True)");
+    case ir::NodeKind::kData:
+      return absl::StrCat("extern_data[", PyValue(*n.attrs.get<std::string>("key")).repr(), "]");
+    case ir::NodeKind::kParam:
+      return absl::StrCat("_param(", model, ", ", PyValue(g.param(n.param).path).repr(), ")");
+    case ir::NodeKind::kDot:
+      return absl::StrCat("rf.matmul(", in(0), ", ", in(1), ", reduce=", dims_attr("reduce"), ")");
+    case ir::NodeKind::kActivation:
+      return absl::StrCat(rf_activation(*n.attrs.get<std::string>("func")), "(", in(0), ")");
+    case ir::NodeKind::kDropout:
+      return absl::StrCat("rf.dropout(", in(0), ", ", num("rate"), ", axis=", dims_attr("axes"),
+                          ")");
+    case ir::NodeKind::kLstm:
+      return absl::StrCat(
+          "_lstm(", in(0), ", ", in(1), ", ", in(2), ", ", in(3), ", axis=", dim_attr("axis"),
+          ", out_dim=", dim_attr("out_dim"),
+          ", backward=", *n.attrs.get<int64_t>("direction") == -1 ? "True" : "False", ")");
+    case ir::NodeKind::kRandom: {
+      const std::string& dist = *n.attrs.get<std::string>("distribution");
+      const bool uniform = dist == "uniform";
+      return absl::StrCat("_random(", PyValue(dist).repr(), ", ", dims_attr("shape"), ", ",
+                          num(uniform ? "minval" : "mean"), ", ",
+                          num(uniform ? "maxval" : "stddev"), ", ", *n.attrs.get<int64_t>("seed"),
+                          ")");
+    }
+    case ir::NodeKind::kConstant:
+      return absl::StrCat("rf.full(dims=", dims_attr("shape"), ", fill_value=", num("value"), ")");
+    case ir::NodeKind::kReduce: {
+      const std::string& mode = *n.attrs.get<std::string>("mode");
+      const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+      if (mode == "argmax" || mode == "argmin")
+        return absl::StrCat("rf.reduce_", mode, "(", in(0), ", axis=", t.id(axes[0]), ")");
+      return absl::StrCat("rf.reduce(", in(0), ", mode=", PyValue(mode).repr(),
+                          ", axis=", dims_attr("axes"), ")");
+    }
+    case ir::NodeKind::kSoftmax:
+      return absl::StrCat(*n.attrs.get<bool>("log") ? "rf.log_softmax(" : "rf.softmax(", in(0),
+                          ", axis=", dim_attr("axis"), ")");
+    case ir::NodeKind::kCompare:
+      return absl::StrCat("rf.compare(", in(0), ", ",
+                          PyValue(*n.attrs.get<std::string>("op")).repr(), ", ", in(1),
+                          ", allow_broadcast_all_sources=True)");
+    case ir::NodeKind::kCast:
+      return absl::StrCat("rf.cast(", in(0), ", ",
+                          PyValue(*n.attrs.get<std::string>("dtype")).repr(), ")");
+    case ir::NodeKind::kWhere:
+      return absl::StrCat("rf.where(", in(0), ", ", in(1), ", ", in(2), ")");
+    case ir::NodeKind::kTrainFlag:
+      return "rf.convert_to_tensor(rf.get_run_ctx().train_flag)";
+    case ir::NodeKind::kCrossEntropy:
+      return absl::StrCat("rf.cross_entropy(estimated=", in(0),
+                          ", estimated_type=\"logits\", target=", in(1),
+                          ", axis=", t.id(*g.node(n.inputs[1]).type.sparse_dim), ")");
+    case ir::NodeKind::kNorm:
+    case ir::NodeKind::kWeightNorm:
+    case ir::NodeKind::kWeightDropout:
+    case ir::NodeKind::kWeightNoise:
+    case ir::NodeKind::kScaleGrad:
+    case ir::NodeKind::kNormalize:
+    case ir::NodeKind::kGather:
+    case ir::NodeKind::kConcat:
+    case ir::NodeKind::kSelfAttention:
+    case ir::NodeKind::kConv:
+    case ir::NodeKind::kRegressionLoss:
+    case ir::NodeKind::kSlice:
+    case ir::NodeKind::kSplitDims:
+    case ir::NodeKind::kMergeDims:
+    case ir::NodeKind::kPool:
+    case ir::NodeKind::kBatchNorm:
+    case ir::NodeKind::kCtcLoss:
+    case ir::NodeKind::kShiftAxis:
+    case ir::NodeKind::kSeqMask:
+    case ir::NodeKind::kPosEncoding:
+    case ir::NodeKind::kCustomLoss:
+    case ir::NodeKind::kLoopUnstack:
+    case ir::NodeKind::kLoopState:
+    case ir::NodeKind::kLoopNext:
+    case ir::NodeKind::kLoopStack:
+    case ir::NodeKind::kRange:
+      break;  // torch-legalize rejected them
+  }
+  return "";
+}
+
+// The fixed helpers every torch config has.
+constexpr char kHelpers[] = R"py(
+class _Module(rf.Module):
+    """A module of retc's model tree: it holds params and submodules by name."""
+
+
+def _add_param(root, path, param):
+    """Puts `param` at the dotted module path (its state_dict key)."""
+    *parents, name = path.split(".")
+    module = root
+    for part in parents:
+        if not hasattr(module, part):
+            setattr(module, part, _Module())
+        module = getattr(module, part)
+    setattr(module, name, param)
+
+
+def _param(root, path):
+    """The param at the dotted module path."""
+    value = root
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _random(distribution, dims, a, b, seed):
+    """Seeded random initial values: uniform in [a, b), normal or truncated normal
+    (within 2 stddevs) with mean a and stddev b; the same on every run."""
+    rng = numpy.random.RandomState(seed)
+    shape = [d.dimension for d in dims]
+    if distribution == "uniform":
+        value = rng.uniform(a, b, shape)
+    else:
+        value = rng.normal(a, b, shape)
+        while distribution == "truncated_normal":
+            outside = numpy.abs(value - a) > 2 * b
+            if not outside.any():
+                break
+            value[outside] = rng.normal(a, b, int(outside.sum()))
+    return rf.convert_to_tensor(value.astype("float32"), dims=dims)
+
+
+def _lstm(x, w, w_re, b, *, axis, out_dim, backward):
+    """An LSTM over `axis` with retc's params w [in, 4*out], w_re [out, 4*out], b [4*out]."""
+    in_dim, gates = w.dims
+    if backward:
+        x = rf.reverse_sequence(x, axis=axis)
+    batch_dims = [d for d in x.dims if d not in (axis, in_dim)]
+    zeros = rf.zeros(batch_dims + [out_dim])
+    y, _ = x._raw_backend.lstm(
+        source=x, state_c=zeros, state_h=zeros,
+        ff_weight=w.copy_compatible_to_dims([gates, in_dim]),
+        rec_weight=w_re.copy_compatible_to_dims([gates, out_dim]),
+        bias=b, spatial_dim=axis, in_dim=in_dim, out_dim=out_dim)
+    if backward:
+        y = rf.reverse_sequence(y, axis=axis)
+    return y
+
+
+def _frame_error(logits, targets, axis):
+    """1 where the best class is not the target, else 0."""
+    return rf.cast(rf.not_equal(rf.reduce_argmax(logits, axis=axis), targets), "float32")
+)py";
+
+}  // namespace
+
+absl::StatusOr<bool> legalize(ir::Graph& g) {
+  for (const ir::Node& n : g.nodes()) {
+    std::string why = not_lowered(g, n);
+    if (!why.empty()) {
+      return user_error(n, absl::StrCat("the torch target does not lower ", why,
+                                        " yet (the tf target does: --backend tf)"));
+    }
+    if (n.kind == ir::NodeKind::kParam) {
+      const ir::Param& p = g.param(n.param);
+      if (std::string o = unsupported_option(p); !o.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(p.loc.str(), ": error: param '", p.path,
+                                                       "': the torch target does not "
+                                                       "support ",
+                                                       o,
+                                                       " yet (the tf target does: --backend tf)"));
+      }
+    }
+  }
+  for (const ir::Mark& m : g.marks()) {
+    if (m.kind == ir::Mark::Kind::kLoss && g.node(m.node).kind != ir::NodeKind::kCrossEntropy) {
+      return user_error(g.node(m.node),
+                        "the torch target does not lower this loss yet "
+                        "(the tf target does: --backend tf)");
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<bool> naming(ir::Graph& g) {
+  bool changed = false;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!g.nodes()[i].name.empty()) continue;
+    g.set_name(g.id_of(i), absl::StrCat("n", i, "_", node_kind_name(g.nodes()[i].kind)));
+    changed = true;
+  }
+  return changed;
+}
+
+absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts) {
+  ir::DimTable t(g);
+  std::string name_line;
+  for (char c : opts.model_name) name_line += (c == '\n' || c == '\r') ? ' ' : c;
+  std::string out;
+  absl::StrAppend(&out, "#!rnn.py\n",
+                  "# Generated by retc. Do not edit: change the model and recompile.\n",
+                  "# model: ", PyValue(name_line).repr(), "\n", "# ir-hash: ", ir_hash(g), "\n\n");
+  out +=
+      "import numpy\n\nimport returnn.frontend as rf\nfrom returnn.tensor import Dim, "
+      "batch_dim\n\n";
+  out += format_assignment("backend", "torch");
+  out += format_assignment("behavior_version", kBehaviorVersion);
+  out += format_assignment("task", "train");
+  out += format_assignment("device", "cpu");
+  out += "\n";
+  for (const ir::Dim& d : t.dims()) out += format_assignment(t.id(d), dim_definition(t, d));
+  out += "\n";
+  std::vector<bool> is_target(g.size(), false);
+  for (const ir::Node& n : g.nodes()) {
+    if (int k = ir::kind_facts(n.kind).target_input; k >= 0) is_target[n.inputs[k].index] = true;
+  }
+  PyValue extern_data = PyValue::dict();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (n.kind != ir::NodeKind::kData) continue;
+    PyValue d = PyValue::dict(
+        {{"dims", dims_value(t, n.type.dims)}, {"dtype", std::string(dtype_name(n.type.dtype))}});
+    if (n.type.sparse_dim) d.set("sparse_dim", dim_ref(t, *n.type.sparse_dim));
+    const std::string& key = *n.attrs.get<std::string>("key");
+    if (key != "data" && !is_target[i]) d.set("available_for_inference", true);
+    extern_data.append(key, std::move(d));
+  }
+  out += format_assignment("extern_data", extern_data);
+  out += kHelpers;
+  // The model: its params at their paths; the param-init stage, once.
+  out += "\n\nclass Model(rf.Module):\n";
+  out += "    \"\"\"The model's params, with their initial values.\"\"\"\n\n";
+  out += "    def __init__(self):\n        super().__init__()\n";
+  for (const ir::Param& p : g.params()) {
+    absl::StrAppend(&out, "        _add_param(self, ", PyValue(p.path).repr(), ", rf.Parameter(",
+                    dims_value(t, p.dims).repr(), "))\n");
+  }
+  for (const ir::Node& n : g.nodes()) {
+    if (n.stage != ir::Stage::kParamInit) continue;
+    absl::StrAppend(&out, "        ", n.name, " = ", expression(g, t, n, "self"), "\n");
+  }
+  for (const ir::Param& p : g.params()) {
+    const ir::ParamOptions& o = p.options;
+    absl::StrAppend(
+        &out, "        _param(self, ", PyValue(p.path).repr(), ").initial = ",
+        o.init_node >= 0 ? g.node(ir::NodeId{o.init_node}).name : PyValue(o.initial.value).repr(),
+        "\n");
+  }
+  out += "\n\ndef get_model(**_kwargs):\n    return Model()\n\n";
+  // The step stage, at every step; the losses as RETURNN's run context wants.
+  out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
+  for (const ir::Node& n : g.nodes()) {
+    if (n.stage != ir::Stage::kStep) continue;
+    absl::StrAppend(&out, "    ", n.name, " = ", expression(g, t, n, "model"), "\n");
+  }
+  out += "    ctx = rf.get_run_ctx()\n";
+  for (const ir::Mark& m : g.marks()) {
+    if (m.kind != ir::Mark::Kind::kLoss) continue;
+    const ir::Node& n = g.node(m.node);
+    std::string options;
+    if (const double* s = n.attrs.get<double>("scale"))
+      absl::StrAppend(&options, ", scale=", PyValue(*s).repr());
+    if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
+      absl::StrAppend(&options, ", use_normalized_loss=True");
+    absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
+                    ")\n");
+    const ir::Node& targets = g.node(n.inputs[1]);
+    absl::StrAppend(&out, "    ctx.mark_as_loss(_frame_error(", g.node(n.inputs[0]).name, ", ",
+                    targets.name, ", ", t.id(*targets.type.sparse_dim), "), ",
+                    PyValue(m.name + "_error").repr(), ", as_error=True)\n");
+  }
+  out += "\n\n";
+  const TrainingSetup& s = opts.training;
+  out += format_assignment("train", s.train);
+  out += format_assignment("dev", s.dev);
+  out += format_assignment("batch_size", s.batch_size);
+  out += format_assignment("max_seqs", s.max_seqs);
+  out += format_assignment("optimizer", s.optimizer);
+  out += format_assignment("learning_rate", s.learning_rate);
+  out += format_assignment("num_epochs", s.num_epochs);
+  out += format_assignment("random_seed", s.random_seed);
+  out += format_assignment("model", opts.model_path);
+  out += format_assignment("log_verbosity", opts.log_verbosity);
+  for (const auto& [k, v] : s.extra) out += format_assignment(k, v);
+  return out;
+}
+
+}  // namespace retc::emit::torch

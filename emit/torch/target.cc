@@ -1,0 +1,19 @@
+#include "emit/torch/target.h"
+
+#include "emit/torch/config.h"
+
+namespace retc::emit::torch {
+
+const Target& target() {
+  static const Target kTarget{
+      "torch",
+      "RETURNN's PyTorch engine (returnn.frontend on torch)",
+      {{"torch-legalize", "check what the torch target lowers (kinds, param options)",
+        [](ir::Graph& g) { return legalize(g); }},
+       {"torch-naming", "give every node its Python name", [](ir::Graph& g) { return naming(g); }}},
+      [](const ir::Graph& g, const ConfigOptions& opts) { return write_config(g, opts); },
+  };
+  return kTarget;
+}
+
+}  // namespace retc::emit::torch
