@@ -201,7 +201,7 @@ def check_torch(config_path):
     config.typed_value("train_step")(model=model, extern_data=extern_data)
     ctx = rf.get_run_ctx()
     losses = [(name, list(loss.loss.raw_tensor.shape)) for name, loss in sorted(ctx.losses.items())]
-    total = ctx.total_loss()
+    total = ctx.total_loss() if ctx.losses else None  # a forward-only model has none
     if isinstance(total, rf.Tensor):
         value = total.raw_tensor
         if not torch.isfinite(value):

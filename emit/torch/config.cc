@@ -43,6 +43,14 @@ std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
     case ir::NodeKind::kCast:
     case ir::NodeKind::kWhere:
     case ir::NodeKind::kTrainFlag:
+    case ir::NodeKind::kConcat:
+    case ir::NodeKind::kGather:
+    case ir::NodeKind::kNormalize:
+    case ir::NodeKind::kScaleGrad:
+    case ir::NodeKind::kSplitDims:
+    case ir::NodeKind::kMergeDims:
+    case ir::NodeKind::kSlice:
+    case ir::NodeKind::kSeqMask:
       return "";
     case ir::NodeKind::kActivation:
       return rf_activation(*n.attrs.get<std::string>("func")).empty()
@@ -58,21 +66,13 @@ std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
     case ir::NodeKind::kWeightNorm:
     case ir::NodeKind::kWeightDropout:
     case ir::NodeKind::kWeightNoise:
-    case ir::NodeKind::kScaleGrad:
-    case ir::NodeKind::kNormalize:
-    case ir::NodeKind::kGather:
-    case ir::NodeKind::kConcat:
     case ir::NodeKind::kSelfAttention:
     case ir::NodeKind::kConv:
     case ir::NodeKind::kRegressionLoss:
-    case ir::NodeKind::kSlice:
-    case ir::NodeKind::kSplitDims:
-    case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kPool:
     case ir::NodeKind::kBatchNorm:
     case ir::NodeKind::kCtcLoss:
     case ir::NodeKind::kShiftAxis:
-    case ir::NodeKind::kSeqMask:
     case ir::NodeKind::kPosEncoding:
     case ir::NodeKind::kCustomLoss:
     case ir::NodeKind::kLoopUnstack:
@@ -94,12 +94,17 @@ absl::Status user_error(const ir::Node& n, absl::string_view what) {
 // The option of `p` that this target does not support yet; empty: none.
 std::string unsupported_option(const ir::Param& p) {
   const ir::ParamOptions& o = p.options;
-  if (!o.trainable) return "trainable false";
   if (o.weight_decay.value != 0.0) return "weight decay";
   if (o.lr_multiplier != 1.0) return "a learning-rate multiplier";
   if (o.gradient_clip != 0.0) return "gradient clipping";
   if (!o.device.empty()) return "a device";
   if (p.dtype != ir::DType::kFloat32) return "a dtype besides float32";
+  for (size_t i = 0; i < p.dims.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (p.dims[i] == p.dims[j])
+        return absl::StrCat("a dim twice (", p.dims[i].describe(), ", a square weight)");
+    }
+  }
   return "";
 }
 
@@ -218,7 +223,34 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("rf.cast(", in(0), ", ",
                           PyValue(*n.attrs.get<std::string>("dtype")).repr(), ")");
     case ir::NodeKind::kWhere:
-      return absl::StrCat("rf.where(", in(0), ", ", in(1), ", ", in(2), ")");
+      return absl::StrCat("rf.where(", in(0), ", ", in(1), ", ", in(2),
+                          ", allow_broadcast_all_sources=True)");
+    case ir::NodeKind::kConcat:
+      return absl::StrCat("rf.concat((", in(0), ", ", dim_attr("axis_a"), "), (", in(1), ", ",
+                          dim_attr("axis_b"), "), out_dim=", dim_attr("out_dim"), ")[0]");
+    case ir::NodeKind::kGather:
+      return absl::StrCat("rf.gather(", in(0), ", indices=", in(1), ", axis=", dim_attr("axis"),
+                          ")");
+    case ir::NodeKind::kNormalize:
+      return absl::StrCat("rf.normalize(", in(0), ", axis=", dims_attr("axes"),
+                          ", epsilon=", num("epsilon"), ")");
+    case ir::NodeKind::kScaleGrad:
+      return *n.attrs.get<double>("scale") == 0.0
+                 ? absl::StrCat("rf.stop_gradient(", in(0), ")")
+                 : absl::StrCat("rf.scaled_gradient(", in(0), ", ", num("scale"), ")");
+    case ir::NodeKind::kSplitDims:
+      return absl::StrCat("rf.split_dims(", in(0), ", axis=", dim_attr("axis"),
+                          ", dims=", dims_attr("dims"), ")");
+    case ir::NodeKind::kMergeDims:
+      return absl::StrCat("rf.merge_dims(", in(0), ", dims=", dims_attr("axes"),
+                          ", out_dim=", dim_attr("out_dim"), ")[0]");
+    case ir::NodeKind::kSlice:
+      return absl::StrCat("rf.slice(", in(0), ", axis=", dim_attr("axis"),
+                          ", start=", *n.attrs.get<int64_t>("start"),
+                          ", size=", dim_attr("out_dim"), ")[0]");
+    case ir::NodeKind::kSeqMask:
+      return absl::StrCat("rf.where(rf.sequence_mask(", dim_attr("axis"), "), ", in(0), ", ",
+                          num("value"), ", allow_broadcast_all_sources=True)");
     case ir::NodeKind::kTrainFlag:
       return "rf.convert_to_tensor(rf.get_run_ctx().train_flag)";
     case ir::NodeKind::kCrossEntropy:
@@ -229,21 +261,13 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
     case ir::NodeKind::kWeightNorm:
     case ir::NodeKind::kWeightDropout:
     case ir::NodeKind::kWeightNoise:
-    case ir::NodeKind::kScaleGrad:
-    case ir::NodeKind::kNormalize:
-    case ir::NodeKind::kGather:
-    case ir::NodeKind::kConcat:
     case ir::NodeKind::kSelfAttention:
     case ir::NodeKind::kConv:
     case ir::NodeKind::kRegressionLoss:
-    case ir::NodeKind::kSlice:
-    case ir::NodeKind::kSplitDims:
-    case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kPool:
     case ir::NodeKind::kBatchNorm:
     case ir::NodeKind::kCtcLoss:
     case ir::NodeKind::kShiftAxis:
-    case ir::NodeKind::kSeqMask:
     case ir::NodeKind::kPosEncoding:
     case ir::NodeKind::kCustomLoss:
     case ir::NodeKind::kLoopUnstack:
@@ -409,6 +433,10 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   }
   for (const ir::Param& p : g.params()) {
     const ir::ParamOptions& o = p.options;
+    if (!o.trainable) {
+      absl::StrAppend(&out, "        _param(self, ", PyValue(p.path).repr(),
+                      ").trainable = False\n");
+    }
     absl::StrAppend(
         &out, "        _param(self, ", PyValue(p.path).repr(), ").initial = ",
         o.init_node >= 0 ? g.node(ir::NodeId{o.init_node}).name : PyValue(o.initial.value).repr(),
