@@ -43,4 +43,18 @@ inline constexpr int kBehaviorVersion = 38;
 /// FNV-1a 64 of the canonical IR text, as 16 hex digits.
 std::string ir_hash(const ir::Graph& g);
 
+/// The first lines of every target's config: `#!rnn.py`, that retc made it,
+/// the model's name and the IR hash; a blank line.
+std::string config_header(const ir::Graph& g, const ConfigOptions& opts);
+
+/// The training setup's entries (datasets, batching, optimizer, schedule,
+/// checkpoints, log, extra), the same for every target; `after_seed` are a
+/// target's own entries after random_seed (TF: decouple_constraints).
+std::string training_entries(const ConfigOptions& opts,
+                             const std::vector<std::pair<std::string, PyValue>>& after_seed = {});
+
+/// RETURNN's combine kind of an elementwise binary op, the same in its TF
+/// layers and its frontend (`add`, ..., `truediv`, `logical_and`).
+absl::string_view combine_kind(ir::BinaryOp op);
+
 }  // namespace retc::emit

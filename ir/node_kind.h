@@ -7,7 +7,7 @@
 //
 // Adding an elementwise binary op (like `minimum`): one RETC_X line in
 // RETC_FOR_EACH_BINARY_KIND below, its nn:: function in compiler/nn/tensor.h,
-// and one line in each target's lowering of BinaryOp.
+// and one line in emit::combine_kind (emit/config.cc), RETURNN's name for it.
 #pragma once
 
 #include <optional>

@@ -199,28 +199,6 @@ bool outer_broadcast(const Lowering& l) {
   return true;
 }
 
-absl::string_view combine_kind(ir::BinaryOp op) {
-  switch (op) {
-    case ir::BinaryOp::kAdd:
-      return "add";
-    case ir::BinaryOp::kSub:
-      return "sub";
-    case ir::BinaryOp::kMul:
-      return "mul";
-    case ir::BinaryOp::kDiv:
-      return "truediv";
-    case ir::BinaryOp::kMinimum:
-      return "minimum";
-    case ir::BinaryOp::kMaximum:
-      return "maximum";
-    case ir::BinaryOp::kLogicalAnd:
-      return "logical_and";
-    case ir::BinaryOp::kLogicalOr:
-      return "logical_or";
-  }
-  return "";
-}
-
 PyValue lower_binary(const Lowering& l, ir::BinaryOp op) {
   PyValue layer = l.layer("combine");
   layer.set("kind", std::string(combine_kind(op)));

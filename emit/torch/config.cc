@@ -140,28 +140,6 @@ PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
   return PyValue();
 }
 
-absl::string_view combine_kind(ir::BinaryOp op) {
-  switch (op) {
-    case ir::BinaryOp::kAdd:
-      return "add";
-    case ir::BinaryOp::kSub:
-      return "sub";
-    case ir::BinaryOp::kMul:
-      return "mul";
-    case ir::BinaryOp::kDiv:
-      return "truediv";
-    case ir::BinaryOp::kMinimum:
-      return "minimum";
-    case ir::BinaryOp::kMaximum:
-      return "maximum";
-    case ir::BinaryOp::kLogicalAnd:
-      return "logical_and";
-    case ir::BinaryOp::kLogicalOr:
-      return "logical_or";
-  }
-  return "";
-}
-
 // The Python expression of one node (inputs by their names).
 std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                        absl::string_view model) {
