@@ -67,16 +67,17 @@ struct KindFacts {
   }
 };
 
-// Elementwise binary ops: two inputs of one dtype, dense, broadcasting by dim
+// Elementwise binary ops: two dense inputs of one dtype (bool for the logical
+// ones, else not bool), broadcasting by dim
 // identity; pure. X(Enumerator, "text name", facts), as in the full list.
 #define RETC_BINARY KindFacts(2).pure()
-#define RETC_FOR_EACH_BINARY_KIND(X) \
-  X(Add, "add", RETC_BINARY)         \
-  X(Sub, "sub", RETC_BINARY)         \
-  X(Mul, "mul", RETC_BINARY)         \
-  X(Div, "div", RETC_BINARY)         \
-  X(Minimum, "minimum", RETC_BINARY) \
-  X(Maximum, "maximum", RETC_BINARY)         \
+#define RETC_FOR_EACH_BINARY_KIND(X)        \
+  X(Add, "add", RETC_BINARY)                \
+  X(Sub, "sub", RETC_BINARY)                \
+  X(Mul, "mul", RETC_BINARY)                \
+  X(Div, "div", RETC_BINARY)                \
+  X(Minimum, "minimum", RETC_BINARY)        \
+  X(Maximum, "maximum", RETC_BINARY)        \
   X(LogicalAnd, "logical_and", RETC_BINARY) \
   X(LogicalOr, "logical_or", RETC_BINARY)
 

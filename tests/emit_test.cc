@@ -46,9 +46,9 @@ TEST_CASE("a kind the torch target does not lower is a user error naming the tar
                                       options(configs::model_transformer_copy()));
   REQUIRE(!text.ok());
   CHECK(absl::IsInvalidArgument(text.status()));
-  CHECK_THAT(std::string(text.status().message()),
-             Catch::Contains("transformer_copy.cc:") &&
-                 Catch::Contains("the torch target does not"));
+  CHECK_THAT(
+      std::string(text.status().message()),
+      Catch::Contains("transformer_copy.cc:") && Catch::Contains("the torch target does not"));
 }
 
 TEST_CASE("compiling twice gives identical bytes") {
