@@ -68,8 +68,8 @@ struct KindFacts {
 };
 
 // Elementwise binary ops: two dense inputs of one dtype (bool for the logical
-// ones, else not bool), broadcasting by dim
-// identity; pure. X(Enumerator, "text name", facts), as in the full list.
+// ones, else not bool), broadcasting by dim identity; pure.
+// X(Enumerator, "text name", facts), as in the full list.
 #define RETC_BINARY KindFacts(2).pure()
 #define RETC_FOR_EACH_BINARY_KIND(X)        \
   X(Add, "add", RETC_BINARY)                \
