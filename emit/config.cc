@@ -45,6 +45,21 @@ std::string training_entries(const ConfigOptions& opts,
   return out;
 }
 
+PyValue derived_dim_value(const ir::DimTable& t, const ir::Dim& d) {
+  auto ref = [&](const ir::Dim& o) { return PyValue::ref(t.id(o)); };
+  switch (d.op()) {
+    case ir::Dim::Op::kAdd:
+      return PyValue::binop(ref(d.operands()[0]), "+", ref(d.operands()[1]));
+    case ir::Dim::Op::kMul:
+      return PyValue::binop(d.factor(), "*", ref(d.operands()[0]));
+    case ir::Dim::Op::kFloorDiv:
+      return PyValue::binop(ref(d.operands()[0]), "//", d.factor());
+    case ir::Dim::Op::kNone:
+      break;
+  }
+  return PyValue();
+}
+
 absl::string_view combine_kind(ir::BinaryOp op) {
   switch (op) {
     case ir::BinaryOp::kAdd:

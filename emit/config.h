@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "emit/py_value.h"
+#include "ir/dim_table.h"
 #include "ir/graph.h"
 
 namespace retc::emit {
@@ -52,6 +53,10 @@ std::string config_header(const ir::Graph& g, const ConfigOptions& opts);
 /// target's own entries after random_seed (TF: decouple_constraints).
 std::string training_entries(const ConfigOptions& opts,
                              const std::vector<std::pair<std::string, PyValue>>& after_seed = {});
+
+/// A derived dim as RETURNN's Dim arithmetic on the ids of its operands:
+/// `a_dim + b_dim`, `4 * hidden_dim`, `time_dim // 2` (the same for every target).
+PyValue derived_dim_value(const ir::DimTable& t, const ir::Dim& d);
 
 /// RETURNN's combine kind of an elementwise binary op, the same in its TF
 /// layers and its frontend (`add`, ..., `truediv`, `logical_and`).

@@ -54,37 +54,43 @@ def _flush():
             pass
 
 
-def _random_feed(net, rng, batch=3, max_time=7):
-    """Random values for every extern data placeholder and its sequence lengths."""
-    feed = {}
-    sizes = {}
-    keys = sorted(net.extern_data.data, key=lambda k: (k != net.extern_data.default_input, k))
-    for key in keys:
-        data = net.extern_data.data[key]
+def _random_values(datas, rng, batch=3, max_time=7):
+    """Random values for extern data (a list of (key, Tensor template), the
+    main input first) and the lengths of their dynamic dims: the first dynamic
+    dim (the input's time) is long, later ones (target sequences of CTC or a
+    decoder) short, so that subsampled inputs can still align with them.
+    Returns ({key: array}, {dim: lengths})."""
+    values, sizes = {}, {}
+    for key, data in datas:
         shape = []
-        for axis, tag in enumerate(data.dim_tags):
+        for tag in data.dim_tags:
             if tag.is_batch_dim():
                 shape.append(batch)
             elif tag.dimension is not None:
                 shape.append(tag.dimension)
             else:
                 if tag not in sizes:
-                    # The first dynamic dim (the input's time) is long; later
-                    # ones (target sequences of CTC or a decoder) are short,
-                    # so that subsampled inputs can still align with them.
                     top = max_time if not sizes else 2
                     lens = rng.randint(min(top, max_time - 2), top + 1, size=(batch,)).astype("int32")
                     lens[0] = top
                     sizes[tag] = lens
                 shape.append(int(sizes[tag].max()))
-                size_ph = tag.dyn_size_ext.placeholder if tag.dyn_size_ext is not None else None
-                if size_ph is not None:
-                    feed[size_ph] = sizes[tag]
         if data.sparse_dim is not None:
-            value = rng.randint(0, data.sparse_dim.dimension, size=shape).astype(data.dtype)
+            values[key] = rng.randint(0, data.sparse_dim.dimension, size=shape).astype(data.dtype)
         else:
-            value = rng.normal(size=shape).astype(data.dtype)
-        feed[data.placeholder] = value
+            values[key] = rng.normal(size=shape).astype(data.dtype)
+    return values, sizes
+
+
+def _random_feed(net, rng):
+    """A TF feed dict: random values for every extern data placeholder and its sequence lengths."""
+    keys = sorted(net.extern_data.data, key=lambda k: (k != net.extern_data.default_input, k))
+    datas = [(k, net.extern_data.data[k]) for k in keys]
+    values, sizes = _random_values(datas, rng)
+    feed = {data.placeholder: values[key] for key, data in datas}
+    for tag, lens in sizes.items():
+        if tag.dyn_size_ext is not None and tag.dyn_size_ext.placeholder is not None:
+            feed[tag.dyn_size_ext.placeholder] = lens
     return feed
 
 
@@ -172,29 +178,14 @@ def check_torch(config_path):
     model = config.typed_value("get_model")(epoch=1, step=0)
     template = TensorDict()
     template.update(config.typed_value("extern_data"), auto_convert=True)
-    rng = numpy.random.RandomState(1)
-    batch, max_time = 3, 7
-    raw, sizes = {}, {}
-    for key, data in template.data.items():
-        shape = []
+    keys = sorted(template.data, key=lambda k: (k != "data", k))
+    datas = [(k, template.data[k]) for k in keys]
+    values, sizes = _random_values(datas, numpy.random.RandomState(1))
+    raw = {key: torch.tensor(value) for key, value in values.items()}
+    for key, data in datas:
         for tag in data.dims:
-            if tag.is_batch_dim():
-                shape.append(batch)
-            elif tag.dimension is not None:
-                shape.append(tag.dimension)
-            else:
-                if tag not in sizes:  # the input's time long, later dynamic dims short
-                    top = max_time if not sizes else 2
-                    lens = rng.randint(min(top, max_time - 2), top + 1, size=(batch,)).astype("int32")
-                    lens[0] = top
-                    sizes[tag] = lens
-                shape.append(int(sizes[tag].max()))
+            if tag in sizes:
                 raw[key + ":seq_len"] = torch.tensor(sizes[tag])
-        if data.sparse_dim is not None:
-            value = rng.randint(0, data.sparse_dim.dimension, size=shape).astype(data.dtype)
-        else:
-            value = rng.normal(size=shape).astype(data.dtype)
-        raw[key] = torch.tensor(value)
     extern_data = extern_data_util.raw_dict_to_extern_data(
         raw, extern_data_template=template, device="cpu", with_eval_targets=True)
     rf.init_train_step_run_ctx(train_flag=True, step=0, epoch=1)

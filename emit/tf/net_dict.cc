@@ -41,16 +41,7 @@ PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
       if (d.size()) return PyValue::call("SpatialDim", {d.name(), *d.size()});
       return PyValue::call("SpatialDim", {d.name()});
     case ir::Dim::Kind::kDerived:
-      switch (d.op()) {
-        case ir::Dim::Op::kAdd:
-          return PyValue::binop(dim_ref(t, d.operands()[0]), "+", dim_ref(t, d.operands()[1]));
-        case ir::Dim::Op::kMul:
-          return PyValue::binop(d.factor(), "*", dim_ref(t, d.operands()[0]));
-        case ir::Dim::Op::kFloorDiv:
-          return PyValue::binop(dim_ref(t, d.operands()[0]), "//", d.factor());
-        case ir::Dim::Op::kNone:
-          break;
-      }
+      return derived_dim_value(t, d);
   }
   return PyValue();
 }
