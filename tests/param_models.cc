@@ -148,9 +148,15 @@ void build_rep(nn::Builder& b) {
 // settings unless set explicitly.
 class Scoped : public nn::Module {
  public:
-  Scoped(Dim in, Dim out) : Module("scoped") {
+  Scoped(Dim in, Dim out, bool with_devices) : Module("scoped") {
     lin = register_module("lin", std::make_shared<nn::Linear>(in, out));
     nn::DTypeScope f64(ir::DType::kFloat64);
+    if (!with_devices) {  // dtypes only
+      double_outer = register_parameter("double_outer", {in}, ir::ParamKind::kAuxiliary,
+                                        ir::Initializer::constant(1.0));
+      double_normal = register_parameter("double_normal", {in, out}, ir::ParamKind::kWeight);
+      return;
+    }
     nn::DeviceScope outer("CPU:0");
     double_outer = register_parameter("double_outer", {in}, ir::ParamKind::kAuxiliary,
                                       ir::Initializer::constant(1.0));
@@ -164,12 +170,13 @@ class Scoped : public nn::Module {
     }
   }
   std::shared_ptr<nn::Linear> lin;
-  nn::Parameter double_outer, double_inner, explicit_device;
+  nn::Parameter double_outer, double_inner, explicit_device, double_normal;
 };
 
+template <bool kWithDevices>
 void build_scoped(nn::Builder& b) {
   Io io(b);
-  auto m = b.set_root(std::make_shared<Scoped>(io.in, io.classes));
+  auto m = b.set_root(std::make_shared<Scoped>(io.in, io.classes, kWithDevices));
   io.finish(m->lin->forward(io.x));
 }
 
@@ -213,7 +220,8 @@ std::vector<ModelDef> param_test_models() {
       def("rep-weight-norm", build_rep<Rep::kWeightNorm>),
       def("rep-dropout", build_rep<Rep::kDropout>),
       def("rep-noise", build_rep<Rep::kNoise>),
-      def("scoped", build_scoped),
+      def("scoped", build_scoped<true>),
+      def("scoped-dtype", build_scoped<false>),
       def("stochastic-depth", build_stochastic_depth),
       def("grad-plain", build_grad<Grad::kPlain>),
       def("grad-scaled", build_grad<Grad::kScaled>),

@@ -51,6 +51,9 @@ std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
     case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kSlice:
     case ir::NodeKind::kSeqMask:
+    case ir::NodeKind::kNorm:
+    case ir::NodeKind::kWeightDropout:
+    case ir::NodeKind::kWeightNoise:
       return "";
     case ir::NodeKind::kActivation:
       return rf_activation(*n.attrs.get<std::string>("func")).empty()
@@ -62,10 +65,7 @@ std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
       if (n.attrs.get<double>("label_smoothing")) return "label smoothing";
       if (g.node(n.inputs[1]).kind != ir::NodeKind::kData) return "targets other than extern data";
       return "";
-    case ir::NodeKind::kNorm:
-    case ir::NodeKind::kWeightNorm:
-    case ir::NodeKind::kWeightDropout:
-    case ir::NodeKind::kWeightNoise:
+    case ir::NodeKind::kWeightNorm:  // expand-parametrizations expanded it
     case ir::NodeKind::kSelfAttention:
     case ir::NodeKind::kConv:
     case ir::NodeKind::kRegressionLoss:
@@ -91,18 +91,18 @@ absl::Status user_error(const ir::Node& n, absl::string_view what) {
                    n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
 }
 
-// The option of `p` that this target does not support yet; empty: none.
+// Why this target cannot give `p` what it asks for; empty: it can.
 std::string unsupported_option(const ir::Param& p) {
-  const ir::ParamOptions& o = p.options;
-  if (o.weight_decay.value != 0.0) return "weight decay";
-  if (o.lr_multiplier != 1.0) return "a learning-rate multiplier";
-  if (o.gradient_clip != 0.0) return "gradient clipping";
-  if (!o.device.empty()) return "a device";
-  if (p.dtype != ir::DType::kFloat32) return "a dtype besides float32";
+  if (!p.options.device.empty()) {
+    return absl::StrCat("a device of its own (", ir::quote(p.options.device),
+                        "): RETURNN's torch engine puts the whole model on one device "
+                        "(the tf target can: --backend tf)");
+  }
   for (size_t i = 0; i < p.dims.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (p.dims[i] == p.dims[j])
-        return absl::StrCat("a dim twice (", p.dims[i].describe(), ", a square weight)");
+        return absl::StrCat("a dim twice (", p.dims[i].describe(),
+                            ", a square weight) yet (the tf target does: --backend tf)");
     }
   }
   return "";
@@ -140,6 +140,7 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
   };
   auto dim_attr = [&](absl::string_view key) { return t.id(*n.attrs.get<ir::Dim>(key)); };
   auto num = [&](absl::string_view key) { return PyValue(*n.attrs.get<double>(key)).repr(); };
+  auto dtype = [&] { return PyValue(std::string(dtype_name(n.type.dtype))).repr(); };
   switch (n.kind) {
 #define RETC_X(E, S, F) case ir::NodeKind::k##E:
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
@@ -169,10 +170,17 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("_random(", PyValue(dist).repr(), ", ", dims_attr("shape"), ", ",
                           num(uniform ? "minval" : "mean"), ", ",
                           num(uniform ? "maxval" : "stddev"), ", ", *n.attrs.get<int64_t>("seed"),
-                          ")");
+                          ", ", dtype(), ")");
     }
     case ir::NodeKind::kConstant:
-      return absl::StrCat("rf.full(dims=", dims_attr("shape"), ", fill_value=", num("value"), ")");
+      return absl::StrCat("rf.full(dims=", dims_attr("shape"), ", fill_value=", num("value"),
+                          ", dtype=", dtype(), ")");
+    case ir::NodeKind::kNorm:
+      return absl::StrCat("_norm(", in(0), ", axis=", dims_attr("axes"), ")");
+    case ir::NodeKind::kWeightDropout:
+      return absl::StrCat("_weight_dropout(", in(0), ", ", num("rate"), ")");
+    case ir::NodeKind::kWeightNoise:
+      return absl::StrCat("_weight_noise(", in(0), ", ", num("stddev"), ")");
     case ir::NodeKind::kReduce: {
       const std::string& mode = *n.attrs.get<std::string>("mode");
       const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
@@ -226,10 +234,7 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("rf.cross_entropy(estimated=", in(0),
                           ", estimated_type=\"logits\", target=", in(1),
                           ", axis=", t.id(*g.node(n.inputs[1]).type.sparse_dim), ")");
-    case ir::NodeKind::kNorm:
     case ir::NodeKind::kWeightNorm:
-    case ir::NodeKind::kWeightDropout:
-    case ir::NodeKind::kWeightNoise:
     case ir::NodeKind::kSelfAttention:
     case ir::NodeKind::kConv:
     case ir::NodeKind::kRegressionLoss:
@@ -274,7 +279,7 @@ def _param(root, path):
     return value
 
 
-def _random(distribution, dims, a, b, seed):
+def _random(distribution, dims, a, b, seed, dtype):
     """Seeded random initial values: uniform in [a, b), normal or truncated normal
     (within 2 stddevs) with mean a and stddev b; the same on every run."""
     rng = numpy.random.RandomState(seed)
@@ -288,7 +293,75 @@ def _random(distribution, dims, a, b, seed):
             if not outside.any():
                 break
             value[outside] = rng.normal(a, b, int(outside.sum()))
-    return rf.convert_to_tensor(value.astype("float32"), dims=dims)
+    return rf.convert_to_tensor(value.astype(dtype), dims=dims)
+
+
+def _norm(x, *, axis):
+    """The L2 norm over `axis`: sqrt(sum(x^2))."""
+    return rf.sqrt(rf.reduce_sum(rf.square(x), axis=axis))
+
+
+def _weight_dropout(w, rate):
+    """Dropout on a weight, a new mask at each training step; w itself in evaluation."""
+    return rf.dropout(w, rate, axis=w.dims)
+
+
+def _weight_noise(w, stddev):
+    """Gaussian noise on a weight, new at each training step; w itself in evaluation."""
+    if not rf.get_run_ctx().train_flag:
+        return w
+    return w + rf.random_normal(w.dims, stddev=stddev, dtype=w.dtype)
+
+
+def _apply_param_options(model, options):
+    """retc's param options that RETURNN's torch engine has no config entry for,
+    as TF's RETURNN applies them (see README, "Parameters"): per-param gradient
+    clipping (each entry of the gradient clipped to [-c, c]) and decoupled
+    weight decay (before each optimizer step, after the gradients are computed:
+    w <- w - 2*lambda*w)."""
+    decayed = []
+    for path, opts in options.items():
+        raw = _param(model, path).raw_tensor
+        if "gradient_clip" in opts:
+            raw.register_hook(lambda grad, c=opts["gradient_clip"]: grad.clamp(-c, c))
+        if "decoupled_weight_decay" in opts:
+            decayed.append((raw, opts["decoupled_weight_decay"]))
+    global _decay_hook
+    if _decay_hook is not None:
+        _decay_hook.remove()  # a new model replaces the previous one
+        _decay_hook = None
+    if decayed:
+        def decay(_optimizer, _args, _kwargs):
+            with torch.no_grad():
+                for raw, lam in decayed:
+                    raw.mul_(1.0 - 2.0 * lam)
+
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        _decay_hook = register_optimizer_step_pre_hook(decay)
+
+
+_decay_hook = None
+
+
+def _coupled_weight_decay(model, options):
+    """Coupled weight decay, as TF's RETURNN adds it to the loss: sum of lambda * sum(w^2)."""
+    terms = [rf.reduce_sum(rf.square(_param(model, path)), axis=_param(model, path).dims)
+             * opts["coupled_weight_decay"]
+             for path, opts in options.items() if "coupled_weight_decay" in opts]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
+def _param_groups(*, model, rf_model, **_kwargs):
+    """The optimizer's param groups: one per learning-rate multiplier."""
+    groups = {}
+    for name, param in rf_model.named_parameters():
+        k = _param_options.get(name, {}).get("learning_rate_multiplier", 1.0)
+        groups.setdefault(k, []).append(param.raw_tensor)
+    return [{"params": params, "learning_rate_multiplier": k} for k, params in sorted(groups.items())]
 
 
 def _lstm(x, w, w_re, b, *, axis, out_dim, backward):
@@ -328,8 +401,7 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
         return absl::InvalidArgumentError(absl::StrCat(p.loc.str(), ": error: param '", p.path,
                                                        "': the torch target does not "
                                                        "support ",
-                                                       o,
-                                                       " yet (the tf target does: --backend tf)"));
+                                                       o));
       }
     }
   }
@@ -362,7 +434,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
                   "# Generated by retc. Do not edit: change the model and recompile.\n",
                   "# model: ", PyValue(name_line).repr(), "\n", "# ir-hash: ", ir_hash(g), "\n\n");
   out +=
-      "import numpy\n\nimport returnn.frontend as rf\nfrom returnn.tensor import Dim, "
+      "import numpy\nimport torch\n\nimport returnn.frontend as rf\nfrom returnn.tensor import Dim, "
       "batch_dim\n\n";
   out += format_assignment("backend", "torch");
   out += format_assignment("behavior_version", kBehaviorVersion);
@@ -388,13 +460,41 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   }
   out += format_assignment("extern_data", extern_data);
   out += kHelpers;
+  // The param options RETURNN's torch engine has no config entry for.
+  PyValue param_options = PyValue::dict();
+  bool any_lr_multiplier = false, any_coupled = false, any_hooked = false;
+  for (const ir::Param& p : g.params()) {
+    const ir::ParamOptions& o = p.options;
+    PyValue opts = PyValue::dict();
+    if (o.weight_decay.value != 0.0) {
+      opts.set(o.weight_decay.coupled ? "coupled_weight_decay" : "decoupled_weight_decay",
+               o.weight_decay.value);
+      any_coupled |= o.weight_decay.coupled;
+      any_hooked |= !o.weight_decay.coupled;
+    }
+    if (o.lr_multiplier != 1.0) {
+      opts.set("learning_rate_multiplier", o.lr_multiplier);
+      any_lr_multiplier = true;
+    }
+    if (o.gradient_clip != 0.0) {
+      opts.set("gradient_clip", o.gradient_clip);
+      any_hooked = true;
+    }
+    if (!opts.items().empty()) param_options.append(p.path, std::move(opts));
+  }
+  out += "\n\n";
+  out += format_assignment("_param_options", param_options);
   // The model: its params at their paths; the param-init stage, once.
   out += "\n\nclass Model(rf.Module):\n";
   out += "    \"\"\"The model's params, with their initial values.\"\"\"\n\n";
   out += "    def __init__(self):\n        super().__init__()\n";
   for (const ir::Param& p : g.params()) {
     absl::StrAppend(&out, "        _add_param(self, ", PyValue(p.path).repr(), ", rf.Parameter(",
-                    dims_value(t, p.dims).repr(), "))\n");
+                    dims_value(t, p.dims).repr(),
+                    p.dtype == ir::DType::kFloat32
+                        ? std::string()
+                        : absl::StrCat(", dtype=", PyValue(std::string(dtype_name(p.dtype))).repr()),
+                    "))\n");
   }
   for (const ir::Node& n : g.nodes()) {
     if (n.stage != ir::Stage::kParamInit) continue;
@@ -411,6 +511,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
         o.init_node >= 0 ? g.node(ir::NodeId{o.init_node}).name : PyValue(o.initial.value).repr(),
         "\n");
   }
+  if (any_hooked) out += "        _apply_param_options(self, _param_options)\n";
   out += "\n\ndef get_model(**_kwargs):\n    return Model()\n\n";
   // The step stage, at every step; the losses as RETURNN's run context wants.
   out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
@@ -419,6 +520,9 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
     absl::StrAppend(&out, "    ", n.name, " = ", expression(g, t, n, "model"), "\n");
   }
   out += "    ctx = rf.get_run_ctx()\n";
+  if (any_coupled) {
+    out += "    ctx.mark_as_loss(_coupled_weight_decay(model, _param_options), \"weight_decay\")\n";
+  }
   for (const ir::Mark& m : g.marks()) {
     if (m.kind != ir::Mark::Kind::kLoss) continue;
     const ir::Node& n = g.node(m.node);
@@ -434,13 +538,24 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
                     targets.name, ", ", t.id(*targets.type.sparse_dim), "), ",
                     PyValue(m.name + "_error").repr(), ", as_error=True)\n");
   }
+  // The marked outputs: RETURNN ignores train_step's result; tests and tools read it.
+  PyValue outputs = PyValue::dict();
+  for (const ir::Mark& m : g.marks()) {
+    if (m.kind == ir::Mark::Kind::kOutput) outputs.append(m.name, PyValue::ref(g.node(m.node).name));
+  }
+  absl::StrAppend(&out, "    return ", outputs.repr(), "\n");
   out += "\n\n";
   const TrainingSetup& s = opts.training;
   out += format_assignment("train", s.train);
   out += format_assignment("dev", s.dev);
   out += format_assignment("batch_size", s.batch_size);
   out += format_assignment("max_seqs", s.max_seqs);
-  out += format_assignment("optimizer", s.optimizer);
+  PyValue optimizer = s.optimizer;
+  // TF1's names for torch's optimizers (the rest are the same name on both).
+  if (const PyValue* cls = optimizer.get("class"); cls && cls->repr() == "\"gradientdescent\"")
+    optimizer.set("class", "sgd");
+  if (any_lr_multiplier) optimizer.set("param_groups_custom", PyValue::ref("_param_groups"));
+  out += format_assignment("optimizer", optimizer);
   out += format_assignment("learning_rate", s.learning_rate);
   out += format_assignment("num_epochs", s.num_epochs);
   out += format_assignment("random_seed", s.random_seed);

@@ -1,0 +1,208 @@
+"""Parameter options, reparametrizations and stages on the torch target, read
+back from RETURNN's PyTorch engine: the same figures test_params.py measures
+on TF, with the same documented updates.
+
+Run by ctest as `python test_params_torch.py NAME`, one test per NAME.
+"""
+
+import sys
+
+import numpy
+
+from torch_probe import TorchNet, compile_model
+
+
+def close(a, b, tol, what):
+    a, b = numpy.asarray(a, "float64"), numpy.asarray(b, "float64")
+    err = numpy.abs(a - b).max() if a.size else 0.0
+    assert a.shape == b.shape and err <= tol, "%s: max |diff| %g > %g (shapes %s, %s)" % (
+        what, err, tol, a.shape, b.shape)
+
+
+def _steps(model, n, lr=0.1, seed=1):
+    net = TorchNet(compile_model(model), learning_rate=lr)
+    batch = net.batch(seed)
+    before = net.params()
+    for _ in range(n):
+        net.step(batch)
+    return net, before, net.params()
+
+
+def test_weight_decay_decoupled():
+    """Decoupled, as on TF: with the gradient held at zero, w shrinks by (1 - 2*lambda) per step."""
+    lam, steps = 0.01, 5
+    _, before, after = _steps("wd-decoupled", steps)
+    w0, w5 = before["decayed.weight"], after["decayed.weight"]
+    factor = (1 - 2 * lam) ** steps
+    close(w5, w0 * factor, 1e-6, "decayed weight")
+    print("w_5 / w_0 = %.6f, documented (1 - 2*0.01)^5 = %.6f" % ((w5 / w0).mean(), factor))
+    assert not numpy.allclose(before["lin.weight"], after["lin.weight"])
+
+
+def test_weight_decay_coupled():
+    """Coupled, as on TF: lambda * sum(w^2) is a term of the loss; decoupled adds none."""
+    lam = 0.01
+    net = TorchNet(compile_model("wd-coupled"))
+    w = net.params()["decayed.weight"].astype("float64")
+    ctx = net.run(net.batch())
+    term = float(ctx.losses["weight_decay"].loss.raw_tensor)
+    close(term, lam * (w ** 2).sum(), 1e-5, "loss term")
+    print("loss term %.6f = 0.01 * sum(w^2) = %.6f" % (term, lam * (w ** 2).sum()))
+    dec = TorchNet(compile_model("wd-decoupled"))
+    assert "weight_decay" not in dec.run(dec.batch()).losses
+
+
+def test_trainable_false():
+    _, before, after = _steps("opt-frozen", 3)
+    assert (before["weight"] == after["weight"]).all()
+    assert not numpy.allclose(before["bias"], after["bias"])
+
+
+def test_lr_multiplier():
+    """With SGD, the first update of a param with multiplier k is k times the plain one."""
+    _, b1, a1 = _steps("opt-plain", 1)
+    _, b3, a3 = _steps("opt-lr-mult", 1)
+    d1, d3 = a1["weight"] - b1["weight"], a3["weight"] - b3["weight"]
+    assert numpy.abs(d1).max() > 1e-4
+    close(d3, 3 * d1, 1e-6, "update with multiplier 3")
+    close(a3["bias"] - b3["bias"], a1["bias"] - b1["bias"], 1e-7, "bias")
+    print("measured update ratio %.6f (want 3)" % (numpy.abs(d3).sum() / numpy.abs(d1).sum()))
+
+
+def test_gradient_clip():
+    """Clipping at c caps each gradient entry: the update is the plain one clipped entry-wise."""
+    lr, c = 0.1, 0.01
+    _, b1, a1 = _steps("opt-plain", 1, lr)
+    _, bc, ac = _steps("opt-clip", 1, lr)
+    d1, dc = a1["weight"] - b1["weight"], ac["weight"] - bc["weight"]
+    assert numpy.abs(d1).max() > lr * c * 1.5, "the plain gradient must exceed the clip for this test"
+    assert numpy.abs(dc).max() <= lr * c * (1 + 1e-5)
+    close(dc, numpy.clip(d1, -lr * c, lr * c), 1e-7, "clipped update")
+    print("max |update| plain %.5f, clipped %.5f (cap %.5f)" % (numpy.abs(d1).max(), numpy.abs(dc).max(), lr * c))
+
+
+def test_weight_norm():
+    """v keeps the plain weight's name and initial value, g0 = ||v0||, both train."""
+    plain = TorchNet(compile_model("rep-plain")).params()
+    _, before, after = _steps("rep-weight-norm", 5, lr=0.5)
+    for name in ["out", "ff1"]:
+        v0, g0 = before[name + ".weight"], before[name + ".weight_g"]
+        assert (v0 == plain[name + ".weight"]).all(), name
+        close(g0, numpy.sqrt((v0.astype("float64") ** 2).sum(axis=0)), 1e-5, name + " g0")
+        v5, g5 = after[name + ".weight"], after[name + ".weight_g"]
+        assert not numpy.allclose(v5, v0) and not numpy.allclose(g5, g0), name + " did not train"
+    print("weight norm: v0 = plain initial weight, g0 = ||v0||, g and v trained")
+
+
+def _counting(config_globals, names, counts):
+    """Wraps the config's helper functions `names` so that each call is counted."""
+    for name in names:
+        func = config_globals[name]
+
+        def counted(*args, _func=func, _name=name, **kwargs):
+            counts[_name] = counts.get(_name, 0) + 1
+            return _func(*args, **kwargs)
+
+        config_globals[name] = counted
+
+
+def test_stages_counted():
+    """The stages, made real on an eager backend. Param-init runs once, when
+    the model is made: g's initial value ||v0|| (one norm per weight-normed
+    param). The step stage runs at every step: the derived weight's norm once
+    per step and param, though out.weight has two readers; weight dropout and
+    weight noise once per training step, new values each time, off in
+    evaluation. The gradient reaches v and g."""
+    from returnn.config import Config
+
+    steps = 3
+    for model, helper, per_step in [("rep-weight-norm", "_norm", 2), ("rep-dropout", "_weight_dropout", 1),
+                                    ("rep-noise", "_weight_noise", 1)]:
+        path = compile_model(model)
+        counts = {}
+        orig_load = Config.load_file
+
+        def load_and_count(self, *args, **kwargs):
+            orig_load(self, *args, **kwargs)
+            _counting(self.typed_value("train_step").__globals__, sorted({"_norm", "_random", helper}), counts)
+
+        Config.load_file = load_and_count
+        try:
+            net = TorchNet(path, learning_rate=0.1)
+        finally:
+            Config.load_file = orig_load
+        at_creation = dict(counts)
+        want_init = {"rep-weight-norm": {"_norm": 2, "_random": 3}}.get(model, {"_random": 3})
+        assert at_creation == want_init, (model, "model creation", at_creation, want_init)
+        batch = net.batch()
+        for step in range(steps):
+            counts.clear()
+            net.step(batch)
+            want = {helper: per_step}
+            assert counts == want, (model, "step", step, counts, want)
+            if model == "rep-weight-norm" and step == 0:
+                for p in ["out.weight", "out.weight_g", "ff1.weight", "ff1.weight_g"]:
+                    grad = net.pt_model.get_parameter(p).grad
+                    assert grad is not None and float(grad.abs().sum()) > 0, (p, "no gradient")
+        # New values at each training step, none in evaluation.
+        train_outputs = [net_output(net, batch, True) for _ in range(2)]
+        eval_outputs = [net_output(net, batch, False) for _ in range(2)]
+        if model != "rep-weight-norm":
+            assert not numpy.allclose(train_outputs[0], train_outputs[1]), (model, "two training steps agree")
+        close(eval_outputs[0], eval_outputs[1], 0.0, model + " evaluation")
+        print("%s: at creation %s; each of %d steps %s once per step: %d" % (
+            model, at_creation, steps, helper, per_step))
+
+
+def net_output(net, batch, train):
+    import torch
+
+    raw, template = batch
+    from returnn.torch.data import extern_data as extern_data_util
+    import returnn.frontend as rf
+
+    extern_data = extern_data_util.raw_dict_to_extern_data(
+        raw, extern_data_template=template, device="cpu", with_eval_targets=True)
+    rf.init_train_step_run_ctx(train_flag=train, step=0, epoch=1)
+    with torch.no_grad():
+        out = net.config.typed_value("train_step")(model=net.model, extern_data=extern_data)
+    return out["output"].raw_tensor.numpy().copy()
+
+
+def test_weight_dropout_and_noise_eval_is_plain():
+    """In evaluation a weight with dropout or noise is the plain weight: outputs equal rep-plain's."""
+    plain_net = TorchNet(compile_model("rep-plain"))
+    plain = net_output(plain_net, plain_net.batch(3), False)
+    for model in ["rep-dropout", "rep-noise"]:
+        net = TorchNet(compile_model(model))
+        batch = net.batch(3)
+        a, b = net_output(net, batch, True), net_output(net, batch, True)
+        assert not numpy.allclose(a, b), model + ": two training runs gave the same output"
+        assert (net_output(net, batch, False) == plain).all(), model + ": eval output differs from plain"
+        print("%s: training runs differ (max diff %.4f); eval equals plain exactly" % (model, numpy.abs(a - b).max()))
+
+
+def test_state_dict_keys():
+    """The state_dict keys are the module paths (TF's variable names with '.' for '/')."""
+    plain = ["ff1.bias", "ff1.weight", "ff2.bias", "ff2.weight", "out.bias", "out.weight"]
+    for model, keys in [("rep-plain", plain), ("rep-dropout", plain), ("rep-noise", plain),
+                        ("rep-weight-norm", sorted(plain + ["ff1.weight_g", "out.weight_g"]))]:
+        assert sorted(TorchNet(compile_model(model)).params()) == keys, model
+    print("state_dict keys pinned")
+
+
+def test_dtype():
+    """A dtype scope reaches the torch params; their initial values have it."""
+    net = TorchNet(compile_model("scoped-dtype"))
+    params = dict(net.pt_model.named_parameters())
+    params.update(dict(net.pt_model.named_buffers()))
+    for name in ["double_outer", "double_normal"]:
+        assert params[name].dtype.__repr__() == "torch.float64", (name, params[name].dtype)
+    assert params["lin.weight"].dtype.__repr__() == "torch.float32"
+    assert (params["double_outer"].detach().numpy() == 1.0).all()
+    net.step(net.batch())
+    print("float64 params under the dtype scope")
+
+
+if __name__ == "__main__":
+    globals()["test_" + sys.argv[1]]()
