@@ -26,7 +26,7 @@ absl::string_view rf_activation(absl::string_view func) {
 }
 
 // Why this target cannot lower `n` yet; empty: it can.
-std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
+std::string not_lowered(const ir::Node& n) {
   switch (n.kind) {
 #define RETC_X(E, S, F) case ir::NodeKind::k##E:
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
@@ -54,18 +54,6 @@ std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
     case ir::NodeKind::kNorm:
     case ir::NodeKind::kWeightDropout:
     case ir::NodeKind::kWeightNoise:
-      return "";
-    case ir::NodeKind::kActivation:
-      return rf_activation(*n.attrs.get<std::string>("func")).empty()
-                 ? absl::StrCat("the activation ", ir::quote(*n.attrs.get<std::string>("func")))
-                 : "";
-    case ir::NodeKind::kReduce:
-      return *n.attrs.get<std::string>("mode") == "logsumexp" ? "reduce mode logsumexp" : "";
-    case ir::NodeKind::kCrossEntropy:
-      if (n.attrs.get<double>("label_smoothing")) return "label smoothing";
-      if (g.node(n.inputs[1]).kind != ir::NodeKind::kData) return "targets other than extern data";
-      return "";
-    case ir::NodeKind::kWeightNorm:  // expand-parametrizations expanded it
     case ir::NodeKind::kSelfAttention:
     case ir::NodeKind::kConv:
     case ir::NodeKind::kRegressionLoss:
@@ -75,11 +63,20 @@ std::string not_lowered(const ir::Graph& g, const ir::Node& n) {
     case ir::NodeKind::kShiftAxis:
     case ir::NodeKind::kPosEncoding:
     case ir::NodeKind::kCustomLoss:
+    case ir::NodeKind::kRange:
+      return "";
+    case ir::NodeKind::kActivation:
+      return rf_activation(*n.attrs.get<std::string>("func")).empty()
+                 ? absl::StrCat("the activation ", ir::quote(*n.attrs.get<std::string>("func")))
+                 : "";
+    case ir::NodeKind::kReduce:
+    case ir::NodeKind::kCrossEntropy:
+      return "";
+    case ir::NodeKind::kWeightNorm:  // expand-parametrizations expanded it
     case ir::NodeKind::kLoopUnstack:
     case ir::NodeKind::kLoopState:
     case ir::NodeKind::kLoopNext:
     case ir::NodeKind::kLoopStack:
-    case ir::NodeKind::kRange:
       return absl::StrCat(node_kind_name(n.kind), " nodes");
   }
   return "this kind";
@@ -98,22 +95,76 @@ std::string unsupported_option(const ir::Param& p) {
                         "): RETURNN's torch engine puts the whole model on one device "
                         "(the tf target can: --backend tf)");
   }
-  for (size_t i = 0; i < p.dims.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (p.dims[i] == p.dims[j])
-        return absl::StrCat("a dim twice (", p.dims[i].describe(),
-                            ", a square weight) yet (the tf target does: --backend tf)");
-    }
-  }
   return "";
 }
 
 PyValue dim_ref(const ir::DimTable& t, const ir::Dim& d) { return PyValue::ref(t.id(d)); }
 
+// The one feature dim of `type` (pos_encoding's channels).
+const ir::Dim& feature_dim(const ir::TensorType& type) {
+  for (const ir::Dim& d : type.dims) {
+    if (d.is_feature_like()) return d;
+  }
+  return type.dims.back();
+}
+
+// The classes-plus-blank dim of a CTC loss's logits: the one neither batch, nor the axis.
+const ir::Dim& class_dim(const ir::Graph& g, const ir::Node& ctc) {
+  const ir::TensorType& logits = g.node(ctc.inputs[0]).type;
+  const ir::Dim& axis = *ctc.attrs.get<ir::Dim>("axis");
+  for (const ir::Dim& d : logits.dims) {
+    if (!d.is_batch() && d != axis && d.size()) return d;
+  }
+  return logits.dims.back();
+}
+
+// The sequence axis of sparse targets: their dynamic dim.
+const ir::Dim& targets_axis(const ir::TensorType& type) {
+  for (const ir::Dim& d : type.dims) {
+    if (d.is_dynamic() && !d.is_batch()) return d;
+  }
+  return type.dims.back();
+}
+
+// A dim that occurs again in a list (a square weight [h, h]): rf wants each
+// dim once, so its k-th occurrence (k >= 2) is a dim of its own, `h_dim__k`,
+// and results whose IR type has it once are renamed back (_unprime).
+std::string occurrence_id(const ir::DimTable& t, const ir::Dim& d, int k) {
+  return k == 1 ? t.id(d) : absl::StrCat(t.id(d), "__", k);
+}
+
+bool has_repeated_dim(const std::vector<ir::Dim>& dims) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (dims[i] == dims[j]) return true;
+    }
+  }
+  return false;
+}
+
 PyValue dims_value(const ir::DimTable& t, const std::vector<ir::Dim>& dims) {
   std::vector<PyValue> v;
-  for (const ir::Dim& d : dims) v.push_back(dim_ref(t, d));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int k = 1;
+    for (size_t j = 0; j < i; ++j) k += dims[j] == dims[i];
+    v.push_back(PyValue::ref(occurrence_id(t, dims[i], k)));
+  }
   return PyValue::list(std::move(v));
+}
+
+// The Python of node `n`: its expression, renamed back to the IR's dims
+// where an input had a dim twice and `n` has each once.
+std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
+                       absl::string_view model);
+
+std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
+                     absl::string_view model) {
+  std::string e = expression(g, t, n, model);
+  if (has_repeated_dim(n.type.dims)) return e;
+  for (ir::NodeId in : n.inputs) {
+    if (has_repeated_dim(g.node(in).type.dims)) return absl::StrCat("_unprime(", e, ")");
+  }
+  return e;
 }
 
 // `time_dim = Dim(None, name="time")`, `hidden_x4_dim = 4 * hidden_dim`, ...
@@ -141,6 +192,9 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
   auto dim_attr = [&](absl::string_view key) { return t.id(*n.attrs.get<ir::Dim>(key)); };
   auto num = [&](absl::string_view key) { return PyValue(*n.attrs.get<double>(key)).repr(); };
   auto dtype = [&] { return PyValue(std::string(dtype_name(n.type.dtype))).repr(); };
+  auto ints = [](const std::vector<int64_t>& v) {
+    return PyValue::list(std::vector<PyValue>(v.begin(), v.end())).repr();
+  };
   switch (n.kind) {
 #define RETC_X(E, S, F) case ir::NodeKind::k##E:
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
@@ -152,8 +206,19 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("extern_data[", PyValue(*n.attrs.get<std::string>("key")).repr(), "]");
     case ir::NodeKind::kParam:
       return absl::StrCat("_param(", model, ", ", PyValue(g.param(n.param).path).repr(), ")");
-    case ir::NodeKind::kDot:
-      return absl::StrCat("rf.matmul(", in(0), ", ", in(1), ", reduce=", dims_attr("reduce"), ")");
+    case ir::NodeKind::kDot: {
+      // As TF's dot layer: over a dynamic dim, the frames past a sequence's end count 0.
+      std::vector<ir::Dim> dynamic;
+      for (const ir::Dim& d : *n.attrs.get<std::vector<ir::Dim>>("reduce")) {
+        if (d.is_dynamic()) dynamic.push_back(d);
+      }
+      if (dynamic.empty())
+        return absl::StrCat("rf.matmul(", in(0), ", ", in(1), ", reduce=", dims_attr("reduce"),
+                            ")");
+      return absl::StrCat("rf.matmul(", in(0),
+                          ".copy_masked(0.0, dims=", dims_value(t, dynamic).repr(), "), ", in(1),
+                          ", reduce=", dims_attr("reduce"), ", use_mask=False)");
+    }
     case ir::NodeKind::kActivation:
       return absl::StrCat(rf_activation(*n.attrs.get<std::string>("func")), "(", in(0), ")");
     case ir::NodeKind::kDropout:
@@ -186,6 +251,8 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
       if (mode == "argmax" || mode == "argmin")
         return absl::StrCat("rf.reduce_", mode, "(", in(0), ", axis=", t.id(axes[0]), ")");
+      if (mode == "logsumexp")
+        return absl::StrCat("rf.reduce_logsumexp(", in(0), ", axis=", dims_attr("axes"), ")");
       return absl::StrCat("rf.reduce(", in(0), ", mode=", PyValue(mode).repr(),
                           ", axis=", dims_attr("axes"), ")");
     }
@@ -231,24 +298,95 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
     case ir::NodeKind::kTrainFlag:
       return "rf.convert_to_tensor(rf.get_run_ctx().train_flag)";
     case ir::NodeKind::kCrossEntropy:
+      if (const double* e = n.attrs.get<double>("label_smoothing"); e && *e != 0.0) {
+        return absl::StrCat("_label_smoothed_ce(", in(0), ", ", in(1),
+                            ", axis=", t.id(*g.node(n.inputs[1]).type.sparse_dim),
+                            ", label_smoothing=", PyValue(*e).repr(), ")");
+      }
       return absl::StrCat("rf.cross_entropy(estimated=", in(0),
                           ", estimated_type=\"logits\", target=", in(1),
                           ", axis=", t.id(*g.node(n.inputs[1]).type.sparse_dim), ")");
-    case ir::NodeKind::kWeightNorm:
-    case ir::NodeKind::kSelfAttention:
-    case ir::NodeKind::kConv:
-    case ir::NodeKind::kRegressionLoss:
+    case ir::NodeKind::kSelfAttention: {
+      const ir::Node& qkv = g.node(n.inputs[1]);
+      return absl::StrCat(
+          "_self_attention(", in(0), ", ", in(1), ", ", n.inputs.size() == 3 ? in(2) : "None",
+          ", axis=", dim_attr("axis"), ", in_dim=", t.id(qkv.type.dims[0]),
+          ", key_dim=", dim_attr("key_dim"), ", out_dim=", dim_attr("out_dim"),
+          ", num_heads=", *n.attrs.get<int64_t>("num_heads"),
+          ", causal=", *n.attrs.get<bool>("causal") ? "True" : "False",
+          n.inputs.size() == 3 ? absl::StrCat(", clipping=", *n.attrs.get<int64_t>("clipping"))
+                               : "",
+          ")");
+    }
+    case ir::NodeKind::kConv: {
+      const ir::Node& w = g.node(n.inputs[1]);
+      const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+      const int64_t groups = *n.attrs.get<int64_t>("groups");
+      const ir::Dim& w_in = w.type.dims[axes.size()];
+      std::vector<ir::Dim> kernel(w.type.dims.begin(), w.type.dims.begin() + axes.size());
+      return absl::StrCat("_conv(", in(0), ", ", in(1), ", ", in(2),
+                          ", in_dim=", t.id(groups == 1 ? w_in : w_in.operands()[0]),
+                          ", out_dim=", t.id(w.type.dims.back()), ", axes=", dims_attr("axes"),
+                          ", out_axes=", dims_attr("out_axes"),
+                          ", kernel=", dims_value(t, kernel).repr(),
+                          ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")),
+                          ", dilation=", *n.attrs.get<int64_t>("dilation"), ", groups=", groups,
+                          ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(), ")");
+    }
     case ir::NodeKind::kPool:
+      return absl::StrCat("_pool(", in(0),
+                          ", mode=", PyValue(*n.attrs.get<std::string>("mode")).repr(),
+                          ", size=", ints(*n.attrs.get<std::vector<int64_t>>("size")),
+                          ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")),
+                          ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(),
+                          ", axes=", dims_attr("axes"), ", out_axes=", dims_attr("out_axes"), ")");
     case ir::NodeKind::kBatchNorm:
-    case ir::NodeKind::kCtcLoss:
-    case ir::NodeKind::kShiftAxis:
+      return absl::StrCat("_batch_norm(", in(0), ", ", in(1), ", ", in(2), ", ", in(3), ", ", in(4),
+                          ", axis=", dim_attr("axis"), ", epsilon=", num("epsilon"),
+                          ", momentum=", num("momentum"), ")");
+    case ir::NodeKind::kCtcLoss: {
+      const ir::Node& targets = g.node(n.inputs[1]);
+      return absl::StrCat("_ctc_loss(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
+                          ", targets_axis=", t.id(targets_axis(targets.type)),
+                          ", classes=", t.id(class_dim(g, n)), ")");
+    }
+    case ir::NodeKind::kShiftAxis: {
+      const double* pad = n.attrs.get<double>("pad_value");
+      std::string pad_value = "0.0";
+      if (n.type.sparse_dim) {
+        pad_value = absl::StrCat(pad ? static_cast<int64_t>(*pad) : 0);
+      } else if (pad) {
+        pad_value = PyValue(*pad).repr();
+      }
+      return absl::StrCat("_shift(", in(0), ", axis=", dim_attr("axis"),
+                          ", amount=", *n.attrs.get<int64_t>("amount"), ", pad_value=", pad_value,
+                          ")");
+    }
     case ir::NodeKind::kPosEncoding:
+      return absl::StrCat("_pos_encoding(", in(0), ", axis=", dim_attr("axis"),
+                          ", feature_dim=", t.id(feature_dim(n.type)), ")");
+    case ir::NodeKind::kRange:
+      return absl::StrCat("rf.range_over_dim(", dim_attr("dim"), ", dtype=\"int32\")");
+    case ir::NodeKind::kRegressionLoss: {
+      std::vector<ir::Dim> features;
+      for (const ir::Dim& d : g.node(n.inputs[0]).type.dims) {
+        if (d.is_feature_like()) features.push_back(d);
+      }
+      std::string diff = absl::StrCat(in(0), " - ", in(1));
+      std::string per_entry = *n.attrs.get<std::string>("mode") == "mse"
+                                  ? absl::StrCat("rf.square(", diff, ")")
+                                  : absl::StrCat("rf.abs(", diff, ")");
+      if (features.empty()) return per_entry;
+      return absl::StrCat("rf.reduce_sum(", per_entry, ", axis=", dims_value(t, features).repr(),
+                          ")");
+    }
     case ir::NodeKind::kCustomLoss:
+      return in(0);
+    case ir::NodeKind::kWeightNorm:
     case ir::NodeKind::kLoopUnstack:
     case ir::NodeKind::kLoopState:
     case ir::NodeKind::kLoopNext:
     case ir::NodeKind::kLoopStack:
-    case ir::NodeKind::kRange:
       break;  // torch-legalize rejected them
   }
   return "";
@@ -381,16 +519,194 @@ def _lstm(x, w, w_re, b, *, axis, out_dim, backward):
     return y
 
 
+def _unprime(x):
+    """x with each later occurrence of a dim (see _primed) renamed back to the
+    dim, where x has it only once (a product with a square weight)."""
+    for occurrence, dim in _primed:
+        if occurrence in x.dims and dim not in x.dims:
+            x = rf.replace_dim_v2(x, in_dim=occurrence, out_dim=dim)
+    return x
+
+
+def _windowed(y, computed, model_dims):
+    """A conv's or pool's output with the out dims rf computed renamed to the
+    model's; a dynamic one takes the computed lengths (of this batch)."""
+    for c, d in zip(computed, model_dims):
+        if c == d:
+            continue
+        if d.dimension is None:
+            d.reset_eager()  # the lengths of the previous batch, and what was cached from them
+            d.dyn_size_ext = c.dyn_size_ext
+        y = rf.replace_dim_v2(y, in_dim=c, out_dim=d)
+    return y
+
+
+def _pad_same(x, *, axes, sizes, strides, dilation, value, out_dims=None):
+    """TF's "same" padding, explicitly: along each axis of n frames, k - 1 - (n - 1) % s
+    frames in all (k the dilated window), the odd one on the right."""
+    pads = []
+    for axis, k, s in zip(axes, sizes, strides):
+        n = x.raw_tensor.shape[x.dims.index(axis)]
+        total = max((k - 1) * dilation - (n - 1) % s, 0)
+        pads.append((total // 2, total - total // 2))
+    if not any(left or right for left, right in pads):
+        return x, axes
+    return rf.pad(x, axes=axes, padding=pads, value=value, out_dims=out_dims, handle_dynamic_dims=False)
+
+
+def _conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation, groups, padding):
+    """RETURNN's TF conv layer: frames past a sequence's end are 0 (masked),
+    "same" pads as TF does; the model's out axes."""
+    x = x.copy_masked(0.0, dims=[d for d in axes if d.dimension is None])
+    if padding == "same":
+        x, axes = _pad_same(x, axes=axes, sizes=[k.dimension for k in kernel], strides=strides,
+                            dilation=dilation, value=0.0)
+    y, computed = rf.conv(x, in_dim=in_dim, out_dim=out_dim, in_spatial_dims=axes, filter=w, filter_size=kernel,
+                          padding="valid", strides=strides, dilation_rate=dilation, groups=groups, bias=b,
+                          use_mask=False)
+    return _windowed(y, computed, out_axes)
+
+
+def _pool(x, *, mode, size, strides, padding, axes, out_axes):
+    """RETURNN's TF pool layer: max pooling masks frames past a sequence's end
+    (avg does not, as on TF); "same" pads as TF does, and avg pooling then
+    averages over the window's frames within the tensor only (as TF)."""
+    if mode == "max":
+        x = x.copy_masked(float("-inf"), dims=[d for d in axes if d.dimension is None])
+    count = None
+    if padding == "same":
+        ones = rf.ones(x.dims, dtype=x.dtype) if mode == "avg" else None
+        in_axes = axes
+        x, axes = _pad_same(x, axes=axes, sizes=size, strides=strides, dilation=1,
+                            value=float("-inf") if mode == "max" else 0.0)
+        if ones is not None and axes is not in_axes:
+            ones, _ = _pad_same(ones, axes=in_axes, sizes=size, strides=strides, dilation=1, value=0.0,
+                                out_dims=axes)
+            count, _ = rf.pool(ones, mode="avg", pool_size=size, padding="valid", strides=strides,
+                               in_spatial_dims=axes, use_mask=False)
+    y, computed = rf.pool(x, mode=mode, pool_size=size, padding="valid", strides=strides, in_spatial_dims=axes,
+                          use_mask=False)
+    if count is not None:
+        y = y / count
+    return _windowed(y, computed, out_axes)
+
+
 def _frame_error(logits, targets, axis):
     """1 where the best class is not the target, else 0."""
     return rf.cast(rf.not_equal(rf.reduce_argmax(logits, axis=axis), targets), "float32")
+
+
+def _label_smoothed_ce(logits, targets, *, axis, label_smoothing):
+    """Cross-entropy against smoothed targets, as TF's RETURNN computes it: the
+    target class gets 1 - e, every other class e / (C - 1); minus the best
+    value such targets allow (a constant)."""
+    num_classes = axis.dimension
+    confidence = 1.0 - label_smoothing
+    low = label_smoothing / (num_classes - 1)
+    normalizing = -(confidence * math.log(confidence) + (num_classes - 1) * low * math.log(low + 1e-20))
+    log_probs = rf.log_softmax(logits, axis=axis)
+    target_log_prob = rf.gather(log_probs, indices=targets, axis=axis)
+    ce = -(confidence - low) * target_log_prob - low * rf.reduce_sum(log_probs, axis=axis)
+    return ce - normalizing
+
+
+def _ctc_loss(logits, targets, *, axis, targets_axis, classes):
+    """RETURNN's CTC loss per sequence, the blank last in `classes`; a
+    sequence whose labels cannot align with its frames adds 0 (as on TF)."""
+    logits = logits.copy()
+    logits.feature_dim = classes
+    return rf.ctc_loss(logits=logits, targets=targets, input_spatial_dim=axis,
+                       targets_spatial_dim=targets_axis, blank_index=classes.dimension - 1)
+
+
+def _ctc_error(logits, targets, *, axis, targets_axis, classes):
+    """Edits between the greedy CTC decoding (repeats collapsed, blanks removed) and the targets."""
+    labels, labels_axis = rf.ctc_greedy_decode(logits, in_spatial_dim=axis, blank_index=classes.dimension - 1,
+                                               wb_target_dim=classes)
+    return rf.cast(rf.edit_distance(labels, labels_axis, targets, targets_axis), "float32")
+
+
+def _self_attention(x, qkv_weight, rel_table, *, axis, in_dim, key_dim, out_dim, num_heads, causal,
+                    clipping=0):
+    """RETURNN's TF self_attention layer, op for op: one matmul with the QKV
+    weight, whose columns are per head [query | key | value]; queries scaled by
+    key_dim_per_head^-0.5; relative positions (key_shift) from rel_table rows
+    clip(j - i, -clipping, clipping) + clipping; keys past a sequence's end
+    masked (causal: later keys); softmax over the keys."""
+    qkv_dim = qkv_weight.dims[1]
+    qkv = rf.matmul(x, qkv_weight, reduce=in_dim)
+    heads = Dim(num_heads, name="heads")
+    per_head = Dim(qkv_dim.dimension // num_heads, name="qkv_per_head")
+    qkv = rf.split_dims(qkv, axis=qkv_dim, dims=[heads, per_head])
+    key_per_head = Dim(key_dim.dimension // num_heads, name="key_per_head")
+    key_per_head_k = Dim(key_dim.dimension // num_heads, name="key_per_head_k")
+    value_per_head = Dim(out_dim.dimension // num_heads, name="value_per_head")
+    q, k, v = rf.split(qkv, axis=per_head, out_dims=[key_per_head, key_per_head_k, value_per_head])
+    k = rf.replace_dim_v2(k, in_dim=key_per_head_k, out_dim=key_per_head)
+    q = q * (key_per_head.dimension ** -0.5)
+    k, keys = rf.replace_dim(k, in_dim=axis)
+    v = rf.replace_dim_v2(v, in_dim=axis, out_dim=keys)
+    energy = rf.matmul(q, k, reduce=key_per_head)
+    if rel_table is not None:
+        rel_dim, rel_feature = rel_table.dims
+        distance = rf.range_over_dim(keys) - rf.range_over_dim(axis)
+        indices = rf.clip_by_value(distance, -clipping, clipping) + clipping
+        indices.sparse_dim = rel_dim
+        encoding = rf.gather(rel_table, indices=indices, axis=rel_dim)
+        encoding = rf.replace_dim_v2(encoding, in_dim=rel_feature, out_dim=key_per_head)
+        energy = energy + rf.matmul(q, encoding, reduce=key_per_head)
+    if causal:
+        mask = rf.range_over_dim(keys) <= rf.range_over_dim(axis)
+    else:
+        mask = rf.sequence_mask(keys)
+    energy = rf.where(mask, energy, float("-inf"), allow_broadcast_all_sources=True)
+    weights = rf.softmax(energy, axis=keys, use_mask=False)
+    y = rf.matmul(weights, v, reduce=keys, use_mask=False)  # masked keys have weight 0
+    return rf.merge_dims(y, dims=[heads, value_per_head], out_dim=out_dim)[0]
+
+
+def _batch_norm(x, mean, variance, gamma, beta, *, axis, epsilon, momentum):
+    """RETURNN's TF batch_norm (masked_time, param_version 2): in training the
+    statistics of this batch over all frames but padding, and the running ones
+    move towards them (r += (batch - r) * momentum, after use); in evaluation
+    the running statistics. (x - mean) / sqrt(var + epsilon) * gamma + beta."""
+    if rf.get_run_ctx().train_flag:
+        reduce = [d for d in x.dims if d != axis]
+        batch_mean, batch_variance = rf.moments(x, axis=reduce, use_mask=True)
+        with torch.no_grad():
+            mean.assign_add((rf.stop_gradient(batch_mean) - mean) * momentum)
+            variance.assign_add((rf.stop_gradient(batch_variance) - variance) * momentum)
+        use_mean, use_variance = batch_mean, batch_variance
+    else:
+        use_mean, use_variance = mean, variance
+    return (x - use_mean) * rf.rsqrt(use_variance + epsilon) * gamma + beta
+
+
+def _shift(x, *, axis, amount, pad_value):
+    """x shifted along axis by amount frames (right if positive), padded with pad_value; the same shape."""
+    if amount > 0:
+        return rf.shift_right(x, axis=axis, pad_value=pad_value, amount=amount)
+    return rf.shift_left(x, axis=axis, pad_value=pad_value, amount=-amount)
+
+
+def _pos_encoding(x, *, axis, feature_dim):
+    """x plus RETURNN's sinusoidal signal (TF's positional_encoding layer):
+    channel c < C/2 is sin(t * s_c), channel C/2 + c is cos(t * s_c), with
+    s_c = exp(-c * log(1e4) / (C/2 - 1))."""
+    half = feature_dim.dimension // 2
+    inv_timescales = numpy.exp(numpy.arange(half, dtype="float64") * -(math.log(1.0e4) / (half - 1)))
+    half_dim = Dim(half, name="pos_half")
+    scales = rf.convert_to_tensor(inv_timescales.astype("float32"), dims=[half_dim])
+    scaled = rf.cast(rf.range_over_dim(axis), "float32") * scales
+    signal, _ = rf.concat((rf.sin(scaled), half_dim), (rf.cos(scaled), half_dim), out_dim=feature_dim)
+    return x + signal
 )py";
 
 }  // namespace
 
 absl::StatusOr<bool> legalize(ir::Graph& g) {
   for (const ir::Node& n : g.nodes()) {
-    std::string why = not_lowered(g, n);
+    std::string why = not_lowered(n);
     if (!why.empty()) {
       return user_error(n, absl::StrCat("the torch target does not lower ", why,
                                         " yet (the tf target does: --backend tf)"));
@@ -403,13 +719,6 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
                                                        "support ",
                                                        o));
       }
-    }
-  }
-  for (const ir::Mark& m : g.marks()) {
-    if (m.kind == ir::Mark::Kind::kLoss && g.node(m.node).kind != ir::NodeKind::kCrossEntropy) {
-      return user_error(g.node(m.node),
-                        "the torch target does not lower this loss yet "
-                        "(the tf target does: --backend tf)");
     }
   }
   return false;
@@ -434,14 +743,42 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
                   "# Generated by retc. Do not edit: change the model and recompile.\n",
                   "# model: ", PyValue(name_line).repr(), "\n", "# ir-hash: ", ir_hash(g), "\n\n");
   out +=
-      "import numpy\nimport torch\n\nimport returnn.frontend as rf\nfrom returnn.tensor import Dim, "
+      "import math\n\nimport numpy\nimport torch\n\nimport returnn.frontend as rf\nfrom "
+      "returnn.tensor import Dim, "
       "batch_dim\n\n";
   out += format_assignment("backend", "torch");
   out += format_assignment("behavior_version", kBehaviorVersion);
   out += format_assignment("task", "train");
   out += format_assignment("device", "cpu");
+  // "same" padding with strides as TF pads (the total k - 1 - (n - 1) % s,
+  // the extra frame on the right), not rf's newer length-independent padding.
+  out += format_assignment("rf_use_consistent_same_padding", false);
   out += "\n";
   for (const ir::Dim& d : t.dims()) out += format_assignment(t.id(d), dim_definition(t, d));
+  // Later occurrences of a dim in one type (square weights), and their dims.
+  std::vector<std::pair<ir::Dim, int>> occurrences;
+  auto note_occurrences = [&](const std::vector<ir::Dim>& dims) {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      int k = 1;
+      for (size_t j = 0; j < i; ++j) k += dims[j] == dims[i];
+      if (k == 1) continue;
+      bool known = false;
+      for (const auto& [d, kk] : occurrences) known |= d == dims[i] && kk == k;
+      if (!known) occurrences.emplace_back(dims[i], k);
+    }
+  };
+  for (const ir::Param& p : g.params()) note_occurrences(p.dims);
+  for (const ir::Node& n : g.nodes()) note_occurrences(n.type.dims);
+  std::vector<PyValue> primed;
+  for (const auto& [d, k] : occurrences) {
+    const std::string id = occurrence_id(t, d, k);
+    out += format_assignment(id,
+                             PyValue::call("Dim", {d.size() ? PyValue(*d.size()) : PyValue::none()},
+                                           {{"name", absl::StrCat(d.name(), "__", k)}}));
+    primed.push_back(PyValue::tuple({PyValue::ref(id), PyValue::ref(t.id(d))}));
+  }
+  out += "\n";
+  out += format_assignment("_primed", PyValue::list(std::move(primed)));
   out += "\n";
   std::vector<bool> is_target(g.size(), false);
   for (const ir::Node& n : g.nodes()) {
@@ -489,16 +826,17 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += "    \"\"\"The model's params, with their initial values.\"\"\"\n\n";
   out += "    def __init__(self):\n        super().__init__()\n";
   for (const ir::Param& p : g.params()) {
-    absl::StrAppend(&out, "        _add_param(self, ", PyValue(p.path).repr(), ", rf.Parameter(",
-                    dims_value(t, p.dims).repr(),
-                    p.dtype == ir::DType::kFloat32
-                        ? std::string()
-                        : absl::StrCat(", dtype=", PyValue(std::string(dtype_name(p.dtype))).repr()),
-                    "))\n");
+    absl::StrAppend(
+        &out, "        _add_param(self, ", PyValue(p.path).repr(), ", rf.Parameter(",
+        dims_value(t, p.dims).repr(),
+        p.dtype == ir::DType::kFloat32
+            ? std::string()
+            : absl::StrCat(", dtype=", PyValue(std::string(dtype_name(p.dtype))).repr()),
+        "))\n");
   }
   for (const ir::Node& n : g.nodes()) {
     if (n.stage != ir::Stage::kParamInit) continue;
-    absl::StrAppend(&out, "        ", n.name, " = ", expression(g, t, n, "self"), "\n");
+    absl::StrAppend(&out, "        ", n.name, " = ", value_of(g, t, n, "self"), "\n");
   }
   for (const ir::Param& p : g.params()) {
     const ir::ParamOptions& o = p.options;
@@ -517,7 +855,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
   for (const ir::Node& n : g.nodes()) {
     if (n.stage != ir::Stage::kStep) continue;
-    absl::StrAppend(&out, "    ", n.name, " = ", expression(g, t, n, "model"), "\n");
+    absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
   }
   out += "    ctx = rf.get_run_ctx()\n";
   if (any_coupled) {
@@ -531,17 +869,39 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
       absl::StrAppend(&options, ", scale=", PyValue(*s).repr());
     if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
       absl::StrAppend(&options, ", use_normalized_loss=True");
-    absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
-                    ")\n");
-    const ir::Node& targets = g.node(n.inputs[1]);
-    absl::StrAppend(&out, "    ctx.mark_as_loss(_frame_error(", g.node(n.inputs[0]).name, ", ",
-                    targets.name, ", ", t.id(*targets.type.sparse_dim), "), ",
-                    PyValue(m.name + "_error").repr(), ", as_error=True)\n");
+    const std::string error_name = PyValue(m.name + "_error").repr();
+    if (n.kind == ir::NodeKind::kCrossEntropy) {
+      // Per frame; RETURNN reports it per target frame, as TF does.
+      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
+                      ")\n");
+      const ir::Node& targets = g.node(n.inputs[1]);
+      absl::StrAppend(&out, "    ctx.mark_as_loss(_frame_error(", g.node(n.inputs[0]).name, ", ",
+                      targets.name, ", ", t.id(*targets.type.sparse_dim), "), ", error_name,
+                      ", as_error=True)\n");
+    } else if (n.kind == ir::NodeKind::kCtcLoss) {
+      // Per sequence; reported per target label, as TF does; the error is
+      // the greedy decoding's edits per target label.
+      const ir::Node& targets = g.node(n.inputs[1]);
+      const std::string norm = absl::StrCat(
+          ", custom_inv_norm_factor=", t.id(targets_axis(targets.type)), ".get_size_tensor()");
+      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), norm,
+                      options, ")\n");
+      absl::StrAppend(&out, "    ctx.mark_as_loss(_ctc_error(", g.node(n.inputs[0]).name, ", ",
+                      targets.name, ", axis=", t.id(*n.attrs.get<ir::Dim>("axis")),
+                      ", targets_axis=", t.id(targets_axis(targets.type)),
+                      ", classes=", t.id(class_dim(g, n)), "), ", error_name, norm,
+                      ", as_error=True)\n");
+    } else {  // regression and custom losses: their value as it is
+      if (const bool* e = n.attrs.get<bool>("as_error"); e && *e) options += ", as_error=True";
+      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
+                      ")\n");
+    }
   }
   // The marked outputs: RETURNN ignores train_step's result; tests and tools read it.
   PyValue outputs = PyValue::dict();
   for (const ir::Mark& m : g.marks()) {
-    if (m.kind == ir::Mark::Kind::kOutput) outputs.append(m.name, PyValue::ref(g.node(m.node).name));
+    if (m.kind == ir::Mark::Kind::kOutput)
+      outputs.append(m.name, PyValue::ref(g.node(m.node).name));
   }
   absl::StrAppend(&out, "    return ", outputs.repr(), "\n");
   out += "\n\n";

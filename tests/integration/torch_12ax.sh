@@ -30,7 +30,10 @@ mkdir -p "$TMP/rnn"
 grep -E "^Epoch 1 evaluation: " "$TMP/rnn.log" >/dev/null || fail "python -m returnn: no evaluated epoch"
 pass "python -m returnn trains the emitted torch config"
 
-expect_error 1 "configs/transformer_copy.cc:[0-9]+:[0-9]+: error: .*the torch target does not (lower|support) .* yet" -- \
-  "$RETC" compile transformer-copy --backend torch -o "$TMP/t.config"
+expect_error 1 "module_models.cc:[0-9]+:[0-9]+: error: .*the torch target does not lower loop_[a-z]+ nodes yet \\(the tf target does: --backend tf\\)" -- \
+  "$RETC_TEST_MODELS" compile mod-loop --backend torch -o "$TMP/t.config"
 [ ! -e "$TMP/t.config" ] || fail "wrote a config for a model the target cannot lower"
-pass "an unsupported kind is a build-time error naming the torch target"
+expect_error 1 "param_models.cc:[0-9]+:[0-9]+: error: param 'double_outer': the torch target does not support a device of its own \\(\"CPU:0\"\\): RETURNN's torch engine puts the whole model on one device \\(the tf target can: --backend tf\\)" -- \
+  "$RETC_TEST_MODELS" compile scoped --backend torch -o "$TMP/t.config"
+[ ! -e "$TMP/t.config" ] || fail "wrote a config for a model the target cannot give its param options"
+pass "a kind the torch target does not lower, and a per-param device, are build-time errors naming the target"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The bundled models the torch target lowers so far, beyond 12ax, train on
-# RETURNN's PyTorch engine for a short run (2 epochs) with their training loss
-# falling, as the TF test (train_bundled.sh) checks them.
+# Every bundled model trains on RETURNN's PyTorch engine: blstm-tagger and
+# lstm-lm for a short run (2 epochs) with their training loss falling, as the
+# TF test (train_bundled.sh) checks them; 12ax-wn, transformer-copy and
+# conformer-ctc fully, to the bounds of their TF demos (dev frame error <= 0.05;
+# token accuracy >= 90%; dev label error <= 0.05).
 source "$(dirname "$0")/lib.sh"
 
 for model in blstm-tagger lstm-lm; do
@@ -12,4 +14,14 @@ for model in blstm-tagger lstm-lm; do
   "$VENV/bin/python" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < a else 1)" "${scores[@]}" ||
     fail "$model: the training loss did not fall: ${scores[*]}"
   pass "$model on torch: train loss ${scores[0]} -> ${scores[1]}; $(tail -n 1 "$TMP/log")"
+done
+
+for spec in "12ax-wn 0.05" "transformer-copy 0.10" "conformer-ctc 0.05"; do
+  read -r model bound <<<"$spec"
+  start=$SECONDS
+  "$RETC" train "$model" --backend torch --workdir "$TMP/$model" >"$TMP/log" 2>"$TMP/err" ||
+    { tail -n 30 "$TMP/log" "$TMP/err"; fail "train $model --backend torch"; }
+  grep -E "^Epoch [0-9]+ evaluation: " "$TMP/log" | tail -n 2
+  expect_final_error "$TMP/log" "$bound" "$model on torch"
+  pass "$model on torch: final dev error $FINAL_ERROR (bound $bound) in $((SECONDS - start)) s"
 done
