@@ -201,3 +201,73 @@ def check_torch(config_path):
     variables = [(name, [int(d) for d in p.raw_tensor.shape]) for name, p in model.named_parameters()]
     _flush()
     return variables, losses
+
+
+def convert_checkpoint(src, mapping, in_path, out_path):
+    """Converts a checkpoint of one backend to the other. `mapping` lists
+    (TF variable name, torch state_dict key, shape) for each param: retc's
+    params have the same names (module paths) and the same layout on both
+    targets, so each value is copied as it is (the torch target's LSTM reads
+    TF's gate order; see README, "Checkpoints"). src "tf": `in_path` is a TF
+    checkpoint (the prefix before .index), `out_path` a RETURNN torch
+    checkpoint (.pt); src "torch": the other way round. Written to a
+    temporary name first, then renamed: nothing is half-written.
+    Returns (params converted, epoch, step)."""
+    import numpy
+    import torch
+
+    def check_shape(name, value, shape):
+        if list(value.shape) != list(shape):
+            raise ValueError("%s has the shape %s in %s, but the model's is %s"
+                             % (name, list(value.shape), in_path, list(shape)))
+
+    if src == "tf":
+        import tensorflow as tf
+
+        if not os.path.exists(in_path + ".index"):
+            raise FileNotFoundError("no TF checkpoint %s (no %s.index)" % (in_path, in_path))
+        reader = tf.train.load_checkpoint(in_path)
+        known = reader.get_variable_to_shape_map()
+        state = {}
+        for tf_name, key, shape in mapping:
+            if tf_name not in known:
+                raise KeyError("%s lacks the variable %s (a checkpoint of another model?)" % (in_path, tf_name))
+            value = reader.get_tensor(tf_name)
+            check_shape(tf_name, value, shape)
+            state[key] = torch.from_numpy(numpy.ascontiguousarray(value))
+        step = int(reader.get_tensor("global_step")) if "global_step" in known else 0
+        base = os.path.basename(in_path)
+        epoch = int(base.rsplit(".", 1)[1]) if "." in base and base.rsplit(".", 1)[1].isdigit() else 0
+        tmp = out_path + ".tmp_write"
+        torch.save({"model": state, "epoch": epoch, "step": step, "effective_learning_rate": None}, tmp)
+        os.replace(tmp, out_path)
+        return len(state), epoch, step
+    if src != "torch":
+        raise ValueError("unknown checkpoint backend %r" % (src,))
+    if not os.path.exists(in_path):
+        raise FileNotFoundError("no torch checkpoint %s" % in_path)
+    ckpt = torch.load(in_path, map_location="cpu", weights_only=False)
+    state = ckpt["model"] if isinstance(ckpt, dict) and "model" in ckpt else ckpt
+    import tensorflow as tf
+    import returnn.tf.compat as tf_compat
+
+    out_dir = os.path.dirname(os.path.abspath(out_path))
+    tmp_prefix = os.path.join(out_dir, ".retc-convert-%d" % os.getpid())
+    with tf.Graph().as_default():
+        variables = []
+        for tf_name, key, shape in mapping:
+            if key not in state:
+                raise KeyError("%s lacks the param %s (a checkpoint of another model?)" % (in_path, key))
+            value = state[key].detach().cpu().numpy()
+            check_shape(key, value, shape)
+            variables.append(tf.Variable(value, name=tf_name))
+        step = int(ckpt.get("step", 0)) if isinstance(ckpt, dict) else 0
+        epoch = int(ckpt.get("epoch", 0)) if isinstance(ckpt, dict) else 0
+        variables.append(tf.Variable(numpy.int64(step), name="global_step"))
+        saver = tf_compat.v1.train.Saver(var_list=variables, write_version=tf_compat.v1.train.SaverDef.V2)
+        with tf_compat.v1.Session() as session:
+            session.run(tf_compat.v1.global_variables_initializer())
+            saver.save(session, tmp_prefix, write_meta_graph=False, write_state=False)
+    for suffix in (".index", ".data-00000-of-00001"):
+        os.replace(tmp_prefix + suffix, out_path + suffix)
+    return len(mapping), epoch, step

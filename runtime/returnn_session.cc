@@ -147,4 +147,27 @@ absl::StatusOr<TrainResult> train_config(const std::string& config_path,
       });
 }
 
+absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
+                                                 const std::vector<CheckpointParam>& params,
+                                                 const std::string& in, const std::string& out,
+                                                 const std::string& log_path) {
+  StderrToFile redirect(log_path);
+  auto m = runtime_module();
+  if (!m.ok()) return m.status();
+  try {
+    py::list mapping;
+    for (const CheckpointParam& p : params) {
+      py::list shape;
+      for (int64_t d : p.shape) shape.append(d);
+      mapping.append(py::make_tuple(p.tf_name, p.torch_key, shape));
+    }
+    py::tuple r = m->attr("run_logged")("convert_checkpoint", log_path, from, mapping, in, out);
+    flush_python();
+    return ConvertResult{r[0].cast<int64_t>(), r[1].cast<int64_t>(), r[2].cast<int64_t>()};
+  } catch (const py::error_already_set& e) {
+    flush_python();
+    return python_error(e, "checkpoint conversion failed", log_path);
+  }
+}
+
 }  // namespace retc::runtime

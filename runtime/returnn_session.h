@@ -43,6 +43,25 @@ absl::StatusOr<CheckResult> check_config(const std::string& config_path,
 absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
                                                const std::string& log_path);
 
+/// One param of a checkpoint conversion: its TF variable name (without
+/// ":0"), its torch state_dict key and its shape.
+struct CheckpointParam {
+  std::string tf_name, torch_key;
+  std::vector<int64_t> shape;
+};
+
+struct ConvertResult {
+  int64_t params = 0, epoch = 0, step = 0;
+};
+
+/// Converts the checkpoint `in` of backend `from` ("tf": a TF checkpoint
+/// prefix; "torch": a RETURNN torch .pt file) to the other backend's format
+/// at `out`, param by param (written under a temporary name, then renamed).
+absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
+                                                 const std::vector<CheckpointParam>& params,
+                                                 const std::string& in, const std::string& out,
+                                                 const std::string& log_path);
+
 /// Runs RETURNN's training task on the config (RETURNN logs to stdout, its
 /// stderr and any traceback go to `log_path`, as for check_config). Ctrl-C
 /// gives a Cancelled status; the last finished epoch's checkpoint stays.

@@ -59,6 +59,14 @@ const std::vector<Command>& commands() {
        "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
        "and keeps the finished epochs' checkpoints. The last line printed is the final\n"
        "dev frame error."},
+      {"convert-checkpoint", "convert-checkpoint MODEL --from tf|torch IN OUT",
+       "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
+       "checkpoint IN (the prefix before .index, e.g. retc-work/MODEL/model/network.005) and\n"
+       "writes the RETURNN torch checkpoint OUT (a .pt file); --from torch reads a .pt file and\n"
+       "writes a TF checkpoint at the prefix OUT. The params keep their names (TF\n"
+       "'lstm/ff_weight/param' is torch 'lstm.ff_weight') and their layout; the epoch and the\n"
+       "global train step are kept. Fails, writing nothing, if IN lacks one of MODEL's params\n"
+       "or has it with another shape. Tracebacks go to $TMPDIR/retc-convert-MODEL.log."},
       {"dump-ir",
        "dump-ir MODEL [--backend NAME] [--format text|json|dot|svg] [--debug]\n"
        "                  [--stage param-init|step] [--after PASS] [-o FILE]",
@@ -356,6 +364,43 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   return kOk;
 }
 
+int cmd_convert_checkpoint(const std::vector<ModelDef>& models, const Args& a) {
+  if (a.positional.size() != 3) return usage_error("convert-checkpoint needs MODEL, IN and OUT");
+  Args model_only = a;
+  model_only.positional.resize(1);
+  auto m = model_arg(models, model_only);
+  if (!m.ok()) return model_arg_error(m.status());
+  auto from = a.flags.find("--from");
+  if (from == a.flags.end()) return usage_error("convert-checkpoint needs --from tf|torch");
+  auto src = runtime::find_backend(from->second);
+  if (!src.ok()) return usage_error(src.status().message());
+  // Both targets must lower the model: the checkpoint is for the other one.
+  std::vector<ir::Graph> graphs;
+  for (const runtime::Backend& b : runtime::backends()) {
+    auto g = emit::compile_model(**m, b.target);
+    if (!g.ok()) return error(g.status());
+    graphs.push_back(*std::move(g));
+  }
+  std::vector<runtime::CheckpointParam> params;
+  for (const ir::Param& p : graphs.front().params()) {
+    std::string tf_name = runtime::find_backend("tf").value()->runner.variable_name(p);
+    if (tf_name.ends_with(":0")) tf_name.resize(tf_name.size() - 2);
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : p.dims) shape.push_back(*d.size());
+    params.push_back(
+        {tf_name, runtime::find_backend("torch").value()->runner.variable_name(p), shape});
+  }
+  const std::string log =
+      (std::filesystem::temp_directory_path() / ("retc-convert-" + (*m)->name + ".log")).string();
+  auto r = runtime::convert_checkpoint(from->second, params, a.positional[1], a.positional[2], log);
+  if (!r.ok()) return error(r.status());
+  std::cout << "retc: converted " << r->params << " params of '" << (*m)->name << "' from "
+            << from->second << " (" << a.positional[1] << ") to "
+            << (from->second == "tf" ? "torch" : "tf") << " (" << a.positional[2] << "), epoch "
+            << r->epoch << ", step " << r->step << "\n";
+  return kOk;
+}
+
 // Writes `text` to `-o FILE` (atomically) or stdout.
 int output(const Args& a, const std::string& text) {
   if (auto it = a.flags.find("-o"); it != a.flags.end()) {
@@ -475,6 +520,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   std::vector<std::string> valued, boolean;
   if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs"};
   if (cmd == "train") valued = {"--workdir", "--epochs"};
+  if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "dump-ir") {
     valued = {"--format", "--stage", "--after", "-o"};
     boolean = {"--debug"};
@@ -483,7 +529,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
     valued = {"--passes", "-o"};
     boolean = {"--print-after-all"};
   }
-  if (cmd != "list") valued.push_back("--backend");
+  if (cmd != "list" && cmd != "convert-checkpoint") valued.push_back("--backend");
   auto args = parse_args(argc, argv, 2, valued, boolean);
   if (!args.ok()) return usage_error(args.status().message());
   if (args->help) {
@@ -495,6 +541,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "check") return cmd_check(models, *args);
   if (cmd == "train") return cmd_train(models, *args);
   if (cmd == "opt") return cmd_opt(*args);
+  if (cmd == "convert-checkpoint") return cmd_convert_checkpoint(models, *args);
   return cmd_dump_ir(models, *args);
 }
 

@@ -502,9 +502,21 @@ def _param_groups(*, model, rf_model, **_kwargs):
     return [{"params": params, "learning_rate_multiplier": k} for k, params in sorted(groups.items())]
 
 
+def _torch_gate_order(w, gates, out_dim):
+    """w with its gate blocks reordered from retc's layout (TF's NativeLstm2:
+    cell input, input, forget, output gate) to torch's (input, forget, cell
+    input, output), so that one checkpoint means the same LSTM on both targets."""
+    n = out_dim.dimension
+    order = numpy.concatenate([numpy.arange(n, 3 * n), numpy.arange(0, n), numpy.arange(3 * n, 4 * n)])
+    indices = rf.convert_to_tensor(order.astype("int32"), dims=[gates], sparse_dim=gates, device=w.device)
+    return rf.gather(w, indices=indices, axis=gates)
+
+
 def _lstm(x, w, w_re, b, *, axis, out_dim, backward):
-    """An LSTM over `axis` with retc's params w [in, 4*out], w_re [out, 4*out], b [4*out]."""
+    """An LSTM over `axis` with retc's params w [in, 4*out], w_re [out, 4*out],
+    b [4*out], gates in TF's order (see _torch_gate_order)."""
     in_dim, gates = w.dims
+    w, w_re, b = (_torch_gate_order(v, gates, out_dim) for v in (w, w_re, b))
     if backward:
         x = rf.reverse_sequence(x, axis=axis)
     batch_dims = [d for d in x.dims if d not in (axis, in_dim)]
@@ -528,13 +540,14 @@ def _unprime(x):
     return x
 
 
-def _windowed(y, computed, model_dims):
+def _windowed(y, computed, model_dims, in_dims):
     """A conv's or pool's output with the out dims rf computed renamed to the
-    model's; a dynamic one takes the computed lengths (of this batch)."""
+    model's. A dynamic model dim that is not an input dim (time_s2 of a
+    strided conv) is made here: it takes the computed lengths of this batch."""
     for c, d in zip(computed, model_dims):
         if c == d:
             continue
-        if d.dimension is None:
+        if d.dimension is None and d not in in_dims:
             d.reset_eager()  # the lengths of the previous batch, and what was cached from them
             d.dyn_size_ext = c.dyn_size_ext
         y = rf.replace_dim_v2(y, in_dim=c, out_dim=d)
@@ -551,20 +564,23 @@ def _pad_same(x, *, axes, sizes, strides, dilation, value, out_dims=None):
         pads.append((total // 2, total - total // 2))
     if not any(left or right for left, right in pads):
         return x, axes
-    return rf.pad(x, axes=axes, padding=pads, value=value, out_dims=out_dims, handle_dynamic_dims=False)
+    # The right padding of a dynamic axis goes after each sequence's end: the
+    # frames between it and the tensor's end are masked to the same value.
+    return rf.pad(x, axes=axes, padding=pads, value=value, out_dims=out_dims)
 
 
 def _conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation, groups, padding):
     """RETURNN's TF conv layer: frames past a sequence's end are 0 (masked),
     "same" pads as TF does; the model's out axes."""
     x = x.copy_masked(0.0, dims=[d for d in axes if d.dimension is None])
+    in_axes = axes
     if padding == "same":
         x, axes = _pad_same(x, axes=axes, sizes=[k.dimension for k in kernel], strides=strides,
                             dilation=dilation, value=0.0)
     y, computed = rf.conv(x, in_dim=in_dim, out_dim=out_dim, in_spatial_dims=axes, filter=w, filter_size=kernel,
                           padding="valid", strides=strides, dilation_rate=dilation, groups=groups, bias=b,
                           use_mask=False)
-    return _windowed(y, computed, out_axes)
+    return _windowed(y, computed, out_axes, in_axes)
 
 
 def _pool(x, *, mode, size, strides, padding, axes, out_axes):
@@ -574,9 +590,9 @@ def _pool(x, *, mode, size, strides, padding, axes, out_axes):
     if mode == "max":
         x = x.copy_masked(float("-inf"), dims=[d for d in axes if d.dimension is None])
     count = None
+    in_axes = axes
     if padding == "same":
         ones = rf.ones(x.dims, dtype=x.dtype) if mode == "avg" else None
-        in_axes = axes
         x, axes = _pad_same(x, axes=axes, sizes=size, strides=strides, dilation=1,
                             value=float("-inf") if mode == "max" else 0.0)
         if ones is not None and axes is not in_axes:
@@ -588,7 +604,7 @@ def _pool(x, *, mode, size, strides, padding, axes, out_axes):
                           use_mask=False)
     if count is not None:
         y = y / count
-    return _windowed(y, computed, out_axes)
+    return _windowed(y, computed, out_axes, in_axes)
 
 
 def _frame_error(logits, targets, axis):

@@ -1,0 +1,145 @@
+"""Same numbers on both backends: a TF checkpoint of a bundled model,
+converted with `retc convert-checkpoint --from tf`, gives the torch target's
+model the same outputs on the same batch (float32, evaluation: dropout off,
+batch norm on its running statistics) within 1e-4; and a torch checkpoint
+converted back gives TF the torch model's outputs.
+
+The params are not the initial values: every one is perturbed (norm
+variances kept positive), so that a param read in another layout (LSTM gate
+order, the QKV columns of self-attention, conv filters) shows.
+
+Run by ctest as `python test_cross_backend.py MODEL tf|torch` (the source backend).
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy
+
+# torch and its compiler (which the optimizer imports lazily, and which loads
+# triton's LLVM) before TensorFlow: otherwise both register LLVM's options
+# and the process aborts.
+import torch  # noqa: E402
+import torch._dynamo  # noqa: E402,F401
+import torch_probe  # noqa: E402
+from torch_probe import TorchNet  # noqa: E402
+import returnn_probe  # noqa: E402
+from returnn_probe import Net  # noqa: E402
+import returnn.tf.compat as tf_compat  # noqa: E402
+
+TOL = 1e-4
+RETC = os.environ["RETC"]
+
+
+def perturbed(name, value, rng):
+    if "variance" in name:
+        return rng.uniform(0.5, 1.5, value.shape).astype(value.dtype)
+    return (value + rng.normal(0.0, 0.1, value.shape)).astype(value.dtype)
+
+
+def tf_output(net, feed):
+    """The output layer's value in its own axis order, with its dims' names and lengths."""
+    with net.graph.as_default():
+        out = net.net.get_layer("output").output
+        lengths = {}
+        for tag in out.dim_tags:
+            if not tag.is_batch_dim() and tag.dimension is None:
+                lengths[tag.description] = tag.dyn_size_ext.placeholder
+        value, lens = net.session.run((out.placeholder, lengths), feed_dict=feed)
+    names = ["batch" if tag.is_batch_dim() else tag.description for tag in out.dim_tags]
+    return value, names, lens
+
+
+def torch_output(tnet, batch, names):
+    import returnn.frontend as rf
+    from returnn.torch.data import extern_data as extern_data_util
+
+    raw, template = batch
+    extern_data = extern_data_util.raw_dict_to_extern_data(
+        raw, extern_data_template=template, device="cpu", with_eval_targets=True)
+    rf.init_train_step_run_ctx(train_flag=False, step=0, epoch=1)
+    with torch.no_grad():
+        out = tnet.config.typed_value("train_step")(model=tnet.model, extern_data=extern_data)["output"]
+    own = ["batch" if d.is_batch_dim() else d.name for d in out.dims]
+    assert sorted(own) == sorted(names), ("the outputs' dims differ", own, names)
+    return out.raw_tensor.numpy().transpose([own.index(n) for n in names])
+
+
+def masked(value, names, lengths):
+    """Frames past a sequence's end set to 0."""
+    value = value.copy()
+    b = names.index("batch")
+    for name, lens in lengths.items():
+        axis = names.index(name)
+        for i, n in enumerate(lens):
+            index = [slice(None)] * value.ndim
+            index[b], index[axis] = i, slice(int(n), None)
+            value[tuple(index)] = 0
+    return value
+
+
+def compare(net, tnet, what):
+    feed = net.feed(5)
+    a, names, lengths = tf_output(net, feed)
+    b = torch_output(tnet, tnet.batch(5), names)
+    assert a.shape == b.shape, (what, a.shape, b.shape)
+    a, b = masked(a, names, lengths), masked(b, names, lengths)
+    diff = float(numpy.abs(a - b).max())
+    scale = float(numpy.abs(a).max())
+    print("%s: outputs %s %s, max |tf - torch| = %.3g (max |output| %.3g)" % (what, names, list(a.shape), diff, scale))
+    assert diff <= TOL, "%s: the outputs differ by %g > %g" % (what, diff, TOL)
+
+
+def convert(model, src, in_path, out_path):
+    subprocess.run([RETC, "convert-checkpoint", model, "--from", src, in_path, out_path], check=True)
+
+
+def main(model, src):
+    """src "tf": TF -> torch; "torch": torch -> TF (one direction per process:
+    RETURNN's TF dim tags do not survive a second network of one config)."""
+    rng = numpy.random.RandomState(7)
+    tmp = returnn_probe.TMP
+    tf_config = returnn_probe.compile_model(model, RETC)
+    torch_config = torch_probe.compile_model(model, RETC)
+    if src == "torch":
+        return torch_to_tf(model, tf_config, torch_config, rng, tmp)
+    net = Net(tf_config, train_flag=False)
+    with net.graph.as_default():
+        variables = net.net.get_params_list()
+        values = net.session.run(variables)
+        for v, value in zip(variables, values):
+            v.load(perturbed(v.name, value, rng), net.session)
+        global_step = tf_compat.v1.train.get_or_create_global_step()
+        net.session.run(global_step.initializer)
+        saver = tf_compat.v1.train.Saver(var_list=variables + [global_step])
+        prefix = os.path.join(tmp, "tf", "network.003")
+        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+        saver.save(net.session, prefix, write_meta_graph=False, write_state=False)
+    pt = os.path.join(tmp, "from_tf.pt")
+    convert(model, "tf", prefix, pt)
+    tnet = TorchNet(torch_config)
+    ckpt = torch.load(pt, weights_only=False)
+    assert ckpt["epoch"] == 3, ckpt["epoch"]
+    tnet.pt_model.load_state_dict(ckpt["model"], strict=True)
+    compare(net, tnet, model + " tf -> torch")
+
+
+def torch_to_tf(model, tf_config, torch_config, rng, tmp):
+    tnet = TorchNet(torch_config)
+    with torch.no_grad():
+        for name, value in tnet.pt_model.state_dict().items():
+            value.copy_(torch.from_numpy(perturbed(name, value.numpy(), rng)))
+    pt = os.path.join(tmp, "network.004.pt")
+    torch.save({"model": tnet.pt_model.state_dict(), "epoch": 4, "step": 40}, pt)
+    prefix = os.path.join(tmp, "tf2", "network.004")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    convert(model, "torch", pt, prefix)
+    net = Net(tf_config, train_flag=False)
+    with net.graph.as_default():
+        net.net.load_params_from_file(prefix, session=net.session)
+    compare(net, tnet, model + " torch -> tf")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
