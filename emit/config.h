@@ -35,6 +35,8 @@ struct ConfigOptions {
   /// RETURNN's `model` prefix for checkpoints, e.g. "work/model/network".
   std::string model_path = "retc-model/network";
   int64_t log_verbosity = 3;
+  /// RETURNN's `device`: "cpu" or "gpu".
+  std::string device = "cpu";
   TrainingSetup training;
 };
 

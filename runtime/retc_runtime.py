@@ -135,23 +135,80 @@ def check(config_path):
     return variables, outputs
 
 
+def _check_device(config_path):
+    """A clear error for `device = "gpu"` where there is none to use."""
+    from returnn.config import Config
+
+    config = Config()
+    config.load_file(config_path)
+    if config.value("device", "cpu") != "gpu":
+        return
+    if config.value("backend", "") == "torch":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("--device gpu: torch sees no CUDA GPU on this machine")
+    else:
+        raise RuntimeError("--device gpu: the TensorFlow installed here (tensorflow-cpu, pinned) "
+                           "runs on CPUs only; train on GPUs with --backend torch")
+
+
+def _scores(lrc):
+    """(last epoch, [(key, value)] of its scores) from RETURNN's learning-rate control."""
+    if not lrc.epoch_data:
+        raise RuntimeError("RETURNN recorded no epoch")
+    last = max(lrc.epoch_data)
+    return last, sorted((k, float(v)) for k, v in (lrc.epoch_data[last].error or {}).items())
+
+
 def train(config_path):
     """Runs RETURNN's training task on a config in this process.
     Returns (last_epoch, [(key, value)] of that epoch's scores)."""
     import returnn.__main__ as rnn
 
+    _check_device(config_path)
     try:
         rnn.init(config_filename=config_path, extra_greeting="retc train, in process.")
         rnn.execute_main_task()
-        lrc = rnn.engine.learning_rate_control
-        if not lrc.epoch_data:
-            raise RuntimeError("RETURNN recorded no epoch")
-        last = max(lrc.epoch_data)
-        scores = sorted((k, float(v)) for k, v in (lrc.epoch_data[last].error or {}).items())
+        last, scores = _scores(rnn.engine.learning_rate_control)
         rnn.finalize()
         return last, scores
     finally:
         _flush()
+
+
+def train_distributed(config_path, nproc):
+    """RETURNN's training task on the torch engine in `nproc` processes: torch's
+    own launcher (torchrun, standalone on this machine) runs `python -m returnn
+    CONFIG` per rank; the config has `torch_distributed` (gloo on CPU, nccl on
+    GPU). Rank 0 saves the checkpoints and evaluates. Returns as `train` does,
+    read from RETURNN's learning-rate file."""
+    import signal
+    import subprocess
+
+    from returnn.config import Config
+    from returnn.learning_rate_control import load_learning_rate_control_from_config
+
+    _check_device(config_path)
+    python = os.path.join(sys.prefix, "bin", "python")
+    cmd = [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=%d" % nproc,
+           "-m", "returnn", config_path]
+    print("retc: %d processes: %s" % (nproc, " ".join(cmd)))
+    _flush()
+    proc = subprocess.Popen(cmd)
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        proc.wait()
+        raise
+    if rc != 0:
+        if rc in (130, -signal.SIGINT):
+            raise KeyboardInterrupt
+        raise RuntimeError("torchrun exited with status %d (RETURNN's log above)" % rc)
+    config = Config()
+    config.load_file(config_path)
+    return _scores(load_learning_rate_control_from_config(config))
 
 
 def check_torch(config_path):

@@ -97,6 +97,17 @@ std::vector<Variable> to_variables(const py::handle& list) {
   return out;
 }
 
+// (last epoch, [(key, value)]) from the runtime's train functions.
+TrainResult to_train_result(const py::tuple& r) {
+  TrainResult out;
+  out.last_epoch = r[0].cast<int64_t>();
+  for (py::handle item : r[1]) {
+    auto t = item.cast<py::tuple>();
+    out.scores.emplace_back(t[0].cast<std::string>(), t[1].cast<double>());
+  }
+  return out;
+}
+
 }  // namespace
 
 // Calls retc_runtime.<func>(config_path) with stderr and any traceback going
@@ -135,16 +146,23 @@ absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
 
 absl::StatusOr<TrainResult> train_config(const std::string& config_path,
                                          const std::string& log_path) {
-  return call_runtime<TrainResult>(
-      "train", "RETURNN training failed", config_path, log_path, [](const py::tuple& r) {
-        TrainResult out;
-        out.last_epoch = r[0].cast<int64_t>();
-        for (py::handle item : r[1]) {
-          auto t = item.cast<py::tuple>();
-          out.scores.emplace_back(t[0].cast<std::string>(), t[1].cast<double>());
-        }
-        return out;
-      });
+  return call_runtime<TrainResult>("train", "RETURNN training failed", config_path, log_path,
+                                   to_train_result);
+}
+
+absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path, int nproc,
+                                                     const std::string& log_path) {
+  StderrToFile redirect(log_path);
+  auto m = runtime_module();
+  if (!m.ok()) return m.status();
+  try {
+    py::tuple r = m->attr("run_logged")("train_distributed", log_path, config_path, nproc);
+    flush_python();
+    return to_train_result(r);
+  } catch (const py::error_already_set& e) {
+    flush_python();
+    return python_error(e, "RETURNN training failed", log_path);
+  }
 }
 
 absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,

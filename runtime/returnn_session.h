@@ -43,6 +43,12 @@ absl::StatusOr<CheckResult> check_config(const std::string& config_path,
 absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
                                                const std::string& log_path);
 
+/// RETURNN's training on the torch engine in `nproc` processes under torch's
+/// launcher (torchrun); the config has `torch_distributed`. Results as for
+/// train_config, read from RETURNN's learning-rate file.
+absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path, int nproc,
+                                                     const std::string& log_path);
+
 /// One param of a checkpoint conversion: its TF variable name (without
 /// ":0"), its torch state_dict key and its shape.
 struct CheckpointParam {

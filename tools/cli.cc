@@ -42,7 +42,9 @@ struct Command {
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"list", "list", "Lists the models this binary knows, with a description."},
-      {"compile", "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]",
+      {"compile",
+       "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
+       "                  [--device cpu|gpu]",
        "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
        "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
        "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs.\n"
@@ -52,8 +54,14 @@ const std::vector<Command>& commands() {
        "runs one step on random data and prints every variable with its name and shape.\n"
        "Fails if RETURNN's variables differ from the model's named parameters.\n"
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
-      {"train", "train MODEL [--backend NAME] [--workdir DIR] [--epochs N]",
+      {"train",
+       "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device cpu|gpu]\n"
+       "                  [--nproc N]",
        "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
+       "--nproc N (torch backend): N processes under torch's launcher (torchrun, on this\n"
+       "machine) with RETURNN's torch_distributed, gloo on CPU and nccl on GPU; README,\n"
+       "\"Several processes\", says how to run on several machines.\n"
+       "--device picks RETURNN's device (default cpu; gpu needs a CUDA GPU, torch backend).\n"
        "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL);\n"
        "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
        "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
@@ -187,7 +195,20 @@ absl::StatusOr<const runtime::Backend*> backend_arg(const Args& a) {
   return runtime::find_backend(it->second);
 }
 
+// --device cpu|gpu (default cpu).
+absl::Status apply_device(const Args& a, emit::ConfigOptions& opts) {
+  auto it = a.flags.find("--device");
+  if (it == a.flags.end()) return absl::OkStatus();
+  if (it->second != "cpu" && it->second != "gpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device needs cpu or gpu, got '", it->second, "'"));
+  }
+  opts.device = it->second;
+  return absl::OkStatus();
+}
+
 absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
+  if (absl::Status s = apply_device(a, opts); !s.ok()) return s;
   auto it = a.flags.find("--epochs");
   if (it == a.flags.end()) return absl::OkStatus();
   int64_t n = 0;
@@ -338,12 +359,32 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   emit::ConfigOptions opts = config_options(**m, abs + "/model");
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
   if (absl::Status s = apply_epochs(a, opts); !s.ok()) return usage_error(s.message());
+  int64_t nproc = 1;
+  if (auto it = a.flags.find("--nproc"); it != a.flags.end()) {
+    if (!absl::SimpleAtoi(it->second, &nproc) || nproc < 1)
+      return usage_error(absl::StrCat("--nproc needs a positive integer, got '", it->second, "'"));
+    if (nproc > 1 && !(*backend)->runner.train_distributed) {
+      return usage_error(absl::StrCat("--nproc ", nproc, ": the ", (*backend)->target.name,
+                                      " target trains in one process here; several processes "
+                                      "are on the torch target (--backend torch)"));
+    }
+  }
+  // RETURNN's torch_distributed, grads averaged every step. On CPU gloo only:
+  // RETURNN's default "cpu:gloo,cuda:nccl" makes torch open NCCL, which needs
+  // a CUDA device; on GPU that default (nccl for CUDA tensors).
+  if (nproc > 1) {
+    opts.training.extra.emplace_back(
+        "torch_distributed",
+        opts.device == "cpu" ? emit::PyValue::dict({{"backend", "gloo"}}) : emit::PyValue::dict());
+  }
   auto text = emit::compile_to_config(**m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << (*m)->name << "' with " << path << std::endl;
-  auto r = (*backend)->runner.train(path, abs + "/retc-stderr.log");
+  auto r = nproc > 1 ? (*backend)->runner.train_distributed(path, static_cast<int>(nproc),
+                                                            abs + "/retc-stderr.log")
+                     : (*backend)->runner.train(path, abs + "/retc-stderr.log");
   std::cout.flush();
   if (!r.ok()) return error(r.status());
   const std::pair<std::string, double>* dev_error = nullptr;
@@ -518,8 +559,8 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   }
   if (!c) return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   std::vector<std::string> valued, boolean;
-  if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs"};
-  if (cmd == "train") valued = {"--workdir", "--epochs"};
+  if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs", "--device"};
+  if (cmd == "train") valued = {"--workdir", "--epochs", "--device", "--nproc"};
   if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "dump-ir") {
     valued = {"--format", "--stage", "--after", "-o"};

@@ -14,7 +14,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += format_assignment("backend", "tensorflow-net-dict");
   out += format_assignment("behavior_version", kBehaviorVersion);
   out += format_assignment("task", "train");
-  out += format_assignment("device", "cpu");
+  out += format_assignment("device", opts.device);
   out += "\n";
   for (const auto& [id, def] : net.dims) out += format_assignment(id, def);
   out += "\n";

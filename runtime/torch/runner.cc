@@ -8,6 +8,7 @@ const Runner& runner() {
       check_torch_config,
       train_config,
       [](const ir::Param& p) { return p.path; },
+      train_distributed_config,
   };
   return kRunner;
 }
