@@ -6,6 +6,7 @@
 #include "emit/torch/target.h"
 #include "ir/dim_table.h"
 #include "ir/format.h"
+#include "ir/loops.h"
 #include "ir/status_macros.h"
 
 namespace retc::emit::torch {
@@ -72,11 +73,12 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kReduce:
     case ir::NodeKind::kCrossEntropy:
       return "";
-    case ir::NodeKind::kWeightNorm:  // expand-parametrizations expanded it
     case ir::NodeKind::kLoopUnstack:
     case ir::NodeKind::kLoopState:
     case ir::NodeKind::kLoopNext:
     case ir::NodeKind::kLoopStack:
+      return "";
+    case ir::NodeKind::kWeightNorm:  // expand-parametrizations expanded it
       return absl::StrCat(node_kind_name(n.kind), " nodes");
   }
   return "this kind";
@@ -382,14 +384,97 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
     }
     case ir::NodeKind::kCustomLoss:
       return in(0);
-    case ir::NodeKind::kWeightNorm:
+    // Loops (see emit_loop): a frame of the input, the state's initial value
+    // (before the loop), the state's next value, the frames stacked.
     case ir::NodeKind::kLoopUnstack:
+      return absl::StrCat("rf.gather(", in(0), ", axis=", dim_attr("axis"), ", indices=_t",
+                          *n.attrs.get<int64_t>("loop"), ")");
     case ir::NodeKind::kLoopState:
+      return in(0);
     case ir::NodeKind::kLoopNext:
+      return in(1);
     case ir::NodeKind::kLoopStack:
-      break;  // torch-legalize rejected them
+      return absl::StrCat("rf.stack(_frames_of_", in(0), ", out_dim=", dim_attr("axis"), ")[0]");
+    case ir::NodeKind::kWeightNorm:
+      break;  // torch-legalize rejected it
   }
   return "";
+}
+
+// One loop as a Python for-loop over its axis's frames (in this batch: the
+// longest sequence's): the states start at their initial values, the body
+// runs in graph order, stacked values collect their frames, and the states
+// take their next values at the end of each frame. As on TF, frames past a
+// sequence's end are computed too and ignored by what reads the stack.
+std::string emit_loop(const ir::Graph& g, const ir::DimTable& t, const ir::LoopAnalysis& loops,
+                      size_t id) {
+  const ir::Loop& loop = loops.loops[id];
+  std::string out = absl::StrCat("    # loop ", id, " over ", t.id(*loop.axis), "\n");
+  std::vector<std::string> states, nexts;
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind == ir::NodeKind::kLoopState) {
+      absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
+      states.push_back(n.name);
+      nexts.push_back(g.node(loops.next_of_state[m.index]).name);
+    }
+    if (loops.stacked[m.index]) absl::StrAppend(&out, "    _frames_of_", n.name, " = []\n");
+  }
+  absl::StrAppend(&out, "    for _t", id, " in range(_frames(", t.id(*loop.axis), ")):\n");
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind == ir::NodeKind::kLoopState) continue;
+    absl::StrAppend(&out, "        ", n.name, " = ", value_of(g, t, n, "model"), "\n");
+  }
+  for (ir::NodeId m : loop.members) {
+    if (loops.stacked[m.index])
+      absl::StrAppend(&out, "        _frames_of_", g.node(m).name, ".append(", g.node(m).name,
+                      ")\n");
+  }
+  if (!states.empty()) {
+    absl::StrAppend(&out, "        ", absl::StrJoin(states, ", "), " = ",
+                    absl::StrJoin(nexts, ", "), "\n");
+  }
+  return out;
+}
+
+// The step stage's code: every step node in an order that respects the
+// dataflow, each loop as one block (emit_loop) once all its inputs from
+// outside are computed.
+std::string step_code(const ir::Graph& g, const ir::DimTable& t, const ir::LoopAnalysis& loops) {
+  std::vector<bool> done(g.size(), false);
+  std::vector<bool> loop_done(loops.loops.size(), false);
+  auto ready = [&](ir::NodeId in) {
+    const int32_t l = loops.loop_of[in.index];
+    return l >= 0 ? loop_done[l] : done[in.index] || g.node(in).stage != ir::Stage::kStep;
+  };
+  std::string out;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const ir::Node& n = g.nodes()[i];
+      if (n.stage != ir::Stage::kStep || done[i]) continue;
+      const int32_t l = loops.loop_of[i];
+      if (l < 0) {
+        if (!std::all_of(n.inputs.begin(), n.inputs.end(), ready)) continue;
+        absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
+        done[i] = progress = true;
+        continue;
+      }
+      // A loop: ready when every member's input from outside it is.
+      bool loop_ready = true;
+      for (ir::NodeId m : loops.loops[l].members) {
+        for (ir::NodeId in : g.node(m).inputs) {
+          if (loops.loop_of[in.index] != l && !ready(in)) loop_ready = false;
+        }
+      }
+      if (!loop_ready) continue;
+      out += emit_loop(g, t, loops, l);
+      for (ir::NodeId m : loops.loops[l].members) done[m.index] = true;
+      loop_done[l] = progress = true;
+    }
+  }
+  return out;
 }
 
 // The fixed helpers every torch config has.
@@ -605,6 +690,11 @@ def _pool(x, *, mode, size, strides, padding, axes, out_axes):
     if count is not None:
         y = y / count
     return _windowed(y, computed, out_axes, in_axes)
+
+
+def _frames(axis):
+    """How many frames a loop over axis runs in this batch (the longest sequence's)."""
+    return int(axis.get_dim_value())
 
 
 def _frame_error(logits, targets, axis):
@@ -863,10 +953,8 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += "\n\ndef get_model(**_kwargs):\n    return Model()\n\n";
   // The step stage, at every step; the losses as RETURNN's run context wants.
   out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
-  for (const ir::Node& n : g.nodes()) {
-    if (n.stage != ir::Stage::kStep) continue;
-    absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
-  }
+  ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
+  out += step_code(g, t, loops);
   out += "    ctx = rf.get_run_ctx()\n";
   if (any_coupled) {
     out += "    ctx.mark_as_loss(_coupled_weight_decay(model, _param_options), \"weight_decay\")\n";

@@ -29,7 +29,7 @@ from returnn_probe import Net  # noqa: E402
 import returnn.tf.compat as tf_compat  # noqa: E402
 
 TOL = 1e-4
-RETC = os.environ["RETC"]
+BUNDLED = ["12ax", "12ax-wn", "blstm-tagger", "lstm-lm", "transformer-copy", "conformer-ctc"]
 
 
 def perturbed(name, value, rng):
@@ -38,10 +38,10 @@ def perturbed(name, value, rng):
     return (value + rng.normal(0.0, 0.1, value.shape)).astype(value.dtype)
 
 
-def tf_output(net, feed):
-    """The output layer's value in its own axis order, with its dims' names and lengths."""
+def tf_output(net, feed, name):
+    """An output layer's value in its own axis order, with its dims' names and lengths."""
     with net.graph.as_default():
-        out = net.net.get_layer("output").output
+        out = net.net.get_layer(name).output
         lengths = {}
         for tag in out.dim_tags:
             if not tag.is_batch_dim() and tag.dimension is None:
@@ -51,7 +51,8 @@ def tf_output(net, feed):
     return value, names, lens
 
 
-def torch_output(tnet, batch, names):
+def torch_outputs(tnet, batch):
+    """{mark name: Tensor} of the torch model's marked outputs in evaluation."""
     import returnn.frontend as rf
     from returnn.torch.data import extern_data as extern_data_util
 
@@ -60,10 +61,25 @@ def torch_output(tnet, batch, names):
         raw, extern_data_template=template, device="cpu", with_eval_targets=True)
     rf.init_train_step_run_ctx(train_flag=False, step=0, epoch=1)
     with torch.no_grad():
-        out = tnet.config.typed_value("train_step")(model=tnet.model, extern_data=extern_data)["output"]
+        return tnet.config.typed_value("train_step")(model=tnet.model, extern_data=extern_data)
+
+
+def raw_in_order(out, names, shape):
+    """out's raw values with its axes in the order of TF's dims `names` (of
+    sizes `shape`): matched by name, or where TF named a dim itself (a slice's
+    or merge's out dim), by size among the rest."""
     own = ["batch" if d.is_batch_dim() else d.name for d in out.dims]
-    assert sorted(own) == sorted(names), ("the outputs' dims differ", own, names)
-    return out.raw_tensor.numpy().transpose([own.index(n) for n in names])
+    raw = out.raw_tensor.detach().cpu().numpy()
+    order, free = [], [i for i, n in enumerate(own) if n not in names]
+    for name, size in zip(names, shape):
+        if name in own:
+            order.append(own.index(name))
+            continue
+        fits = [i for i in free if raw.shape[i] == size]
+        assert fits, ("no torch dim for TF's", name, own, names)
+        order.append(fits[0])
+        free.remove(fits[0])
+    return raw.transpose(order)
 
 
 def masked(value, names, lengths):
@@ -80,19 +96,25 @@ def masked(value, names, lengths):
 
 
 def compare(net, tnet, what):
+    """Every marked output (the TF layer of the mark's name) on the same batch."""
     feed = net.feed(5)
-    a, names, lengths = tf_output(net, feed)
-    b = torch_output(tnet, tnet.batch(5), names)
-    assert a.shape == b.shape, (what, a.shape, b.shape)
-    a, b = masked(a, names, lengths), masked(b, names, lengths)
-    diff = float(numpy.abs(a - b).max())
-    scale = float(numpy.abs(a).max())
-    print("%s: outputs %s %s, max |tf - torch| = %.3g (max |output| %.3g)" % (what, names, list(a.shape), diff, scale))
-    assert diff <= TOL, "%s: the outputs differ by %g > %g" % (what, diff, TOL)
+    outputs = torch_outputs(tnet, tnet.batch(5))
+    assert outputs, what + ": no outputs"
+    for name, out in sorted(outputs.items()):
+        a, names, lengths = tf_output(net, feed, name)
+        b = raw_in_order(out, names, a.shape)
+        assert a.shape == b.shape, (what, name, a.shape, b.shape)
+        a, b = masked(a, names, lengths), masked(b, names, lengths)
+        diff = float(numpy.abs(a - b).max())
+        scale = float(numpy.abs(a).max())
+        print("%s: %s %s %s, max |tf - torch| = %.3g (max |value| %.3g)" % (
+            what, name, names, list(a.shape), diff, scale))
+        assert diff <= TOL, "%s: %s differs by %g > %g" % (what, name, diff, TOL)
 
 
 def convert(model, src, in_path, out_path):
-    subprocess.run([RETC, "convert-checkpoint", model, "--from", src, in_path, out_path], check=True)
+    binary = os.environ["RETC" if model in BUNDLED else "RETC_TEST_MODELS"]
+    subprocess.run([binary, "convert-checkpoint", model, "--from", src, in_path, out_path], check=True)
 
 
 def main(model, src):
@@ -100,8 +122,9 @@ def main(model, src):
     RETURNN's TF dim tags do not survive a second network of one config)."""
     rng = numpy.random.RandomState(7)
     tmp = returnn_probe.TMP
-    tf_config = returnn_probe.compile_model(model, RETC)
-    torch_config = torch_probe.compile_model(model, RETC)
+    binary = os.environ["RETC" if model in BUNDLED else "RETC_TEST_MODELS"]
+    tf_config = returnn_probe.compile_model(model, binary)
+    torch_config = torch_probe.compile_model(model, binary)
     if src == "torch":
         return torch_to_tf(model, tf_config, torch_config, rng, tmp)
     net = Net(tf_config, train_flag=False)
@@ -141,5 +164,56 @@ def torch_to_tf(model, tf_config, torch_config, rng, tmp):
     compare(net, tnet, model + " torch -> tf")
 
 
+
+
+def sweep():
+    """Every op of the sweep (plain, broadcast, in a loop, as a loop state) on
+    both backends, in one process: the TF model's perturbed params loaded into
+    the torch model by name; each marked output within 1e-4. Models with
+    random values in the step stage are left out: TF's and numpy's generators
+    differ (the random op's own test checks its distribution)."""
+    models = [line.split()[0] for line in subprocess.run(
+        [os.environ["RETC_TEST_MODELS"], "list"], check=True, capture_output=True, text=True).stdout.splitlines()
+        if line.startswith("sweep:")]
+    rng = numpy.random.RandomState(7)
+    compared, skipped, failures = 0, [], []
+    for model in models:
+        ir = subprocess.run([os.environ["RETC_TEST_MODELS"], "dump-ir", model, "--stage", "step"], check=True,
+                            capture_output=True, text=True).stdout
+        if " = random " in ir:
+            skipped.append(model)
+            continue
+        try:
+            tf_config = returnn_probe.compile_model(model)
+            torch_config = torch_probe.compile_model(model)
+            net = Net(tf_config, train_flag=False)
+            tnet = TorchNet(torch_config, with_updater=False)
+            with net.graph.as_default():
+                variables = net.net.get_params_list()
+                for v, value in zip(variables, net.session.run(variables)):
+                    v.load(perturbed(v.name, value, rng), net.session)
+                tf_values = dict(zip([v.name for v in variables], net.session.run(variables)))
+            state = {k[:-len("/param:0")].replace("/", "."): torch.from_numpy(v) for k, v in tf_values.items()}
+            tnet.pt_model.load_state_dict(state, strict=True)
+            compare(net, tnet, model)
+            net.close()
+            compared += 1
+        except Exception as exc:  # noqa: BLE001: every failure is reported below
+            failures.append("%s: %s: %s" % (model, type(exc).__name__, str(exc).strip().splitlines()[-1][:300]))
+        finally:
+            # The eager step gave RETURNN's global batch dim torch sizes; the
+            # next TF network must not see them.
+            from returnn.tensor import batch_dim
+
+            batch_dim.reset_eager()
+            batch_dim.dyn_size_ext = None
+    assert not failures, "\n".join(failures)
+    print("sweep: %d models give the same outputs on both backends; left out (random values): %s" % (
+        compared, ", ".join(skipped)))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "sweep":
+        sweep()
+    else:
+        main(sys.argv[1], sys.argv[2])

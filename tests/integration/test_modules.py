@@ -724,10 +724,10 @@ def test_sweep():
 
 
 def test_sweep_torch():
-    """The same sweep on the torch target: each model either is a build-time
-    error at the user's line naming the target (a kind it does not lower yet)
-    or runs its train_step (every node) on random data in RETURNN's PyTorch
-    backend. Prints how many of each."""
+    """The same sweep on the torch target: every model runs its train_step
+    (every node, the backward pass included) on random data in RETURNN's
+    PyTorch backend. (A model the target refused would have to be a
+    build-time error at the user's line naming the target; none is now.)"""
     import tempfile
 
     sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
@@ -753,8 +753,8 @@ def test_sweep_torch():
             except Exception as exc:  # noqa: BLE001: every failure is reported below
                 failures.append("%s: %s: %s" % (model, type(exc).__name__, str(exc).strip().splitlines()[-1]))
     assert not failures, "\n".join(failures)
-    assert ran >= 60, ran
-    print("sweep on torch: %d models ran, %d are build-time errors naming the target" % (ran, refused))
+    assert ran == len(models) and refused == 0, (ran, refused, len(models))
+    print("sweep on torch: all %d models ran" % ran)
 
 
 if __name__ == "__main__":

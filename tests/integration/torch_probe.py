@@ -44,7 +44,7 @@ def compile_model(model, binary=None, extra=()):
 class TorchNet:
     """A model of a torch config, with RETURNN's updater."""
 
-    def __init__(self, config_path, learning_rate=None):
+    def __init__(self, config_path, learning_rate=None, with_updater=True):
         self.config = Config()
         self.config.load_file(config_path)
         if learning_rate is not None:
@@ -55,11 +55,13 @@ class TorchNet:
         rf.set_random_seed(self.config.int("random_seed", 42))
         self.model = self.config.typed_value("get_model")(epoch=1, step=0)
         self.pt_model = rf_module_to_pt_module(self.model)
+        self.global_step = 0
+        if not with_updater:
+            return
         self.updater = Updater(config=self.config, network=self.pt_model, device="cpu",
                                initial_learning_rate=self.config.float("learning_rate", 1.0))
         self.updater.create_optimizer()
         self.updater.set_learning_rate(self.config.float("learning_rate", 1.0))
-        self.global_step = 0
 
     def batch(self, seed=1):
         """Random extern data, as `retc check` makes it."""
