@@ -19,6 +19,12 @@ benchmarks/RESULTS.md with the machine and versions:
    training step time (CPU, fixed random batch, warm-up then timed steps)
    for retc's config against rf's net dict of the same model.
 4. The weight-normed Conformer's step time against the plain one's.
+5. The torch target: the 12-block Conformer's median training step on
+   RETURNN's PyTorch engine, retc's lowering against rf's own
+   ConformerEncoder on the torch backend (same batch); the same retc model
+   on TF against torch; the weight-norm overhead on torch and TF at the
+   small batch and at 8 x 500 frames; model creation time; a profile of
+   where a torch step's time goes.
 """
 
 import argparse
@@ -240,6 +246,102 @@ def worker_rf_dict(num_layers, repeat):
     print(json.dumps({"rf_net_dict_ms_median": ms, "layers": count_layers(net_dict)}))
 
 
+# --- 5. torch target (run in worker subprocesses) ---------------------------------------------------
+
+def torch_batch(template, batch, max_time, max_labels, seed=1):
+    """A raw batch for RETURNN's torch engine: random values, sequences of
+    3/4 to all of the longest one's length (as random_feed for TF)."""
+    import numpy
+    import torch
+
+    rng = numpy.random.RandomState(seed)
+    raw = {}
+    for key, data in template.data.items():
+        top = max_time if key == "data" else max_labels
+        lens = rng.randint(top * 3 // 4, top + 1, size=(batch,)).astype("int32")
+        lens[0] = top
+        shape = [batch if d.is_batch_dim() else (d.dimension or top) for d in data.dims]
+        if data.sparse_dim is not None:
+            raw[key] = torch.tensor(rng.randint(0, data.sparse_dim.dimension, size=shape).astype("int32"))
+        else:
+            raw[key] = torch.tensor(rng.normal(size=shape).astype("float32"))
+        if any(d.dimension is None and not d.is_batch_dim() for d in data.dims):
+            raw[key + ":seq_len"] = torch.tensor(lens)
+    return raw
+
+
+def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile):
+    """The model (retc's torch config, or rf's ConformerEncoder on the torch
+    backend) made with get_model, then trained through RETURNN's torch
+    Updater on one fixed random batch; prints JSON (with the top ops of a
+    profiled step if asked)."""
+    import torch
+    from returnn.log import log as rlog
+    from returnn.config import Config, set_global_config
+    from returnn.util.basic import BehaviorVersion
+    import returnn.frontend as rf
+    from returnn.tensor import TensorDict
+    from returnn.torch.data import extern_data as extern_data_util
+    from returnn.torch.frontend.bridge import rf_module_to_pt_module
+    from returnn.torch.updater import Updater
+
+    rlog.initialize(verbosity=[0])
+    if kind == "rf":
+        config = rf_config(num_layers)
+    else:
+        config = Config()
+        config.load_file(config_path)
+    set_global_config(config)
+    BehaviorVersion.set(config.int("behavior_version", 0) or None)
+    rf.select_backend_torch()
+    rf.set_random_seed(42)
+    result = {"kind": kind}
+    t0 = time.perf_counter()
+    model = config.typed_value("get_model")(epoch=1, step=0)
+    result["create_ms"] = (time.perf_counter() - t0) * 1000
+    pt_model = rf_module_to_pt_module(model)
+    result["params"] = int(sum(p.numel() for p in pt_model.parameters()))
+    updater = Updater(config=config, network=pt_model, device="cpu", initial_learning_rate=0.0005)
+    updater.create_optimizer()
+    updater.set_learning_rate(0.0005)
+    template = TensorDict()
+    template.update(config.typed_value("extern_data"), auto_convert=True)
+    raw = torch_batch(template, batch, max_time, max_labels)
+    train_step = config.typed_value("train_step")
+
+    def step(i):
+        updater.set_current_train_step(global_train_step=i, epoch=1)
+        updater.zero_grad()
+        extern_data = extern_data_util.raw_dict_to_extern_data(
+            raw, extern_data_template=template, device="cpu", with_eval_targets=True)
+        rf.init_train_step_run_ctx(train_flag=True, step=i, epoch=1)
+        train_step(model=model, extern_data=extern_data)
+        loss = rf.get_run_ctx().total_loss().raw_tensor
+        loss.backward()
+        updater.step()
+        return float(loss)
+
+    for i in range(warmup):
+        step(i)
+    times = []
+    for i in range(steps):
+        t = time.perf_counter()
+        result["loss_after"] = step(warmup + i)
+        times.append((time.perf_counter() - t) * 1000)
+    result["step_ms_median"] = statistics.median(times)
+    result["step_ms_min"] = min(times)
+    if profile:
+        from torch.profiler import ProfilerActivity, profile as torch_profile
+
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            for i in range(2):
+                step(warmup + steps + i)
+        total = sum(e.self_cpu_time_total for e in prof.key_averages())
+        top = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:8]
+        result["profile"] = [(e.key, e.self_cpu_time_total / total) for e in top]
+    print(json.dumps(result))
+
+
 # --- driver ----------------------------------------------------------------------------------------
 
 def versions():
@@ -277,6 +379,7 @@ def main():
     ap.add_argument("--batch", type=int, default=2, help="sequences per training batch")
     ap.add_argument("--frames", type=int, default=200, help="frames of the longest sequence")
     ap.add_argument("--quick", action="store_true", help="fewer repeats and steps (a smoke run)")
+    ap.add_argument("--large-steps", type=int, default=5, help="timed steps at the large batch (8 x 500)")
     ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
@@ -284,11 +387,15 @@ def main():
             kind, path, layers, steps, warmup, batch, frames = args.worker[1:]
             worker_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
                          max(4, int(frames) // 10))
+        elif args.worker[0] == "torch_steps":
+            kind, path, layers, steps, warmup, batch, frames, profile = args.worker[1:]
+            worker_torch_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
+                               max(4, int(frames) // 10), profile == "1")
         else:
             worker_rf_dict(int(args.worker[1]), int(args.worker[2]))
         return
     if args.quick:
-        args.steps, args.warmup = 5, 1
+        args.steps, args.warmup, args.large_steps = 5, 1, 2
 
     binary = os.path.join(args.build, "retc_bench_compile")
     ver = versions()
@@ -396,6 +503,62 @@ def main():
         "the table." % (e["step_ms_median"], e["step_ms_median"] / a["step_ms_median"]))
     out()
 
+    # 5. torch target
+    out("## 5. The torch target (RETURNN's PyTorch engine, %d blocks, CPU)" % args.step_blocks)
+    out()
+    for name, flags in [("torch plain", ["--dropout-broadcast"]), ("torch wn", ["--dropout-broadcast", "--weight-norm"])]:
+        path = os.path.join(tmp, "retc-%s.config" % name.replace(" ", "-"))
+        run_compile(binary, ["--conformer", str(args.step_blocks), "--repeat", "1", "--write-config", path,
+                             "--backend", "torch"] + flags)
+        configs[name] = path
+    large = (8, 500)
+    torch_runs = {}
+    for name, kind, path, (batch, frames), steps, profile in [
+            ("retc", "retc", configs["torch plain"], (args.batch, args.frames), args.steps, True),
+            ("rf", "rf", "-", (args.batch, args.frames), args.steps, False),
+            ("retc weight norm", "retc", configs["torch wn"], (args.batch, args.frames), args.steps, False),
+            ("retc 8x500", "retc", configs["torch plain"], large, args.large_steps, False),
+            ("retc weight norm 8x500", "retc", configs["torch wn"], large, args.large_steps, False)]:
+        log("torch steps: %s" % name)
+        torch_runs[name] = run_worker(["torch_steps", kind, path, args.step_blocks, steps,
+                                       min(args.warmup, 2) if batch == 8 else args.warmup, batch, frames,
+                                       1 if profile else 0])
+    for name, path in [("TF 8x500", configs["plain"]), ("TF weight norm 8x500", configs["wn"])]:
+        log("steps: %s" % name)
+        runs[name] = run_worker(["steps", "retc", path, args.step_blocks, args.large_steps, 1, large[0], large[1]])
+    out("| model | batch | params | model creation ms | median step ms | min step ms |")
+    out("|---|---|---|---|---|---|")
+    for name, r in torch_runs.items():
+        b = "%d x %d" % (large if "8x500" in name else (args.batch, args.frames))
+        out("| %s (torch) | %s | %d | %.0f | %.1f | %.1f |" % (
+            name.replace(" 8x500", ""), b, r["params"], r["create_ms"], r["step_ms_median"], r["step_ms_min"]))
+    for name in ["TF 8x500", "TF weight norm 8x500"]:
+        r = runs[name]
+        out("| retc%s (TF) | %d x %d | %d | | %.1f | %.1f |" % (
+            " weight norm" if "weight" in name else "", large[0], large[1], r["params"], r["step_ms_median"],
+            r["step_ms_min"]))
+    out()
+    tr, trf, twn = torch_runs["retc"], torch_runs["rf"], torch_runs["retc weight norm"]
+    tl, twl = torch_runs["retc 8x500"], torch_runs["retc weight norm 8x500"]
+    fl, fwl = runs["TF 8x500"], runs["TF weight norm 8x500"]
+    out("- median step retc / rf's ConformerEncoder, both on torch (%d x %d): %.3f" % (
+        args.batch, args.frames, tr["step_ms_median"] / trf["step_ms_median"]))
+    out("- the same retc model, TF / torch: %.3f at %d x %d, %.3f at 8 x 500" % (
+        a["step_ms_median"] / tr["step_ms_median"], args.batch, args.frames,
+        fl["step_ms_median"] / tl["step_ms_median"]))
+    out("- weight norm, median step weight-normed / plain: torch %.3f (%d x %d), %.3f (8 x 500); "
+        "TF %.3f (%d x %d), %.3f (8 x 500)" % (
+            twn["step_ms_median"] / tr["step_ms_median"], args.batch, args.frames,
+            twl["step_ms_median"] / tl["step_ms_median"], w["step_ms_median"] / a["step_ms_median"],
+            args.batch, args.frames, fwl["step_ms_median"] / fl["step_ms_median"]))
+    out("- model creation on torch (get_model: params and their param-init stage): retc %.0f ms, rf %.0f ms" % (
+        tr["create_ms"], trf["create_ms"]))
+    out("- %d timed steps (%d at 8 x 500) after warm-up, one fixed random batch, each in its own process; "
+        "RETURNN's torch Updater (Adam)." % (args.steps, args.large_steps))
+    out("- where a retc torch step goes (self CPU time of 2 profiled steps, top ops): " + ", ".join(
+        "%s %.0f%%" % (k, 100 * f) for k, f in tr["profile"]))
+    out()
+
     out("## Targets")
     out()
     t12 = compile_rows[12]["total_ms_median"]
@@ -409,6 +572,12 @@ def main():
          a["step_ms_median"] <= 1.03 * b["step_ms_median"]),
         ("weight-norm overhead <= 1.1x", "%.3f" % (w["step_ms_median"] / a["step_ms_median"]),
          w["step_ms_median"] <= 1.1 * a["step_ms_median"]),
+        ("torch: step retc / rf's ConformerEncoder <= 1.0", "%.3f" % (tr["step_ms_median"] / trf["step_ms_median"]),
+         tr["step_ms_median"] <= trf["step_ms_median"]),
+        ("torch: weight-norm overhead <= 1.1x at 8 x 500", "%.3f" % (twl["step_ms_median"] / tl["step_ms_median"]),
+         twl["step_ms_median"] <= 1.1 * tl["step_ms_median"]),
+        ("TF: weight-norm overhead <= 1.1x at 8 x 500", "%.3f" % (fwl["step_ms_median"] / fl["step_ms_median"]),
+         fwl["step_ms_median"] <= 1.1 * fl["step_ms_median"]),
         ("50,000-node stress model < 1 s and < 500 MiB", "%.0f ms, %.0f MiB" % (stress[0]["total_ms_median"], stress[1]),
          stress[0]["total_ms_median"] < 1000 and stress[1] < 500),
     ]

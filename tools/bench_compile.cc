@@ -20,6 +20,7 @@
 #include "emit/config.h"
 #include "emit/target.h"
 #include "emit/tf/target.h"
+#include "emit/torch/target.h"
 #include "nlohmann/json.hpp"
 
 namespace retc {
@@ -65,7 +66,7 @@ int usage() {
   std::cerr
       << "usage: retc_bench_compile (--conformer BLOCKS [--weight-norm] [--dropout-broadcast]\n"
          "                           | --stress LAYERS)\n"
-         "                          [--repeat N] [--write-config PATH]\n"
+         "                          [--repeat N] [--write-config PATH] [--backend tf|torch]\n"
          "Compiles the model N times (default 5): build, passes, emit; prints a JSON line\n"
          "with the median and each phase's median in milliseconds and the node count.\n";
   return 2;
@@ -75,6 +76,7 @@ int run(int argc, char** argv) {
   int64_t blocks = -1, stress = -1, repeat = 5;
   bool weight_norm = false, dropout_broadcast = false;
   std::string write_path;
+  const emit::Target* target = &emit::tf::target();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next_int = [&](int64_t& out) { return i + 1 < argc && absl::SimpleAtoi(argv[++i], &out); };
@@ -90,6 +92,13 @@ int run(int argc, char** argv) {
       dropout_broadcast = true;
     } else if (a == "--write-config" && i + 1 < argc) {
       write_path = argv[++i];
+    } else if (a == "--backend" && i + 1 < argc) {
+      std::string b = argv[++i];
+      if (b == "torch") {
+        target = &emit::torch::target();
+      } else if (b != "tf") {
+        return usage();
+      }
     } else {
       return usage();
     }
@@ -111,13 +120,13 @@ int run(int argc, char** argv) {
     double t_build = ms_since(t0);
     nodes_built = g->size();
     auto t1 = Clock::now();
-    if (absl::Status s = run_passes(*g, emit::pipeline(emit::tf::target())); !s.ok()) {
+    if (absl::Status s = run_passes(*g, emit::pipeline(*target)); !s.ok()) {
       std::cerr << "retc_bench_compile: " << s.message() << "\n";
       return 1;
     }
     double t_passes = ms_since(t1);
     auto t2 = Clock::now();
-    absl::StatusOr<std::string> c = emit::tf::target().write_config(*g, opts);
+    absl::StatusOr<std::string> c = target->write_config(*g, opts);
     if (!c.ok()) {
       std::cerr << "retc_bench_compile: " << c.status().message() << "\n";
       return 1;

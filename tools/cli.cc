@@ -50,8 +50,9 @@ const std::vector<Command>& commands() {
        "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs.\n"
        "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend)."},
       {"check", "check MODEL [--backend NAME]",
-       "Compiles MODEL, constructs its network in RETURNN (TFNetwork.construct_from_dict),\n"
-       "runs one step on random data and prints every variable with its name and shape.\n"
+       "Compiles MODEL, constructs its network in RETURNN (tf: TFNetwork.construct_from_dict;\n"
+       "torch: the config's get_model), runs one step on random data (torch: train_step and\n"
+       "the backward pass) and prints every variable with its name and shape.\n"
        "Fails if RETURNN's variables differ from the model's named parameters.\n"
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
       {"train",
