@@ -529,9 +529,9 @@ def main():
     out("| model | batch | params | model creation ms | median step ms | min step ms |")
     out("|---|---|---|---|---|---|")
     for name, r in torch_runs.items():
-        b = "%d x %d" % (large if "8x500" in name else (args.batch, args.frames))
+        shape = "%d x %d" % (large if "8x500" in name else (args.batch, args.frames))
         out("| %s (torch) | %s | %d | %.0f | %.1f | %.1f |" % (
-            name.replace(" 8x500", ""), b, r["params"], r["create_ms"], r["step_ms_median"], r["step_ms_min"]))
+            name.replace(" 8x500", ""), shape, r["params"], r["create_ms"], r["step_ms_median"], r["step_ms_min"]))
     for name in ["TF 8x500", "TF weight norm 8x500"]:
         r = runs[name]
         out("| retc%s (TF) | %d x %d | %d | | %.1f | %.1f |" % (

@@ -278,7 +278,7 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("rf.gather(", in(0), ", indices=", in(1), ", axis=", dim_attr("axis"),
                           ")");
     case ir::NodeKind::kNormalize:
-      return absl::StrCat("rf.normalize(", in(0), ", axis=", dims_attr("axes"),
+      return absl::StrCat("_normalize(", in(0), ", axis=", dims_attr("axes"),
                           ", epsilon=", num("epsilon"), ")");
     case ir::NodeKind::kScaleGrad:
       return *n.attrs.get<double>("scale") == 0.0
@@ -517,6 +517,17 @@ def _random(distribution, dims, a, b, seed, dtype):
                 break
             value[outside] = rng.normal(a, b, int(outside.sum()))
     return rf.convert_to_tensor(value.astype(dtype), dims=dims)
+
+
+def _normalize(x, *, axis, epsilon):
+    """(x - mean) / sqrt(variance + epsilon) over axis, the variance biased (TF's
+    norm layer); over one static dim torch's fused layer norm computes it."""
+    if len(axis) != 1 or axis[0].dimension is None:
+        return rf.normalize(x, axis=axis, epsilon=epsilon)
+    dims = [d for d in x.dims if d != axis[0]] + [axis[0]]
+    x = x.copy_transpose(dims)
+    y = torch.nn.functional.layer_norm(x.raw_tensor, (axis[0].dimension,), eps=epsilon)
+    return rf.Tensor("normalize", dims=dims, dtype=x.dtype, raw_tensor=y)
 
 
 def _norm(x, *, axis):
