@@ -25,3 +25,11 @@ for spec in "12ax-wn 0.05" "transformer-copy 0.10" "conformer-ctc 0.05"; do
   expect_final_error "$TMP/log" "$bound" "$model on torch"
   pass "$model on torch: final dev error $FINAL_ERROR (bound $bound) in $((SECONDS - start)) s"
 done
+
+# The realistic-size Conformer (as the TF side checks it): every param at its
+# module path, one training step with the backward pass.
+"$RETC" check conformer-12x512 --backend torch >"$TMP/check" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "retc check conformer-12x512 --backend torch"; }
+grep -F "conformer-12x512: 392 variables, 74589289 parameters" "$TMP/check" >/dev/null ||
+  fail "conformer-12x512 on torch: $(tail -n 1 "$TMP/check")"
+pass "conformer-12x512 on torch: $(tail -n 1 "$TMP/check")"
