@@ -41,14 +41,25 @@ TEST_CASE("the torch config of 12ax matches its golden file, byte-stable") {
   testing::check_golden("12ax.torch.config", *a);
 }
 
-TEST_CASE("a kind the torch target does not lower is a user error naming the target") {
-  auto text = emit::compile_to_config(configs::model_transformer_copy(), emit::torch::target(),
-                                      options(configs::model_transformer_copy()));
-  REQUIRE(!text.ok());
-  CHECK(absl::IsInvalidArgument(text.status()));
-  CHECK_THAT(
-      std::string(text.status().message()),
-      Catch::Contains("transformer_copy.cc:") && Catch::Contains("the torch target does not"));
+TEST_CASE("the torch target compiles every bundled model") {
+  for (const ModelDef& m : configs::bundled_models()) {
+    INFO(m.name);
+    auto text = emit::compile_to_config(m, emit::torch::target(), options(m));
+    CHECK(text.ok());
+  }
+}
+
+TEST_CASE("a param option the torch target cannot give is a user error naming the target") {
+  for (const ModelDef& m : testing::param_test_models()) {
+    if (m.name != "scoped") continue;
+    auto text = emit::compile_to_config(m, emit::torch::target(), options(m));
+    REQUIRE(!text.ok());
+    CHECK(absl::IsInvalidArgument(text.status()));
+    CHECK_THAT(std::string(text.status().message()),
+               Catch::Contains("param_models.cc:") &&
+                   Catch::Contains("the torch target does not support a device of its own") &&
+                   Catch::Contains("--backend tf"));
+  }
 }
 
 TEST_CASE("compiling twice gives identical bytes") {
