@@ -96,7 +96,9 @@ std::vector<Op> ops() {
     op.apply = [f](Builder& b, SweepNet&, const Dims& d, T x, T, OptDim) { return f(b, d, x); };
     v.push_back(op);
   };
-  for (const char* func : {"relu", "tanh", "sigmoid", "gelu", "swish", "exp", "abs", "square"}) {
+  // Every activation that takes any real input (log, sqrt and rsqrt want positive ones).
+  for (const char* func : {"relu", "tanh", "sigmoid", "gelu", "swish", "exp", "abs", "square",
+                           "elu", "silu", "softplus", "negative"}) {
     std::string f = func;
     unary(func, [f](Builder&, const Dims&, T x) { return nn::activation(x, f); });
   }
@@ -239,6 +241,10 @@ bool takes_any_dims(const std::string& op) {
                                "exp",
                                "abs",
                                "square",
+                               "elu",
+                               "silu",
+                               "softplus",
+                               "negative",
                                "dropout",
                                "scale_gradient",
                                "stop_gradient",

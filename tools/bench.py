@@ -379,7 +379,7 @@ def main():
     ap.add_argument("--batch", type=int, default=2, help="sequences per training batch")
     ap.add_argument("--frames", type=int, default=200, help="frames of the longest sequence")
     ap.add_argument("--quick", action="store_true", help="fewer repeats and steps (a smoke run)")
-    ap.add_argument("--large-steps", type=int, default=5, help="timed steps at the large batch (8 x 500)")
+    ap.add_argument("--large-steps", type=int, default=10, help="timed steps at the large batch (8 x 500)")
     ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
