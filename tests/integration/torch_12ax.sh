@@ -24,6 +24,28 @@ last=$(tail -n 1 "$TMP/log")
 [ "$(tail -n 1 "$TMP/log2")" = "$last" ] || fail "the second run reports another error"
 pass "a second torch run resumes and reports the same result"
 
+mkdir -p "$TMP/conv"
+# The trained torch checkpoint converts to TF and back, value for value; a
+# checkpoint of another model is one line and writes nothing.
+"$RETC" convert-checkpoint 12ax --from torch "$TMP/work/model/network.005.pt" "$TMP/conv/network.005" >"$TMP/conv.log" ||
+  fail "convert-checkpoint --from torch"
+grep -Fx "retc: converted 5 params of '12ax' from torch ($TMP/work/model/network.005.pt) to tf ($TMP/conv/network.005), epoch 5, step 500" "$TMP/conv.log" >/dev/null ||
+  fail "convert-checkpoint: $(cat "$TMP/conv.log")"
+"$RETC" convert-checkpoint 12ax --from tf "$TMP/conv/network.005" "$TMP/conv/back.pt" >/dev/null || fail "convert-checkpoint --from tf"
+"$VENV/bin/python" - "$TMP/work/model/network.005.pt" "$TMP/conv/back.pt" <<'PY' || fail "torch -> tf -> torch changed the params"
+import sys
+import torch
+a, b = (torch.load(p, weights_only=False) for p in sys.argv[1:])
+assert sorted(a["model"]) == sorted(b["model"]), (sorted(a["model"]), sorted(b["model"]))
+for k in a["model"]:
+    assert torch.equal(a["model"][k], b["model"][k]), k
+assert (b["epoch"], b["step"]) == (a["epoch"], a["step"]), (b["epoch"], b["step"])
+PY
+expect_error 1 "^retc: error: checkpoint conversion failed: KeyError: .* lacks the param .* \(a checkpoint of another model\?\)" -- \
+  "$RETC" convert-checkpoint lstm-lm --from torch "$TMP/work/model/network.005.pt" "$TMP/conv/lm"
+[ ! -e "$TMP/conv/lm.index" ] || fail "a failed conversion wrote a checkpoint"
+pass "convert-checkpoint: torch -> tf -> torch gives the same params, epoch and step; another model's checkpoint is an error"
+
 mkdir -p "$TMP/rnn"
 "$RETC" compile 12ax --backend torch --epochs 1 --model-dir "$TMP/rnn/model" -o "$TMP/rnn/12ax.config"
 (cd "$TMP/rnn" && "$VENV/bin/python" -m returnn 12ax.config >"$TMP/rnn.log" 2>&1) || { tail -30 "$TMP/rnn.log"; fail "python -m returnn on the torch config"; }
