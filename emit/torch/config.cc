@@ -1,7 +1,10 @@
 #include "emit/torch/config.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "emit/py_value.h"
 #include "emit/torch/target.h"
 #include "ir/dim_table.h"
@@ -476,7 +479,9 @@ std::string step_code(const ir::Graph& g, const ir::DimTable& t, const ir::LoopA
   return out;
 }
 
-// The fixed helpers every torch config has.
+// The helpers a torch config may call, one top-level definition each,
+// separated by two blank lines; a config holds those its code uses (see
+// used_helpers).
 constexpr char kHelpers[] = R"py(
 class _Module(rf.Module):
     """A module of retc's model tree: it holds params and submodules by name."""
@@ -824,6 +829,55 @@ def _pos_encoding(x, *, axis, feature_dim):
     return x + signal
 )py";
 
+bool is_identifier_char(char c) { return absl::ascii_isalnum(c) || c == '_'; }
+
+// Whether `text` names `name` as a whole word.
+bool mentions(absl::string_view text, absl::string_view name) {
+  for (size_t pos = text.find(name); pos != absl::string_view::npos;
+       pos = text.find(name, pos + 1)) {
+    const size_t end = pos + name.size();
+    if ((pos == 0 || !is_identifier_char(text[pos - 1])) &&
+        (end == text.size() || !is_identifier_char(text[end])))
+      return true;
+  }
+  return false;
+}
+
+// The helpers (kHelpers) that `code` calls, and those they call, in their
+// order: a config carries no helper it does not use.
+std::string used_helpers(absl::string_view code) {
+  struct Helper {
+    std::string name;
+    absl::string_view text;
+  };
+  std::vector<Helper> helpers;
+  for (absl::string_view block : absl::StrSplit(absl::string_view(kHelpers), "\n\n\n")) {
+    block = absl::StripLeadingAsciiWhitespace(block);
+    absl::string_view head = block;
+    for (absl::string_view prefix : {"def ", "class "}) absl::ConsumePrefix(&head, prefix);
+    size_t end = 0;
+    while (end < head.size() && is_identifier_char(head[end])) ++end;
+    helpers.push_back({std::string(head.substr(0, end)), block});
+  }
+  std::vector<bool> used(helpers.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < helpers.size(); ++i) {
+      if (used[i]) continue;
+      bool wanted = mentions(code, helpers[i].name);
+      for (size_t j = 0; j < helpers.size() && !wanted; ++j) {
+        wanted = used[j] && j != i && mentions(helpers[j].text, helpers[i].name);
+      }
+      if (wanted) used[i] = changed = true;
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < helpers.size(); ++i) {
+    if (used[i]) absl::StrAppend(&out, out.empty() ? "\n" : "\n\n\n", helpers[i].text);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> legalize(ir::Graph& g) {
@@ -912,7 +966,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
     extern_data.append(key, std::move(d));
   }
   out += format_assignment("extern_data", extern_data);
-  out += kHelpers;
+  const size_t helpers_at = out.size();  // the used helpers go here, once the code is known
   // The param options RETURNN's torch engine has no config entry for.
   PyValue param_options = PyValue::dict();
   bool any_lr_multiplier = false, any_coupled = false, any_hooked = false;
@@ -1026,6 +1080,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
     optimizer.set("class", "sgd");
   if (any_lr_multiplier) optimizer.set("param_groups_custom", PyValue::ref("_param_groups"));
   out += training_entries(own, {});
+  out.insert(helpers_at, used_helpers(absl::string_view(out).substr(helpers_at)));
   return out;
 }
 
