@@ -646,16 +646,22 @@ def _unprime(x):
     return x
 
 
-def _windowed(y, computed, model_dims, in_dims):
+def _windowed(y, computed, model_dims, in_dims, same_strides=None):
     """A conv's or pool's output with the out dims rf computed renamed to the
     model's. A dynamic model dim that is not an input dim (time_s2 of a
-    strided conv) is made here: it takes the computed lengths of this batch."""
-    for c, d in zip(computed, model_dims):
+    strided conv) is made here, with this batch's lengths: rf's, or with
+    "same" padding (same_strides) TF's ceil(n / stride) of a sequence of n
+    (the padding follows the longest sequence, so rf's count for a shorter
+    one can be a frame less)."""
+    for i, (c, d) in enumerate(zip(computed, model_dims)):
         if c == d:
             continue
         if d.dimension is None and d not in in_dims:
             d.reset_eager()  # the lengths of the previous batch, and what was cached from them
-            d.dyn_size_ext = c.dyn_size_ext
+            if same_strides is None:
+                d.dyn_size_ext = c.dyn_size_ext
+            else:
+                d.dyn_size_ext = (in_dims[i].dyn_size_ext + (same_strides[i] - 1)) // same_strides[i]
         y = rf.replace_dim_v2(y, in_dim=c, out_dim=d)
     return y
 
@@ -686,7 +692,7 @@ def _conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation
     y, computed = rf.conv(x, in_dim=in_dim, out_dim=out_dim, in_spatial_dims=axes, filter=w, filter_size=kernel,
                           padding="valid", strides=strides, dilation_rate=dilation, groups=groups, bias=b,
                           use_mask=False)
-    return _windowed(y, computed, out_axes, in_axes)
+    return _windowed(y, computed, out_axes, in_axes, strides if padding == "same" else None)
 
 
 def _pool(x, *, mode, size, strides, padding, axes, out_axes):
@@ -710,7 +716,7 @@ def _pool(x, *, mode, size, strides, padding, axes, out_axes):
                           use_mask=False)
     if count is not None:
         y = y / count
-    return _windowed(y, computed, out_axes, in_axes)
+    return _windowed(y, computed, out_axes, in_axes, strides if padding == "same" else None)
 
 
 def _frames(axis):

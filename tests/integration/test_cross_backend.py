@@ -29,7 +29,7 @@ from returnn_probe import Net  # noqa: E402
 import returnn.tf.compat as tf_compat  # noqa: E402
 
 TOL = 1e-4
-BUNDLED = ["12ax", "12ax-wn", "blstm-tagger", "lstm-lm", "transformer-copy", "conformer-ctc"]
+BUNDLED = ["12ax", "12ax-wn", "blstm-tagger", "lstm-lm", "transformer-copy", "conformer-ctc", "conformer-12x512"]
 
 
 def perturbed(name, value, rng):
@@ -103,6 +103,11 @@ def compare(net, tnet, what):
     for name, out in sorted(outputs.items()):
         a, names, lengths = tf_output(net, feed, name)
         b = raw_in_order(out, names, a.shape)
+        # The dynamic dims have TF's lengths (a strided conv's too).
+        for d in out.dims:
+            if d.name in lengths:
+                got = d.dyn_size_ext.raw_tensor.cpu().numpy()
+                assert (got == lengths[d.name]).all(), (what, name, d.name, got, lengths[d.name])
         assert a.shape == b.shape, (what, name, a.shape, b.shape)
         a, b = masked(a, names, lengths), masked(b, names, lengths)
         diff = float(numpy.abs(a - b).max())
