@@ -1,5 +1,6 @@
 #include "compiler/model.h"
 
+#include "absl/strings/str_cat.h"
 #include "compiler/nn/error.h"
 
 namespace retc {
@@ -11,6 +12,39 @@ emit::ConfigOptions config_options(const ModelDef& def, const std::string& model
   opts.model_path = model_dir + "/network";
   opts.training.extra.emplace_back("learning_rate_file", model_dir + "/learning_rates");
   return opts;
+}
+
+absl::Status select_task(ir::Graph& g, emit::Task task, const std::string& model_name) {
+  using K = ir::Mark::Kind;
+  auto wanted = [task](const ir::Mark& m) {
+    switch (task) {
+      case emit::Task::kTrain:
+      case emit::Task::kEval:
+        return m.kind != K::kSearch;
+      case emit::Task::kForward:
+        return m.kind == K::kOutput;
+      case emit::Task::kSearch:
+        return m.kind == K::kSearch;
+    }
+    return false;
+  };
+  g.keep_marks(wanted);
+  if (!g.marks().empty()) return absl::OkStatus();
+  switch (task) {
+    case emit::Task::kForward:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", model_name, "' marks no output to forward (nn::Tensor::mark_as_output)"));
+    case emit::Task::kSearch:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", model_name,
+          "' has no search output to decode (mark the decoded labels with "
+          "nn::Tensor::mark_as_search_output)"));
+    case emit::Task::kTrain:
+    case emit::Task::kEval:
+      break;
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("model '", model_name, "' has no loss and no output"));
 }
 
 absl::StatusOr<ir::Graph> build_model(const ModelDef& def) {

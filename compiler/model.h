@@ -32,6 +32,12 @@ struct ModelDef {
 emit::ConfigOptions config_options(const ModelDef& def,
                                    const std::string& model_dir = "retc-model");
 
+/// Keeps the marks `task` computes (train, eval: outputs and losses;
+/// forward: outputs; search: search outputs), so that DCE keeps only what
+/// the task needs (forward needs no targets). FailedPrecondition naming the
+/// model if the task has nothing to compute.
+absl::Status select_task(ir::Graph& g, emit::Task task, const std::string& model_name);
+
 /// Runs `def.build` into a fresh graph. User errors come back as
 /// InvalidArgument with `file:line:col: error: ...`.
 absl::StatusOr<ir::Graph> build_model(const ModelDef& def);

@@ -7,6 +7,20 @@
 
 namespace retc::emit {
 
+absl::string_view task_name(Task t) {
+  switch (t) {
+    case Task::kTrain:
+      return "train";
+    case Task::kEval:
+      return "eval";
+    case Task::kForward:
+      return "forward";
+    case Task::kSearch:
+      return "search";
+  }
+  return "";
+}
+
 std::string ir_hash(const ir::Graph& g) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : ir::print(g)) {
@@ -31,7 +45,8 @@ std::string training_entries(const ConfigOptions& opts,
   const TrainingSetup& t = opts.training;
   std::string out;
   out += format_assignment("train", t.train);
-  out += format_assignment("dev", t.dev);
+  // Eval reports on its own dataset (task_entries' eval_datasets) only.
+  if (opts.task.task != Task::kEval) out += format_assignment("dev", t.dev);
   out += format_assignment("batch_size", t.batch_size);
   out += format_assignment("max_seqs", t.max_seqs);
   out += format_assignment("optimizer", t.optimizer);
@@ -43,6 +58,24 @@ std::string training_entries(const ConfigOptions& opts,
   out += format_assignment("log_verbosity", opts.log_verbosity);
   for (const auto& [k, v] : t.extra) out += format_assignment(k, v);
   return out;
+}
+
+std::string task_entries(const ConfigOptions& opts,
+                         const std::vector<std::pair<std::string, PyValue>>& own) {
+  const TaskOptions& task = opts.task;
+  if (task.task == Task::kTrain) return "";
+  std::string out = format_assignment("load", task.load);
+  if (task.task == Task::kEval)
+    out += format_assignment("eval_datasets", PyValue::dict({{task.data_name, task.data}}));
+  for (const auto& [k, v] : own) out += format_assignment(k, v);
+  return out;
+}
+
+const ir::Node* first_marked(const ir::Graph& g, ir::Mark::Kind kind) {
+  for (const ir::Mark& m : g.marks()) {
+    if (m.kind == kind) return &g.node(m.node);
+  }
+  return nullptr;
 }
 
 PyValue derived_dim_value(const ir::DimTable& t, const ir::Dim& d) {

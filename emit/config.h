@@ -30,6 +30,24 @@ struct TrainingSetup {
   std::vector<std::pair<std::string, PyValue>> extra;
 };
 
+/// RETURNN's task: what the config runs.
+enum class Task { kTrain, kEval, kForward, kSearch };
+
+/// RETURNN's name of the task: "train", "eval", "forward", "search".
+absl::string_view task_name(Task t);
+
+/// What a config runs besides training: a checkpoint on a dataset.
+struct TaskOptions {
+  Task task = Task::kTrain;
+  /// The checkpoint (RETURNN's `load`): TF: the prefix before .index; torch: the .pt file.
+  std::string load;
+  /// The dataset: its name in RETURNN's reports ("dev", "train", ...) and its dict.
+  std::string data_name;
+  PyValue data;
+  /// Where forward writes its HDF or search its hypotheses (RETURNN's "py" format).
+  std::string output_file;
+};
+
 struct ConfigOptions {
   std::string model_name;
   /// RETURNN's `model` prefix for checkpoints, e.g. "work/model/network".
@@ -38,6 +56,7 @@ struct ConfigOptions {
   /// RETURNN's `device`: "cpu" or "gpu".
   std::string device = "cpu";
   TrainingSetup training;
+  TaskOptions task;
 };
 
 /// The RETURNN behavior_version retc emits for (the newest the pinned RETURNN knows).
@@ -55,6 +74,15 @@ std::string config_header(const ir::Graph& g, const ConfigOptions& opts);
 /// target's own entries after random_seed (TF: decouple_constraints).
 std::string training_entries(const ConfigOptions& opts,
                              const std::vector<std::pair<std::string, PyValue>>& after_seed = {});
+
+/// A task's entries after the training setup's: `load` (the checkpoint),
+/// eval's `eval_datasets`, then the target's own entries `own`. Nothing for
+/// the train task.
+std::string task_entries(const ConfigOptions& opts,
+                         const std::vector<std::pair<std::string, PyValue>>& own = {});
+
+/// The node of the graph's first mark of `kind`; nullptr if none.
+const ir::Node* first_marked(const ir::Graph& g, ir::Mark::Kind kind);
 
 /// A derived dim as RETURNN's Dim arithmetic on the ids of its operands:
 /// `a_dim + b_dim`, `4 * hidden_dim`, `time_dim // 2` (the same for every target).

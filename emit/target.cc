@@ -12,15 +12,16 @@ std::vector<const PassInfo*> pipeline(const Target& target) {
   return out;
 }
 
-absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target) {
+absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target, Task task) {
   ASSIGN_OR_RETURN(ir::Graph g, build_model(def));
+  RETURN_IF_ERROR(select_task(g, task, def.name));
   RETURN_IF_ERROR(run_passes(g, pipeline(target)));
   return g;
 }
 
 absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target& target,
                                               const ConfigOptions& opts) {
-  ASSIGN_OR_RETURN(ir::Graph g, compile_model(def, target));
+  ASSIGN_OR_RETURN(ir::Graph g, compile_model(def, target, opts.task.task));
   return target.write_config(g, opts);
 }
 

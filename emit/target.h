@@ -32,10 +32,11 @@ struct Target {
 /// The whole pipeline for `target`: the neutral passes, then the target's.
 std::vector<const PassInfo*> pipeline(const Target& target);
 
-/// build_model + run_passes(pipeline(target)).
-absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target);
+/// build_model + select_task + run_passes(pipeline(target)).
+absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target,
+                                        Task task = Task::kTrain);
 
-/// compile_model + target.write_config.
+/// compile_model (for opts.task.task) + target.write_config.
 absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target& target,
                                               const ConfigOptions& opts);
 

@@ -105,11 +105,10 @@ std::string to_dot(const Graph& g) {
     }
   }
   for (const Mark& m : g.marks()) {
-    absl::StrAppend(&out, "  m_", m.kind == Mark::Kind::kLoss ? "loss_" : "output_", m.node.index,
-                    " [shape=plaintext, style=\"\", label=",
-                    dot_quote((m.kind == Mark::Kind::kLoss ? "loss " : "output ") + m.name),
-                    "];\n  n", m.node.index, " -> m_",
-                    m.kind == Mark::Kind::kLoss ? "loss_" : "output_", m.node.index, ";\n");
+    const absl::string_view kind = mark_kind_name(m.kind);
+    absl::StrAppend(&out, "  m_", kind, "_", m.node.index, " [shape=plaintext, style=\"\", label=",
+                    dot_quote(absl::StrCat(kind, " ", m.name)), "];\n  n", m.node.index, " -> m_",
+                    kind, "_", m.node.index, ";\n");
   }
   absl::StrAppend(
       &out,

@@ -18,6 +18,25 @@ absl::StatusOr<NodeId> Graph::add(NodeKind kind, std::vector<NodeId> inputs, Nod
   return id_of(nodes_.size() - 1);
 }
 
+absl::string_view mark_kind_name(Mark::Kind k) {
+  switch (k) {
+    case Mark::Kind::kOutput:
+      return "output";
+    case Mark::Kind::kLoss:
+      return "loss";
+    case Mark::Kind::kSearch:
+      return "search";
+  }
+  return "";
+}
+
+std::optional<Mark::Kind> parse_mark_kind(absl::string_view s) {
+  for (Mark::Kind k : {Mark::Kind::kOutput, Mark::Kind::kLoss, Mark::Kind::kSearch}) {
+    if (mark_kind_name(k) == s) return k;
+  }
+  return std::nullopt;
+}
+
 ParamId Graph::add_param(Param p) {
   params_.push_back(std::move(p));
   return ParamId{static_cast<int32_t>(params_.size() - 1)};

@@ -48,15 +48,20 @@ struct Node {
   std::string name;
 };
 
-/// A node marked as a network output or as a loss, with the user's name.
+/// A node marked as a network output, a loss or a search output (what
+/// `retc search` decodes), with the user's name.
 struct Mark {
-  enum class Kind { kOutput, kLoss };
+  enum class Kind { kOutput, kLoss, kSearch };
   Kind kind;
   NodeId node;
   std::string name;
   SourceLoc loc;
   bool operator==(const Mark&) const = default;
 };
+
+/// "output", "loss" or "search": the mark's kind in IR text and messages.
+absl::string_view mark_kind_name(Mark::Kind k);
+std::optional<Mark::Kind> parse_mark_kind(absl::string_view s);
 
 /// Everything `Graph::add` needs besides kind and inputs.
 struct NodeSpec {
@@ -87,6 +92,11 @@ class Graph {
   const std::vector<Param>& params() const { return params_; }
 
   void add_mark(Mark m) { marks_.push_back(std::move(m)); }
+  /// Keeps the marks with keep(mark) (a task's roots; DCE drops the rest).
+  template <class F>
+  void keep_marks(F&& keep) {
+    std::erase_if(marks_, [&](const Mark& m) { return !keep(m); });
+  }
   const std::vector<Mark>& marks() const { return marks_; }
 
   /// Sets the name (an annotation, set by a target's naming pass).

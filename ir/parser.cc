@@ -267,7 +267,7 @@ class Parser {
   absl::Status statement() {
     if (at_id("dim")) return dim_statement();
     if (at_id("param")) return param_statement();
-    if (at_id("output") || at_id("loss")) return mark_statement();
+    if (at_id("output") || at_id("loss") || at_id("search")) return mark_statement();
     if (peek().kind == Tok::kNode) return node_statement();
     return error("expected 'dim', 'param', a node '%N = ...', 'output' or 'loss'");
   }
@@ -580,7 +580,7 @@ class Parser {
   }
 
   absl::Status mark_statement() {
-    Mark::Kind kind = at_id("output") ? Mark::Kind::kOutput : Mark::Kind::kLoss;
+    Mark::Kind kind = *parse_mark_kind(peek().text);
     ++pos_;
     ASSIGN_OR_RETURN(auto name, take(Tok::kStr, "the mark's name"));
     RETURN_IF_ERROR(expect_punct('='));

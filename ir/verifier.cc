@@ -119,7 +119,7 @@ absl::Status verify(const Graph& g) {
       }
     }
   }
-  absl::flat_hash_set<std::string> mark_names[2];
+  absl::flat_hash_set<std::string> mark_names[3];
   for (const Mark& m : g.marks()) {
     if (!m.node.valid() || static_cast<size_t>(m.node.index) >= g.size()) {
       return absl::InvalidArgumentError(absl::StrCat("mark '", m.name, "' refers to no node"));
@@ -128,10 +128,9 @@ absl::Status verify(const Graph& g) {
       return absl::InvalidArgumentError(
           absl::StrCat(m.loc.str(), ": error: a mark has an empty name"));
     }
-    if (!mark_names[m.kind == Mark::Kind::kLoss].insert(m.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(m.loc.str(), ": error: ", m.kind == Mark::Kind::kLoss ? "loss" : "output",
-                       " name '", m.name, "' is used twice"));
+    if (!mark_names[static_cast<int>(m.kind)].insert(m.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(m.loc.str(), ": error: ", mark_kind_name(m.kind),
+                                                     " name '", m.name, "' is used twice"));
     }
   }
   return absl::OkStatus();

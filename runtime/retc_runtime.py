@@ -44,6 +44,21 @@ def run_logged(func_name, error_log, *args):
         raise
     finally:
         _flush()
+        _remove_empty_faulthandler_dumps()
+
+
+def _remove_empty_faulthandler_dumps():
+    """RETURNN's torch data loader workers each open faulthandler_dump.<pid>.log in the
+    working directory, and RETURNN removes the empty ones at interpreter exit, which the
+    embedded interpreter does not reach: remove them here."""
+    import glob
+
+    for filename in glob.glob(os.path.join(os.getcwd(), "faulthandler_dump.*.log")):
+        try:
+            if os.path.getsize(filename) == 0:
+                os.remove(filename)
+        except OSError:
+            pass
 
 
 def _flush():
@@ -328,3 +343,158 @@ def convert_checkpoint(src, mapping, in_path, out_path):
     for suffix in (".index", ".data-00000-of-00001"):
         os.replace(tmp_prefix + suffix, out_path + suffix)
     return len(mapping), epoch, step
+
+
+def _check_checkpoint(backend, path, mapping):
+    """Fails with one line unless the checkpoint `path` of `backend` holds every param of
+    `mapping` ((TF variable name, torch key, shape) each) with its shape."""
+    import numpy
+
+    if backend == "torch":
+        import torch
+
+        if not os.path.exists(path):
+            raise FileNotFoundError("no torch checkpoint %s" % path)
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        state = ckpt["model"] if isinstance(ckpt, dict) and "model" in ckpt else ckpt
+        shapes = {k: list(v.shape) for k, v in state.items()}
+        names = [(key, shape) for _, key, shape in mapping]
+    else:
+        import tensorflow as tf
+
+        if not os.path.exists(path + ".index"):
+            raise FileNotFoundError("no TF checkpoint %s (no %s.index)" % (path, path))
+        shapes = {k: list(v) for k, v in tf.train.load_checkpoint(path).get_variable_to_shape_map().items()}
+        names = [(name, shape) for name, _, shape in mapping]
+    for name, shape in names:
+        if name not in shapes:
+            raise KeyError("%s lacks the param %s (a checkpoint of another model?)" % (path, name))
+        if shapes[name] != list(shape):
+            raise ValueError("%s has %s with the shape %s, but the model's is %s (a checkpoint of another model?)"
+                             % (path, name, shapes[name], list(shape)))
+    del numpy
+
+
+def _edit_distance(a, b):
+    """Levenshtein distance of two label sequences."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
+        prev = cur
+    return prev[-1]
+
+
+def _references(dataset_opts, key, epoch):
+    """{seq_tag: [labels]} of the data `key` of a dataset."""
+    from returnn.datasets import init_dataset
+
+    dataset = init_dataset(dataset_opts)
+    dataset.init_seq_order(epoch=epoch)
+    refs = {}
+    i = 0
+    while dataset.is_less_than_num_seqs(i):
+        dataset.load_seqs(i, i + 1)
+        refs[dataset.get_tag(i)] = [int(v) for v in dataset.get_data(i, key)]
+        i += 1
+    return refs
+
+
+def _search_tf(engine, config, dataset, output_path):
+    """RETURNN's TF search (the search flag, the beams the network's choices keep), the
+    hypotheses of the search output layer written as the torch target's _SearchWriter does."""
+    from returnn.tf.engine import Runner
+
+    layer = engine.network.get_layer(config.value("search_output_layer", "output"))
+    out = layer.output.copy_as_batch_major()
+    hyps = {}
+
+    def callback(seq_tag, hyps_value, hyps_len, **_kwargs):
+        for tag, value, n in zip(seq_tag, hyps_value, hyps_len):
+            hyps[tag] = " ".join(str(int(v)) for v in value[:n])
+
+    dataset.init_seq_order(epoch=engine.epoch)
+    batches = dataset.generate_batches(
+        recurrent_net=engine.network.recurrent, batch_size=config.int("batch_size", 1),
+        max_seqs=config.int("max_seqs", -1), used_data_keys=engine.network.get_used_data_keys())
+    runner = Runner(
+        engine=engine, dataset=dataset, batches=batches, train=False, eval=False,
+        extra_fetches={"seq_tag": engine.network.get_seq_tags(), "hyps_value": out.placeholder,
+                       "hyps_len": out.get_sequence_lengths()},
+        extra_fetches_callback=callback)
+    runner.run(report_prefix=engine.get_epoch_str() + " search")
+    if not runner.finalized:
+        raise RuntimeError("RETURNN's search did not finish")
+    with open(output_path, "w") as f:
+        f.write("{\n")
+        for tag, hyp in hyps.items():
+            f.write("%r: %r,\n" % (tag, hyp))
+        f.write("}\n")
+
+
+def run_task(config_path, mapping, output_path):
+    """RETURNN's eval, forward or search task (the config's `task`) on the checkpoint in
+    `load`, checked first against the model's params (`mapping`, as for
+    convert_checkpoint). Forward writes the config's HDF file; search writes the
+    hypotheses to `output_path` (the config's file on torch) in RETURNN's "py" search
+    output format. Returns (epoch, [(key, value)]): eval: RETURNN's scores as training
+    records them; forward: none; search: "seqs", "label_errors", "ref_labels" and
+    "seq_errors" against the dataset's "classes"."""
+    import returnn.__main__ as rnn
+    from returnn.config import Config
+
+    _check_device(config_path)
+    probe = Config()
+    probe.load_file(config_path)
+    task = probe.value("task", "train")
+    backend = "torch" if probe.value("backend", "") == "torch" else "tf"
+    _check_checkpoint(backend, probe.value("load", ""), mapping)
+    try:
+        rnn.init(config_filename=config_path, extra_greeting="retc %s, in process." % task)
+        config, engine = rnn.config, rnn.engine
+        if task == "eval":
+            if backend == "torch":
+                # RETURNN's torch engine sets up eval with training (init_train_from_config),
+                # which would load the optimizer's state from beside `model`: eval needs none.
+                engine._load_optimizer = lambda **_kwargs: None
+            engine.init_train_from_config(config, rnn.train_data, rnn.dev_data, rnn.eval_data)
+            engine.learning_rate_control.filename = None  # the scores stay in memory
+            if backend == "torch":
+                engine.eval_model()
+            else:
+                engine.eval_model(lr_control_update_scores=True)
+            last, scores = _scores(engine.learning_rate_control)
+        elif task == "forward":
+            rnn.execute_main_task()
+            last, scores = engine.epoch, []
+        elif task == "search":
+            from returnn.datasets import init_dataset
+
+            data_opts = config.typed_value("search_data" if backend == "tf" else "forward_data")
+            if backend == "torch":
+                rnn.execute_main_task()
+            else:
+                engine.use_search_flag = True
+                engine.use_eval_flag = False
+                engine.init_network_from_config(config)
+                _search_tf(engine, config, init_dataset(data_opts), output_path)
+            last = engine.epoch
+            with open(output_path) as f:
+                hyps = eval(f.read())
+            refs = _references(data_opts, "classes", last or 1)
+            edits = ref_labels = seq_errors = 0
+            for tag, hyp in hyps.items():
+                ref = refs[tag]
+                labels = [int(v) for v in hyp.split()]
+                edits += _edit_distance(labels, ref)
+                ref_labels += len(ref)
+                seq_errors += labels != ref
+            scores = [("seqs", float(len(hyps))), ("label_errors", float(edits)),
+                      ("ref_labels", float(ref_labels)), ("seq_errors", float(seq_errors))]
+        else:
+            raise ValueError("run_task: task %r" % task)
+        rnn.finalize()
+        return int(last or 0), scores
+    finally:
+        _flush()

@@ -165,6 +165,38 @@ absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_p
   }
 }
 
+namespace {
+
+py::list checkpoint_mapping(const std::vector<CheckpointParam>& params) {
+  py::list mapping;
+  for (const CheckpointParam& p : params) {
+    py::list shape;
+    for (int64_t d : p.shape) shape.append(d);
+    mapping.append(py::make_tuple(p.tf_name, p.torch_key, shape));
+  }
+  return mapping;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> run_task_config(const std::string& config_path,
+                                            const std::vector<CheckpointParam>& params,
+                                            const std::string& output,
+                                            const std::string& log_path) {
+  StderrToFile redirect(log_path);
+  auto m = runtime_module();
+  if (!m.ok()) return m.status();
+  try {
+    py::tuple r = m->attr("run_logged")("run_task", log_path, config_path,
+                                        checkpoint_mapping(params), output);
+    flush_python();
+    return to_train_result(r);
+  } catch (const py::error_already_set& e) {
+    flush_python();
+    return python_error(e, "RETURNN failed", log_path);
+  }
+}
+
 absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
                                                  const std::vector<CheckpointParam>& params,
                                                  const std::string& in, const std::string& out,
@@ -173,13 +205,8 @@ absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
-    py::list mapping;
-    for (const CheckpointParam& p : params) {
-      py::list shape;
-      for (int64_t d : p.shape) shape.append(d);
-      mapping.append(py::make_tuple(p.tf_name, p.torch_key, shape));
-    }
-    py::tuple r = m->attr("run_logged")("convert_checkpoint", log_path, from, mapping, in, out);
+    py::tuple r = m->attr("run_logged")("convert_checkpoint", log_path, from,
+                                        checkpoint_mapping(params), in, out);
     flush_python();
     return ConvertResult{r[0].cast<int64_t>(), r[1].cast<int64_t>(), r[2].cast<int64_t>()};
   } catch (const py::error_already_set& e) {

@@ -63,11 +63,37 @@ const std::vector<Command>& commands() {
        "machine) with RETURNN's torch_distributed, gloo on CPU and nccl on GPU; README,\n"
        "\"Several processes\", says how to run on several machines.\n"
        "--device picks RETURNN's device (default cpu; gpu needs a CUDA GPU, torch backend).\n"
-       "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL);\n"
+       "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL, or\n"
+       "retc-work/MODEL.torch for the torch backend: one backend per DIR);\n"
        "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
        "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
        "and keeps the finished epochs' checkpoints. The last line printed is the final\n"
        "dev frame error."},
+      {"eval",
+       "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
+       "                  [--device cpu|gpu]",
+       "Evaluates a checkpoint of MODEL on a dataset with RETURNN's eval (no training flag:\n"
+       "no dropout): every loss and error as RETURNN reports them. The last line printed is\n"
+       "the main error, as training prints it. CKPT defaults to the last epoch's checkpoint\n"
+       "in DIR/model (DIR: retc-work/MODEL, as for train); TF: the prefix before .index,\n"
+       "torch: the .pt file. SET: dev (default), train, or an HDF file (RETURNN's HDFDataset).\n"
+       "A missing checkpoint or one of another model is an error."},
+      {"forward",
+       "forward MODEL -o OUT.hdf [--backend NAME] [--checkpoint CKPT] [--workdir DIR]\n"
+       "                  [--data SET] [--device cpu|gpu]",
+       "Runs MODEL's output (mark_as_output; the one named 'output' if several) on every\n"
+       "sequence of a dataset and writes it to OUT.hdf as RETURNN's forward task does\n"
+       "(SimpleHDFWriter: RETURNN's HDFDataset reads it; written under a temporary name,\n"
+       "then renamed). CKPT, DIR and SET as for eval."},
+      {"search",
+       "search MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
+       "                  [--beam K] [-o HYPS] [--device cpu|gpu]",
+       "Decodes a dataset with MODEL's search output (mark_as_search_output: a loop's\n"
+       "choices, kept in beams of K hypotheses (default 12), or a CTC decoding), writes the\n"
+       "best hypothesis of each sequence to HYPS in RETURNN's search output format (\"py\":\n"
+       "{seq_tag: \"label label ...\"}) and prints the sequence error and the label error\n"
+       "(edit distance per reference label) against the dataset's 'classes'; the last line\n"
+       "is the label error. CKPT, DIR and SET as for eval."},
       {"convert-checkpoint", "convert-checkpoint MODEL --from tf|torch IN OUT",
        "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
        "checkpoint IN (the prefix before .index, e.g. retc-work/MODEL/model/network.005) and\n"
@@ -343,14 +369,68 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   return kOk;
 }
 
+// The newest checkpoint RETURNN saved in `model_dir` for the backend: TF the
+// prefix of network.NNN.index, torch network.NNN.pt; empty if none.
+std::string last_checkpoint(const std::string& model_dir, absl::string_view backend) {
+  const std::string suffix = backend == "torch" ? ".pt" : ".index";
+  std::error_code ec;
+  int64_t best = -1;
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(model_dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (!name.starts_with("network.") || !name.ends_with(suffix)) continue;
+    int64_t epoch = 0;
+    const std::string digits = name.substr(8, name.size() - 8 - suffix.size());
+    if (!absl::SimpleAtoi(digits, &epoch) || epoch <= best) continue;
+    best = epoch;
+    found = (std::filesystem::path(model_dir) / name).string();
+    if (backend != "torch") found.resize(found.size() - suffix.size());
+  }
+  return found;
+}
+
+// --workdir DIR; default retc-work/MODEL (tf) or retc-work/MODEL.BACKEND.
+std::string workdir_arg(const Args& a, const ModelDef& m, const emit::Target& target) {
+  if (auto it = a.flags.find("--workdir"); it != a.flags.end()) return it->second;
+  const bool is_default = &target == &runtime::backends().front().target;
+  return absl::StrCat("retc-work/", m.name, is_default ? "" : ".", is_default ? "" : target.name);
+}
+
+// The main error of a dataset's scores: TF, one loss: RETURNN records
+// "<set>_error"; several: "<set>_error_<loss>" (the first). Torch:
+// "<set>_loss_<loss>_error" (the frame error the torch target marks).
+const std::pair<std::string, double>* main_error(
+    const std::vector<std::pair<std::string, double>>& scores, const std::string& set) {
+  const std::pair<std::string, double>* found = nullptr;
+  for (const auto& kv : scores) {
+    if (kv.first == set + "_error" || (kv.first.starts_with(set + "_error_") && !found))
+      found = &kv;
+  }
+  for (const auto& kv : scores) {
+    if (!found && kv.first.starts_with(set + "_loss_") && kv.first.ends_with("_error"))
+      found = &kv;
+  }
+  return found;
+}
+
 int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return model_arg_error(m.status());
   auto backend = backend_arg(a);
   if (!backend.ok()) return usage_error(backend.status().message());
-  auto wd = a.flags.find("--workdir");
-  std::string workdir = wd == a.flags.end() ? "retc-work/" + (*m)->name : wd->second;
+  const std::string workdir = workdir_arg(a, **m, (*backend)->target);
   std::error_code ec;
+  // One backend per workdir: RETURNN's learning_rates file would mix their scores.
+  for (const runtime::Backend& other : runtime::backends()) {
+    if (&other == *backend) continue;
+    const std::string found = last_checkpoint(workdir + "/model", other.target.name);
+    if (!found.empty()) {
+      return error(absl::FailedPreconditionError(
+          absl::StrCat("'", workdir, "' holds ", other.target.name, " checkpoints (", found,
+                       "); train the ", (*backend)->target.name,
+                       " target in another --workdir")));
+    }
+  }
   std::filesystem::create_directories(workdir, ec);
   if (ec)
     return error(absl::PermissionDeniedError(
@@ -388,21 +468,141 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
                      : (*backend)->runner.train(path, abs + "/retc-stderr.log");
   std::cout.flush();
   if (!r.ok()) return error(r.status());
-  const std::pair<std::string, double>* dev_error = nullptr;
-  // TF, one loss: RETURNN records "dev_error"; several: "dev_error_<loss>".
-  // Torch: "dev_loss_<loss>_error" (the frame error the torch target marks).
-  for (const auto& kv : r->scores) {
-    if (kv.first == "dev_error" || (kv.first.starts_with("dev_error_") && !dev_error))
-      dev_error = &kv;
-  }
-  for (const auto& kv : r->scores) {
-    if (!dev_error && kv.first.starts_with("dev_loss_") && kv.first.ends_with("_error"))
-      dev_error = &kv;
-  }
+  const std::pair<std::string, double>* dev_error = main_error(r->scores, "dev");
   if (!dev_error)
     return error(absl::InternalError("RETURNN recorded no dev error for the last epoch"));
   std::cout << "retc: finished epoch " << r->last_epoch << " (" << dev_error->first << ")\n";
   std::cout << "final dev frame error: " << dev_error->second << std::endl;
+  return kOk;
+}
+
+// Each param's name in a checkpoint of either backend, and its shape.
+std::vector<runtime::CheckpointParam> checkpoint_params(const ir::Graph& g) {
+  std::vector<runtime::CheckpointParam> params;
+  for (const ir::Param& p : g.params()) {
+    std::string tf_name = runtime::find_backend("tf").value()->runner.variable_name(p);
+    if (tf_name.ends_with(":0")) tf_name.resize(tf_name.size() - 2);
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : p.dims) shape.push_back(*d.size());
+    params.push_back(
+        {tf_name, runtime::find_backend("torch").value()->runner.variable_name(p), shape});
+  }
+  return params;
+}
+
+// Eval, forward and search: a checkpoint on a dataset.
+int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task) {
+  auto m = model_arg(models, a);
+  if (!m.ok()) return model_arg_error(m.status());
+  auto backend = backend_arg(a);
+  if (!backend.ok()) return usage_error(backend.status().message());
+  const emit::Target& target = (*backend)->target;
+  const std::string name(emit::task_name(task));
+  auto out = a.flags.find("-o");
+  if (task == emit::Task::kForward && out == a.flags.end())
+    return usage_error("forward needs -o OUT.hdf");
+  const std::string workdir = workdir_arg(a, **m, target);
+  std::error_code ec;
+  std::string checkpoint;
+  if (auto it = a.flags.find("--checkpoint"); it != a.flags.end()) {
+    checkpoint = it->second;
+  } else {
+    checkpoint = last_checkpoint(workdir + "/model", target.name);
+    if (checkpoint.empty()) {
+      return error(absl::NotFoundError(absl::StrCat(
+          "no ", target.name, " checkpoint in '", workdir, "/model' (train '", (*m)->name,
+          "' first, or pass --checkpoint)")));
+    }
+  }
+  const bool torch = target.name == "torch";
+  if (!std::filesystem::exists(torch ? checkpoint : checkpoint + ".index", ec)) {
+    return error(absl::NotFoundError(
+        torch ? absl::StrCat("no torch checkpoint '", checkpoint, "'")
+              : absl::StrCat("no TF checkpoint '", checkpoint, "' (no '", checkpoint,
+                             ".index'; pass the prefix, e.g. ", workdir, "/model/network.005)")));
+  }
+  checkpoint = std::filesystem::absolute(checkpoint, ec).lexically_normal().string();
+  TempDir tmp;
+  if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
+  emit::ConfigOptions opts = config_options(**m, tmp.path() + "/model");
+  if (absl::Status s = apply_device(a, opts); !s.ok()) return usage_error(s.message());
+  emit::TaskOptions& t = opts.task;
+  t.task = task;
+  t.load = checkpoint;
+  const std::string data = a.flags.contains("--data") ? a.flags.at("--data") : "dev";
+  if (data == "dev" || data == "train") {
+    t.data_name = data;
+    t.data = data == "dev" ? opts.training.dev : opts.training.train;
+  } else {
+    if (!std::filesystem::exists(data, ec))
+      return error(absl::NotFoundError(absl::StrCat("--data: no dataset file '", data, "'")));
+    t.data_name = std::filesystem::path(data).stem().string();
+    t.data = emit::PyValue::dict(
+        {{"class", "HDFDataset"},
+         {"files", emit::PyValue::list(
+                       {std::filesystem::absolute(data, ec).lexically_normal().string()})}});
+  }
+  if (task == emit::Task::kSearch) {
+    int64_t beam = 12;
+    if (auto it = a.flags.find("--beam"); it != a.flags.end()) {
+      if (!absl::SimpleAtoi(it->second, &beam) || beam < 1)
+        return usage_error(absl::StrCat("--beam needs a positive integer, got '", it->second, "'"));
+    }
+    opts.training.extra.emplace_back("beam_size", beam);
+  }
+  // Written under a temporary name next to the output, renamed once complete.
+  std::string final_out, tmp_out;
+  if (out != a.flags.end()) {
+    final_out = out->second;
+    tmp_out = absl::StrCat(final_out, ".retc-tmp-", ::getpid());
+  } else if (task == emit::Task::kSearch) {
+    tmp_out = tmp.path() + "/hyps.py";
+  }
+  t.output_file = tmp_out.empty()
+                      ? std::string()
+                      : std::filesystem::absolute(tmp_out, ec).lexically_normal().string();
+  auto graph = emit::compile_model(**m, target, task);
+  if (!graph.ok()) return error(graph.status());
+  auto text = target.write_config(*graph, opts);
+  if (!text.ok()) return error(text.status());
+  const std::string path = tmp.path() + "/returnn.config";
+  if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
+  const std::string log =
+      (std::filesystem::temp_directory_path() / ("retc-" + name + "-" + (*m)->name + ".log"))
+          .string();
+  std::filesystem::remove(log, ec);
+  std::cout << "retc: " << name << " '" << (*m)->name << "' (" << target.name << ") with "
+            << checkpoint << " on " << t.data_name << std::endl;
+  auto r = runtime::run_task_config(path, checkpoint_params(*graph), t.output_file, log);
+  std::cout.flush();
+  if (!r.ok()) {
+    if (!tmp_out.empty()) std::filesystem::remove(tmp_out, ec);
+    return error(r.status());
+  }
+  if (!final_out.empty()) {
+    std::filesystem::rename(tmp_out, final_out, ec);
+    if (ec) {
+      std::filesystem::remove(tmp_out, ec);
+      return error(absl::PermissionDeniedError(
+          absl::StrCat("cannot write '", final_out, "': ", ec.message())));
+    }
+  }
+  std::map<std::string, double> s(r->scores.begin(), r->scores.end());
+  if (task == emit::Task::kEval) {
+    for (const auto& [k, v] : r->scores) std::cout << k << ": " << v << "\n";
+    const std::pair<std::string, double>* main = main_error(r->scores, t.data_name);
+    if (!main) return error(absl::InternalError("RETURNN reported no error for the dataset"));
+    std::cout << t.data_name << " frame error: " << main->second << std::endl;
+  } else if (task == emit::Task::kForward) {
+    std::cout << "retc: wrote " << final_out << " (epoch " << r->last_epoch << ")" << std::endl;
+  } else {
+    const double seqs = s["seqs"], refs = s["ref_labels"];
+    if (!final_out.empty()) std::cout << "retc: wrote " << final_out << "\n";
+    std::cout << t.data_name << " sequence error: " << (seqs > 0 ? s["seq_errors"] / seqs : 0.0)
+              << " (" << s["seq_errors"] << " of " << seqs << " sequences)\n";
+    std::cout << t.data_name << " label error: " << (refs > 0 ? s["label_errors"] / refs : 0.0)
+              << std::endl;
+  }
   return kOk;
 }
 
@@ -423,15 +623,7 @@ int cmd_convert_checkpoint(const std::vector<ModelDef>& models, const Args& a) {
     if (!g.ok()) return error(g.status());
     graphs.push_back(*std::move(g));
   }
-  std::vector<runtime::CheckpointParam> params;
-  for (const ir::Param& p : graphs.front().params()) {
-    std::string tf_name = runtime::find_backend("tf").value()->runner.variable_name(p);
-    if (tf_name.ends_with(":0")) tf_name.resize(tf_name.size() - 2);
-    std::vector<int64_t> shape;
-    for (const ir::Dim& d : p.dims) shape.push_back(*d.size());
-    params.push_back(
-        {tf_name, runtime::find_backend("torch").value()->runner.variable_name(p), shape});
-  }
+  const std::vector<runtime::CheckpointParam> params = checkpoint_params(graphs.front());
   const std::string log =
       (std::filesystem::temp_directory_path() / ("retc-convert-" + (*m)->name + ".log")).string();
   auto r = runtime::convert_checkpoint(from->second, params, a.positional[1], a.positional[2], log);
@@ -563,6 +755,10 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs", "--device"};
   if (cmd == "train") valued = {"--workdir", "--epochs", "--device", "--nproc"};
   if (cmd == "convert-checkpoint") valued = {"--from"};
+  if (cmd == "eval" || cmd == "forward" || cmd == "search")
+    valued = {"--checkpoint", "--workdir", "--data", "--device"};
+  if (cmd == "forward" || cmd == "search") valued.push_back("-o");
+  if (cmd == "search") valued.push_back("--beam");
   if (cmd == "dump-ir") {
     valued = {"--format", "--stage", "--after", "-o"};
     boolean = {"--debug"};
@@ -584,6 +780,9 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "train") return cmd_train(models, *args);
   if (cmd == "opt") return cmd_opt(*args);
   if (cmd == "convert-checkpoint") return cmd_convert_checkpoint(models, *args);
+  if (cmd == "eval") return cmd_task(models, *args, emit::Task::kEval);
+  if (cmd == "forward") return cmd_task(models, *args, emit::Task::kForward);
+  if (cmd == "search") return cmd_task(models, *args, emit::Task::kSearch);
   return cmd_dump_ir(models, *args);
 }
 

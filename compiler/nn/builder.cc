@@ -211,7 +211,7 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
   }
   for (const ir::Mark& m : graph_.marks()) {
     if (m.kind == kind && m.name == name) {
-      fail(loc, absl::StrCat(kind == ir::Mark::Kind::kLoss ? "loss" : "output", " name '", name,
+      fail(loc, absl::StrCat(ir::mark_kind_name(kind), " name '", name,
                              "' is already used\n", m.loc.str(), ": note: first used here"));
     }
   }
@@ -219,6 +219,11 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
     fail(loc, absl::StrCat("loss '", name,
                            "': only a softmax_cross_entropy, ctc_loss, regression loss or "
                            "custom_loss result can be a loss"));
+  }
+  if (kind == ir::Mark::Kind::kSearch && !t.type().sparse_dim) {
+    fail(loc, absl::StrCat("search output '", name, "': ", t.type().describe(),
+                           " is not sparse; a search output holds labels (nn::argmax, "
+                           "nn::ctc_greedy_decode or a loop's stacked nn::choice)"));
   }
   graph_.add_mark(ir::Mark{kind, t.id(), std::move(name), loc});
 }

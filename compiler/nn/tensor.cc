@@ -34,6 +34,12 @@ const Tensor& Tensor::mark_as_output(std::string name, std::source_location loc)
   return *this;
 }
 
+const Tensor& Tensor::mark_as_search_output(std::string name, std::source_location loc) const {
+  builder_of(*this, "mark_as_search_output", L(loc))
+      .mark(*this, ir::Mark::Kind::kSearch, std::move(name), L(loc));
+  return *this;
+}
+
 const Tensor& Tensor::mark_as_loss(std::string name, std::source_location loc) const {
   builder_of(*this, "mark_as_loss", L(loc))
       .mark(*this, ir::Mark::Kind::kLoss, std::move(name), L(loc));

@@ -28,6 +28,10 @@ class Tensor {
   /// Makes this a network output, named `name` ("output" is RETURNN's default).
   const Tensor& mark_as_output(std::string name = "output",
                                std::source_location loc = std::source_location::current()) const;
+  /// Makes this what `retc search` decodes (RETURNN's search output layer):
+  /// sparse labels over a dim, e.g. a loop's stacked choices or a CTC decoding.
+  const Tensor& mark_as_search_output(std::string name = "hyps",
+                                      std::source_location loc = std::source_location::current()) const;
   /// Makes this a training loss (currently: a softmax_cross_entropy result),
   /// reported by RETURNN as `<set>_score_<name>` and `<set>_error_<name>`.
   const Tensor& mark_as_loss(std::string name,

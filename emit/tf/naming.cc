@@ -15,9 +15,7 @@ namespace {
 std::pair<std::string, ir::SourceLoc> claim_of(const ir::Graph& g, size_t i) {
   for (const ir::Mark& m : g.marks()) {
     if (static_cast<size_t>(m.node.index) == i) {
-      return {
-          absl::StrCat(m.kind == ir::Mark::Kind::kLoss ? "loss " : "output ", ir::quote(m.name)),
-          m.loc};
+      return {absl::StrCat(ir::mark_kind_name(m.kind), " ", ir::quote(m.name)), m.loc};
     }
   }
   for (const ir::Param& p : g.params()) {

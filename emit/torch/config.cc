@@ -724,6 +724,62 @@ def _frames(axis):
     return int(axis.get_dim_value())
 
 
+def _batch_major(x):
+    """x's dims as the forward writers store a sequence: the batch dim, the dynamic dims,
+    then the static ones (RETURNN's batch-spatial-major order)."""
+    rest = [d for d in x.dims if d != batch_dim]
+    return [batch_dim] + [d for d in rest if d.dimension is None] + [d for d in rest if d.dimension is not None]
+
+
+class _HdfWriter(ForwardCallbackIface):
+    """Writes the output `name` of each sequence to the HDF file `path` as RETURNN's TF
+    forward task does (SimpleHDFWriter; HDFDataset reads it): `dim` is the feature dim's
+    size (the number of classes if sparse), `ndim` the number of dims without the batch."""
+
+    def __init__(self, path, name, dim, ndim):
+        self.path, self.name, self.dim, self.ndim = path, name, dim, ndim
+        self.writer = None
+
+    def __getstate__(self):  # the data loader's worker gets the config, not the open file
+        return dict(self.__dict__, writer=None)
+
+    def init(self, *, model):
+        from returnn.datasets.hdf import SimpleHDFWriter
+
+        self.writer = SimpleHDFWriter(filename=self.path, dim=self.dim, ndim=self.ndim)
+
+    def process_seq(self, *, seq_tag, outputs):
+        out = outputs[self.name]
+        value = out.raw_tensor
+        seq_len = {i: numpy.array([value.shape[i]]) for i, d in enumerate(out.dims) if d.dimension is None}
+        self.writer.insert_batch(inputs=value[None], seq_len=seq_len, seq_tag=[seq_tag])
+
+    def finish(self):
+        self.writer.close()
+
+
+class _SearchWriter(ForwardCallbackIface):
+    """Writes the labels `name` of each sequence to `path` in RETURNN's search output
+    format "py": {seq_tag: "label label ...", ...}."""
+
+    def __init__(self, path, name):
+        self.path, self.name = path, name
+        self.hyps = {}
+
+    def init(self, *, model):
+        self.hyps = {}
+
+    def process_seq(self, *, seq_tag, outputs):
+        self.hyps[seq_tag] = " ".join(str(int(v)) for v in outputs[self.name].raw_tensor)
+
+    def finish(self):
+        with open(self.path, "w") as f:
+            f.write("{\n")
+            for tag, hyp in self.hyps.items():
+                f.write("%r: %r,\n" % (tag, hyp))
+            f.write("}\n")
+
+
 def _frame_error(logits, targets, axis):
     """1 where the best class is not the target, else 0."""
     return rf.cast(rf.not_equal(rf.reduce_argmax(logits, axis=axis), targets), "float32")
@@ -919,12 +975,16 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
 absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts) {
   ir::DimTable t(g);
   std::string out = config_header(g, opts);
+  const Task task = opts.task.task;
+  const bool forward = task == Task::kForward || task == Task::kSearch;
   out +=
-      "import math\n\nimport numpy\nimport torch\n\nimport returnn.frontend as rf\nfrom "
-      "returnn.tensor import Dim, batch_dim\n\n";
+      "import math\n\nimport numpy\nimport torch\n\nimport returnn.frontend as rf\n"
+      "from returnn.tensor import Dim, batch_dim\n";
+  if (forward) out += "from returnn.forward_iface import ForwardCallbackIface\n";
+  out += "\n";
   out += format_assignment("backend", "torch");
   out += format_assignment("behavior_version", kBehaviorVersion);
-  out += format_assignment("task", "train");
+  out += format_assignment("task", std::string(task_name(task)));
   out += format_assignment("device", opts.device);
   // "same" padding with strides as TF pads (the total k - 1 - (n - 1) % s,
   // the extra frame on the right), not rf's newer length-independent padding.
@@ -1028,8 +1088,34 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   if (any_hooked) out += "        _apply_param_options(self, _param_options)\n";
   out += "\n\ndef get_model(**_kwargs):\n    return Model()\n\n";
   // The step stage, at every step; the losses as RETURNN's run context wants.
-  out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
   ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
+  if (forward) {
+    // Forward and search: the marked value to RETURNN's forward callback.
+    const ir::Node* value = first_marked(
+        g, task == Task::kForward ? ir::Mark::Kind::kOutput : ir::Mark::Kind::kSearch);
+    if (!value) return absl::InternalError("a forward or search config without its output");
+    out += "\ndef forward_step(*, model, extern_data, **_kwargs):\n";
+    out += step_code(g, t, loops);
+    absl::StrAppend(&out, "    rf.get_run_ctx().mark_as_output(", value->name, ", ",
+                    PyValue(value->name).repr(), ", dims=_batch_major(", value->name, "))\n\n\n");
+    PyValue callback;
+    if (task == Task::kForward) {
+      // As RETURNN's TF forward: the feature dim's size, or the classes' if sparse.
+      const ir::TensorType& ty = value->type;
+      int64_t dim = 0;
+      for (const ir::Dim& d : ty.dims) dim = d.size().value_or(dim);
+      if (ty.sparse_dim) dim = ty.sparse_dim->size().value_or(0);
+      callback = PyValue::call("_HdfWriter", {opts.task.output_file, value->name, dim,
+                                              static_cast<int64_t>(ty.dims.size()) - 1});
+    } else {
+      callback = PyValue::call("_SearchWriter", {opts.task.output_file, value->name});
+    }
+    out += training_entries(opts, {});
+    out += task_entries(opts, {{"forward_data", opts.task.data}, {"forward_callback", callback}});
+    out.insert(helpers_at, used_helpers(absl::string_view(out).substr(helpers_at)));
+    return out;
+  }
+  out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
   out += step_code(g, t, loops);
   out += "    ctx = rf.get_run_ctx()\n";
   if (any_coupled) {
@@ -1086,6 +1172,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
     optimizer.set("class", "sgd");
   if (any_lr_multiplier) optimizer.set("param_groups_custom", PyValue::ref("_param_groups"));
   out += training_entries(own, {});
+  out += task_entries(own, {});
   out.insert(helpers_at, used_helpers(absl::string_view(out).substr(helpers_at)));
   return out;
 }
