@@ -35,10 +35,10 @@ absl::Status select_task(ir::Graph& g, emit::Task task, const std::string& model
       return absl::FailedPreconditionError(absl::StrCat(
           "model '", model_name, "' marks no output to forward (nn::Tensor::mark_as_output)"));
     case emit::Task::kSearch:
-      return absl::FailedPreconditionError(absl::StrCat(
-          "model '", model_name,
-          "' has no search output to decode (mark the decoded labels with "
-          "nn::Tensor::mark_as_search_output)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", model_name,
+                       "' has no search output to decode (mark the decoded labels with "
+                       "nn::Tensor::mark_as_search_output)"));
     case emit::Task::kTrain:
     case emit::Task::kEval:
       break;

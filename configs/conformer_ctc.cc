@@ -56,7 +56,10 @@ void build_small(nn::Builder& b) {
                                                          Dim::feature("ff", 128), hex, opts));
   nn::Tensor logits = model->forward(x, time);
   logits.mark_as_output();
-  nn::ctc_loss(logits, y, model->encoder->out_axis(time)).mark_as_loss("ctc");
+  const Dim enc_time = model->encoder->out_axis(time);
+  nn::ctc_loss(logits, y, enc_time).mark_as_loss("ctc");
+  // What `retc search` decodes: the greedy CTC decoding.
+  nn::ctc_greedy_decode(logits, enc_time, Dim::spatial("hyp_time")).mark_as_search_output();
 }
 
 void build_large(nn::Builder& b, int64_t blocks, bool weight_norm, bool dropout_broadcast) {

@@ -537,6 +537,32 @@ absl::StatusOr<TensorType> infer_pool(const Graph& g, const std::vector<NodeId>&
   return out;
 }
 
+absl::StatusOr<TensorType> infer_masked_select(const Graph& g, const std::vector<NodeId>& in,
+                                               const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kMaskedSelect;
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& mask = g.node(in[1]).type;
+  const int pos = index_of(x.dims, axis);
+  if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || !out_dim.is_dynamic() ||
+      out_dim.is_batch() || index_of(x.dims, out_dim) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("masked_select: the axis ", axis.describe(), " must be a dynamic axis of ",
+                     x.describe(), " and the out dim ", out_dim.describe(), " a new dynamic dim"));
+  }
+  bool within = index_of(mask.dims, axis) >= 0;
+  for (const Dim& d : mask.dims) within &= index_of(x.dims, d) >= 0;
+  if (mask.dtype != DType::kBool || mask.sparse_dim || !within) {
+    return absl::InvalidArgumentError(absl::StrCat("masked_select: the mask ", mask.describe(),
+                                                   " must be bool over ", axis.describe(),
+                                                   " and dims of ", x.describe()));
+  }
+  TensorType out = x;
+  out.dims[pos] = out_dim;
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_slice(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kSlice;
@@ -895,6 +921,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_pool(g, inputs, spec);
     case NodeKind::kSlice:
       return infer_slice(g, inputs, spec);
+    case NodeKind::kMaskedSelect:
+      return infer_masked_select(g, inputs, spec);
     case NodeKind::kSplitDims:
       return infer_split_dims(g, inputs, spec);
     case NodeKind::kMergeDims:

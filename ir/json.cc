@@ -103,9 +103,8 @@ Json to_json(const Graph& g) {
   out["nodes"] = std::move(nodes);
   Json marks = Json::array();
   for (const Mark& m : g.marks()) {
-    marks.push_back(Json{{"kind", std::string(mark_kind_name(m.kind))},
-                         {"name", m.name},
-                         {"node", m.node.index}});
+    marks.push_back(Json{
+        {"kind", std::string(mark_kind_name(m.kind))}, {"name", m.name}, {"node", m.node.index}});
   }
   out["marks"] = std::move(marks);
   return out;

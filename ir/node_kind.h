@@ -131,7 +131,9 @@ struct KindFacts {
   X(Compare, "compare", KindFacts(2).pure())       /* a op b elementwise (attr op), bool */       \
   X(Cast, "cast", KindFacts(1).pure())             /* x as attr dtype (dense) */                  \
   X(Where, "where", KindFacts(3).pure())           /* cond ? a : b (both evaluated) */            \
-  X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag")) /* scalar bool */
+  X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag")) /* scalar bool */    \
+  X(MaskedSelect, "masked_select", KindFacts(2).step()) /* x, mask: the frames along attr axis */ \
+                             /* where mask (within the lengths), packed into attr out_dim */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

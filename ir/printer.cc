@@ -110,8 +110,7 @@ std::string print(const Graph& g, const PrintOptions& opts) {
   }
   for (const Mark& m : g.marks()) {
     if (opts.only_stage && g.node(m.node).stage != *opts.only_stage) continue;
-    absl::StrAppend(&out, mark_kind_name(m.kind), " ", quote(m.name),
-                    " = %", m.node.index, "\n");
+    absl::StrAppend(&out, mark_kind_name(m.kind), " ", quote(m.name), " = %", m.node.index, "\n");
   }
   return out;
 }

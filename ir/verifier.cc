@@ -129,8 +129,8 @@ absl::Status verify(const Graph& g) {
           absl::StrCat(m.loc.str(), ": error: a mark has an empty name"));
     }
     if (!mark_names[static_cast<int>(m.kind)].insert(m.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(m.loc.str(), ": error: ", mark_kind_name(m.kind),
-                                                     " name '", m.name, "' is used twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          m.loc.str(), ": error: ", mark_kind_name(m.kind), " name '", m.name, "' is used twice"));
     }
   }
   return absl::OkStatus();

@@ -433,8 +433,8 @@ def _search_tf(engine, config, dataset, output_path):
         f.write("}\n")
 
 
-def run_task(config_path, mapping, output_path):
-    """RETURNN's eval, forward or search task (the config's `task`) on the checkpoint in
+def run_task(config_path, task, mapping, output_path):
+    """RETURNN's eval, forward or search `task` (the torch config's is "forward" for search) on the checkpoint in
     `load`, checked first against the model's params (`mapping`, as for
     convert_checkpoint). Forward writes the config's HDF file; search writes the
     hypotheses to `output_path` (the config's file on torch) in RETURNN's "py" search
@@ -447,7 +447,6 @@ def run_task(config_path, mapping, output_path):
     _check_device(config_path)
     probe = Config()
     probe.load_file(config_path)
-    task = probe.value("task", "train")
     backend = "torch" if probe.value("backend", "") == "torch" else "tf"
     _check_checkpoint(backend, probe.value("load", ""), mapping)
     try:
@@ -473,7 +472,7 @@ def run_task(config_path, mapping, output_path):
 
             data_opts = config.typed_value("search_data" if backend == "tf" else "forward_data")
             if backend == "torch":
-                rnn.execute_main_task()
+                rnn.execute_main_task()  # the forward task with the search writer
             else:
                 engine.use_search_flag = True
                 engine.use_eval_flag = False

@@ -179,7 +179,7 @@ py::list checkpoint_mapping(const std::vector<CheckpointParam>& params) {
 
 }  // namespace
 
-absl::StatusOr<TrainResult> run_task_config(const std::string& config_path,
+absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, const std::string& task,
                                             const std::vector<CheckpointParam>& params,
                                             const std::string& output,
                                             const std::string& log_path) {
@@ -187,7 +187,7 @@ absl::StatusOr<TrainResult> run_task_config(const std::string& config_path,
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
-    py::tuple r = m->attr("run_logged")("run_task", log_path, config_path,
+    py::tuple r = m->attr("run_logged")("run_task", log_path, config_path, task,
                                         checkpoint_mapping(params), output);
     flush_python();
     return to_train_result(r);

@@ -68,13 +68,13 @@ absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
                                                  const std::string& in, const std::string& out,
                                                  const std::string& log_path);
 
-/// RETURNN's eval, forward or search task (the config's `task`) on the config's
+/// RETURNN's eval, forward or search `task` (RETURNN's task names) on the config's
 /// checkpoint (`load`), after checking that the checkpoint holds `params` (a
 /// missing checkpoint or another model's is a one-line error). Search writes
 /// its hypotheses to `output` (RETURNN's "py" search output format). The
 /// result's scores: eval: RETURNN's, keyed as training records them; search:
 /// "seqs", "label_errors", "ref_labels", "seq_errors" against "classes".
-absl::StatusOr<TrainResult> run_task_config(const std::string& config_path,
+absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, const std::string& task,
                                             const std::vector<CheckpointParam>& params,
                                             const std::string& output, const std::string& log_path);
 

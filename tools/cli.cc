@@ -407,8 +407,7 @@ const std::pair<std::string, double>* main_error(
       found = &kv;
   }
   for (const auto& kv : scores) {
-    if (!found && kv.first.starts_with(set + "_loss_") && kv.first.ends_with("_error"))
-      found = &kv;
+    if (!found && kv.first.starts_with(set + "_loss_") && kv.first.ends_with("_error")) found = &kv;
   }
   return found;
 }
@@ -427,8 +426,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
     if (!found.empty()) {
       return error(absl::FailedPreconditionError(
           absl::StrCat("'", workdir, "' holds ", other.target.name, " checkpoints (", found,
-                       "); train the ", (*backend)->target.name,
-                       " target in another --workdir")));
+                       "); train the ", (*backend)->target.name, " target in another --workdir")));
     }
   }
   std::filesystem::create_directories(workdir, ec);
@@ -509,9 +507,9 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   } else {
     checkpoint = last_checkpoint(workdir + "/model", target.name);
     if (checkpoint.empty()) {
-      return error(absl::NotFoundError(absl::StrCat(
-          "no ", target.name, " checkpoint in '", workdir, "/model' (train '", (*m)->name,
-          "' first, or pass --checkpoint)")));
+      return error(absl::NotFoundError(absl::StrCat("no ", target.name, " checkpoint in '", workdir,
+                                                    "/model' (train '", (*m)->name,
+                                                    "' first, or pass --checkpoint)")));
     }
   }
   const bool torch = target.name == "torch";
@@ -539,8 +537,8 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
     t.data_name = std::filesystem::path(data).stem().string();
     t.data = emit::PyValue::dict(
         {{"class", "HDFDataset"},
-         {"files", emit::PyValue::list(
-                       {std::filesystem::absolute(data, ec).lexically_normal().string()})}});
+         {"files",
+          emit::PyValue::list({std::filesystem::absolute(data, ec).lexically_normal().string()})}});
   }
   if (task == emit::Task::kSearch) {
     int64_t beam = 12;
@@ -573,7 +571,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   std::filesystem::remove(log, ec);
   std::cout << "retc: " << name << " '" << (*m)->name << "' (" << target.name << ") with "
             << checkpoint << " on " << t.data_name << std::endl;
-  auto r = runtime::run_task_config(path, checkpoint_params(*graph), t.output_file, log);
+  auto r = runtime::run_task_config(path, name, checkpoint_params(*graph), t.output_file, log);
   std::cout.flush();
   if (!r.ok()) {
     if (!tmp_out.empty()) std::filesystem::remove(tmp_out, ec);

@@ -211,8 +211,8 @@ void Builder::mark(const Tensor& t, ir::Mark::Kind kind, std::string name,
   }
   for (const ir::Mark& m : graph_.marks()) {
     if (m.kind == kind && m.name == name) {
-      fail(loc, absl::StrCat(ir::mark_kind_name(kind), " name '", name,
-                             "' is already used\n", m.loc.str(), ": note: first used here"));
+      fail(loc, absl::StrCat(ir::mark_kind_name(kind), " name '", name, "' is already used\n",
+                             m.loc.str(), ": note: first used here"));
     }
   }
   if (kind == ir::Mark::Kind::kLoss && !ir::kind_facts(graph_.node(t.id()).kind).is_loss) {

@@ -298,6 +298,37 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_l
   return builder_of(cond, "where", L(loc)).add(ir::NodeKind::kWhere, {cond, a, b}, {}, L(loc));
 }
 
+Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
+                     const ir::Dim& out_axis, std::source_location loc) {
+  return builder_of(x, "masked_select", L(loc))
+      .add(ir::NodeKind::kMaskedSelect, {x, mask}, {{"axis", axis}, {"out_dim", out_axis}}, L(loc));
+}
+
+Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,
+                         std::source_location loc) {
+  Builder& b = builder_of(logits, "ctc_greedy_decode", L(loc));
+  std::vector<ir::Dim> classes;
+  for (const ir::Dim& d : logits.dims()) {
+    if (!d.is_batch() && d != axis) classes.push_back(d);
+  }
+  if (classes.size() != 1 || !classes[0].size() || ir::index_of(logits.dims(), axis) < 0) {
+    fail(L(loc), absl::StrCat("ctc_greedy_decode: the logits ", logits.type().describe(),
+                              " need the batch, the axis ", axis.describe(),
+                              " and one static class dim (classes + blank)"));
+  }
+  const ir::Dim& cls = classes[0];
+  const double blank = static_cast<double>(*cls.size() - 1);
+  // A frame is kept if its best class is no blank and differs from the
+  // frame before (the first frame compares with a blank).
+  Tensor best = argmax(logits, cls, loc);
+  Tensor before = shift_right(best, axis, 1, blank, loc);
+  Tensor keep = logical_and(
+      compare(best, before, "not_equal", loc),
+      compare(cast(best, ir::DType::kFloat32, loc), constant(b, blank, {}, loc), "not_equal", loc),
+      loc);
+  return masked_select(best, keep, axis, out_axis, loc);
+}
+
 Tensor one_hot(const Tensor& ids, std::source_location loc) {
   Builder& b = builder_of(ids, "one_hot", L(loc));
   if (!ids.type().sparse_dim) {

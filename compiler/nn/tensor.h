@@ -30,8 +30,8 @@ class Tensor {
                                std::source_location loc = std::source_location::current()) const;
   /// Makes this what `retc search` decodes (RETURNN's search output layer):
   /// sparse labels over a dim, e.g. a loop's stacked choices or a CTC decoding.
-  const Tensor& mark_as_search_output(std::string name = "hyps",
-                                      std::source_location loc = std::source_location::current()) const;
+  const Tensor& mark_as_search_output(
+      std::string name = "hyps", std::source_location loc = std::source_location::current()) const;
   /// Makes this a training loss (currently: a softmax_cross_entropy result),
   /// reported by RETURNN as `<set>_score_<name>` and `<set>_error_<name>`.
   const Tensor& mark_as_loss(std::string name,
@@ -229,6 +229,18 @@ Tensor cast(const Tensor& x, ir::DType dtype,
 /// `loop.next(s, nn::where(mask, updated, s))`.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
              std::source_location loc = std::source_location::current());
+/// The frames of `x` along the dynamic `axis` where the bool `mask` holds
+/// (frames past a sequence's length never count), packed per sequence into
+/// the new dynamic `out_axis`, whose lengths are the counts.
+Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
+                     const ir::Dim& out_axis,
+                     std::source_location loc = std::source_location::current());
+/// Greedy CTC decoding of `logits` over the dynamic `axis` (class dim
+/// `classes + blank`, blank last, as nn::ctc_loss takes them): the best class
+/// of each frame, repeats collapsed and blanks removed, along the new dynamic
+/// `out_axis`; sparse over the logits' class dim (labels below the blank).
+Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,
+                         std::source_location loc = std::source_location::current());
 /// One-hot float32 vectors of sparse `ids` over their sparse dim.
 Tensor one_hot(const Tensor& ids, std::source_location loc = std::source_location::current());
 

@@ -346,6 +346,17 @@ PyValue lower_self_attention(const Lowering& l, PyValue& network) {
   return layer;
 }
 
+// RETURNN's masked computation outside a loop packs the masked frames per
+// sequence into its out_spatial_dim; the computation: a copy.
+PyValue lower_masked_select(const Lowering& l) {
+  PyValue layer = l.layer_from("masked_computation", 0);
+  layer.set("mask", l.ref(1));
+  layer.set("in_spatial_dim", l.dim_attr("axis"));
+  layer.set("out_spatial_dim", l.dim_attr("out_dim"));
+  layer.set("unit", PyValue::dict({{"class", "copy"}, {"from", "data"}}));
+  return layer;
+}
+
 PyValue lower_conv(const Lowering& l) {
   // RETURNN's conv with retc's filter and bias as layers.
   const ir::Node& w = l.input(1);
@@ -604,6 +615,8 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_pool(l);
     case ir::NodeKind::kSlice:
       return lower_slice(l);
+    case ir::NodeKind::kMaskedSelect:
+      return lower_masked_select(l);
     case ir::NodeKind::kSplitDims:
       return lower_split_dims(l);
     case ir::NodeKind::kMergeDims:

@@ -55,6 +55,7 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kSplitDims:
     case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kSlice:
+    case ir::NodeKind::kMaskedSelect:
     case ir::NodeKind::kSeqMask:
     case ir::NodeKind::kNorm:
     case ir::NodeKind::kWeightDropout:
@@ -296,6 +297,9 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("rf.slice(", in(0), ", axis=", dim_attr("axis"),
                           ", start=", *n.attrs.get<int64_t>("start"),
                           ", size=", dim_attr("out_dim"), ")[0]");
+    case ir::NodeKind::kMaskedSelect:
+      return absl::StrCat("_masked_select(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
+                          ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kSeqMask:
       return absl::StrCat("rf.where(rf.sequence_mask(", dim_attr("axis"), "), ", in(0), ", ",
                           num("value"), ", allow_broadcast_all_sources=True)");
@@ -666,6 +670,15 @@ def _windowed(y, computed, model_dims, in_dims, same_strides=None):
     return y
 
 
+def _masked_select(x, mask, *, axis, out_dim):
+    """The frames of x along `axis` where `mask` (within the lengths), packed per
+    sequence into the model's dynamic `out_dim`, with this batch's lengths."""
+    y, packed = rf.masked_select(x, mask=mask, dims=[axis])
+    out_dim.reset_eager()
+    out_dim.dyn_size_ext = packed.dyn_size_ext
+    return rf.replace_dim_v2(y, in_dim=packed, out_dim=out_dim)
+
+
 def _pad_same(x, *, axes, sizes, strides, dilation, value, out_dims=None):
     """TF's "same" padding, explicitly: along each axis of n frames, k - 1 - (n - 1) % s
     frames in all (k the dilated window), the odd one on the right."""
@@ -984,7 +997,9 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += "\n";
   out += format_assignment("backend", "torch");
   out += format_assignment("behavior_version", kBehaviorVersion);
-  out += format_assignment("task", std::string(task_name(task)));
+  // Search on RETURNN's torch engine is its forward task with a forward_step
+  // that decodes (RETURNN's "search" task is TF only).
+  out += format_assignment("task", std::string(task_name(forward ? Task::kForward : task)));
   out += format_assignment("device", opts.device);
   // "same" padding with strides as TF pads (the total k - 1 - (n - 1) % s,
   // the extra frame on the right), not rf's newer length-independent padding.
@@ -1091,8 +1106,8 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
   if (forward) {
     // Forward and search: the marked value to RETURNN's forward callback.
-    const ir::Node* value = first_marked(
-        g, task == Task::kForward ? ir::Mark::Kind::kOutput : ir::Mark::Kind::kSearch);
+    const ir::Node* value =
+        first_marked(g, task == Task::kForward ? ir::Mark::Kind::kOutput : ir::Mark::Kind::kSearch);
     if (!value) return absl::InternalError("a forward or search config without its output");
     out += "\ndef forward_step(*, model, extern_data, **_kwargs):\n";
     out += step_code(g, t, loops);

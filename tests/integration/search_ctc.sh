@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# CTC decoding (argument: the backend, tf or torch): conformer-ctc trains
+# fully (dev label error <= 0.05), then `retc search` decodes dev greedily
+# (repeats collapsed, blanks removed; the model's mark_as_search_output),
+# writes one hypothesis per sequence in RETURNN's search output format and
+# prints the dev label error, <= 0.05, as its last line.
+source "$(dirname "$0")/lib.sh"
+backend=${1:-tf}
+work="$TMP/work"
+
+start=$SECONDS
+"$RETC" train conformer-ctc --backend "$backend" --workdir "$work" >"$TMP/log" 2>"$TMP/err" ||
+  { tail -n 30 "$TMP/log" "$TMP/err"; fail "train conformer-ctc --backend $backend"; }
+expect_final_error "$TMP/log" 0.05 "conformer-ctc on $backend"
+pass "conformer-ctc on $backend: final dev error $FINAL_ERROR in $((SECONDS - start)) s"
+
+"$RETC" search conformer-ctc --backend "$backend" --workdir "$work" -o "$TMP/hyps.py" >"$TMP/search" 2>"$TMP/err" ||
+  { tail -n 30 "$TMP/search" "$TMP/err"; fail "retc search conformer-ctc --backend $backend"; }
+tail -n 3 "$TMP/search"
+last=$(tail -n 1 "$TMP/search")
+[[ "$last" =~ ^dev\ label\ error:\ ([0-9.e+-]+)$ ]] || fail "the last line is not the dev label error: $last"
+"$VENV/bin/python" -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 0.05 else 1)" "${BASH_REMATCH[1]}" ||
+  fail "dev label error ${BASH_REMATCH[1]} > 0.05"
+"$VENV/bin/python" - "$TMP/hyps.py" <<'PY' || fail "the hypotheses file"
+import sys
+hyps = eval(open(sys.argv[1]).read())
+assert len(hyps) == 200, len(hyps)  # the dev set
+for tag, hyp in hyps.items():
+    labels = [int(v) for v in hyp.split()]
+    assert labels and all(0 <= v < 16 for v in labels), (tag, hyp)  # hex digits, no blank (16)
+print("hyps:", len(hyps), "sequences, e.g.", next(iter(hyps.items())))
+PY
+pass "retc search conformer-ctc ($backend): ${last}"
