@@ -1,6 +1,8 @@
 // transformer-copy: a Transformer encoder-decoder on RETURNN's
-// CopyTaskDataset: read a random symbol sequence, write it again. Teacher
-// forced; RETURNN's frame error of the cross-entropy is the token error.
+// CopyTaskDataset: read a random symbol sequence, write it again. Trained
+// teacher forced (RETURNN's frame error of the cross-entropy is the token
+// error); `retc search` decodes step by step with beam search, feeding back
+// its own labels, as many as the source has (the task has no end symbol).
 #include "compiler/nn/modules.h"
 #include "configs/bundled.h"
 
@@ -19,15 +21,43 @@ class CopyTransformer : public nn::Module {
     decoder = register_module("decoder", std::make_shared<nn::TransformerDecoder>(opts));
     out = register_module("out", std::make_shared<nn::Linear>(model, vocab));
   }
-  /// Logits over `tgt_time`: position t sees the source and targets < t.
-  nn::Tensor forward(const nn::Tensor& src, const Dim& src_time, const nn::Tensor& tgt,
-                     const Dim& tgt_time) const {
+  /// The encoder's output over `src_time`.
+  nn::Tensor encode(const nn::Tensor& src, const Dim& src_time) const {
     return call(src, std::source_location::current(), [&](const nn::Tensor& s) {
-      nn::Tensor memory =
-          encoder->forward(nn::add_positional_encoding(src_embed->forward(s), src_time), src_time);
+      return encoder->forward(nn::add_positional_encoding(src_embed->forward(s), src_time),
+                              src_time);
+    });
+  }
+  /// Logits over `tgt_time`: position t sees the source and targets < t.
+  nn::Tensor forward(const nn::Tensor& memory, const Dim& src_time, const nn::Tensor& tgt,
+                     const Dim& tgt_time) const {
+    return call(memory, std::source_location::current(), [&](const nn::Tensor& m) {
       nn::Tensor dec_in =
           nn::add_positional_encoding(nn::shift_right(tgt_embed->forward(tgt), tgt_time), tgt_time);
-      return out->forward(decoder->forward(dec_in, tgt_time, memory, src_time));
+      return out->forward(decoder->forward(dec_in, tgt_time, m, src_time));
+    });
+  }
+  /// The labels along the new `out_time`, one per source position: the
+  /// decoder step by step (cached keys and values), each label chosen from
+  /// the logits (beam search) and fed back as the next frame's input.
+  nn::Tensor search(const nn::Tensor& memory, const Dim& src_time, const Dim& out_time,
+                    const Dim& vocab) const {
+    return call(memory, std::source_location::current(), [&](const nn::Tensor& m) {
+      nn::Builder& b = m.builder();
+      const Dim& model = memory.dims().back();
+      nn::Tensor src_len = nn::cast(nn::length(m, src_time), ir::DType::kFloat32);
+      nn::Tensor max_len = nn::cast(nn::reduce(src_len, "max", {Dim::batch()}), ir::DType::kInt32);
+      nn::Loop loop(b, out_time);
+      // The embedding of the label before (zeros first, as shift_right), the frame count.
+      nn::Tensor prev = loop.state(nn::constant(b, 0.0), {Dim::batch(), model});
+      nn::Tensor frames = loop.state(nn::constant(b, 0.0));
+      nn::Tensor h = decoder->step(loop.add_positional_encoding(prev), loop, m, src_time);
+      nn::Tensor label = loop.choice(nn::log_softmax(out->forward(h), vocab), vocab);
+      nn::Tensor count = nn::add(frames, nn::constant(b, 1.0));
+      loop.next(prev, tgt_embed->forward(label));
+      loop.next(frames, count);
+      loop.end(nn::compare(count, src_len, "greater_equal"), max_len);
+      return loop.stack(label);
     });
   }
   std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
@@ -44,9 +74,11 @@ void build(nn::Builder& b) {
   auto model = b.set_root(std::make_shared<CopyTransformer>(
       vocab,
       nn::TransformerOptions(Dim::feature("model", 64), Dim::feature("ff", 256), 4).num_layers(2)));
-  nn::Tensor logits = model->forward(src, src_time, tgt, tgt_time);
+  nn::Tensor memory = model->encode(src, src_time);
+  nn::Tensor logits = model->forward(memory, src_time, tgt, tgt_time);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
+  model->search(memory, src_time, Dim::spatial("out_time"), vocab).mark_as_search_output();
 }
 
 emit::PyValue copy_task(int64_t num_seqs, bool fixed) {

@@ -60,6 +60,10 @@ std::string training_entries(const ConfigOptions& opts,
   return out;
 }
 
+std::string beam_entry(const ConfigOptions& opts) {
+  return opts.task.task == Task::kSearch ? format_assignment("beam_size", opts.task.beam) : "";
+}
+
 std::string task_entries(const ConfigOptions& opts,
                          const std::vector<std::pair<std::string, PyValue>>& own) {
   const TaskOptions& task = opts.task;

@@ -46,6 +46,8 @@ struct TaskOptions {
   PyValue data;
   /// Where forward writes its HDF or search its hypotheses (RETURNN's "py" format).
   std::string output_file;
+  /// Search: the hypotheses each choice keeps (the config's `beam_size`).
+  int64_t beam = 12;
 };
 
 struct ConfigOptions {
@@ -74,6 +76,9 @@ std::string config_header(const ir::Graph& g, const ConfigOptions& opts);
 /// target's own entries after random_seed (TF: decouple_constraints).
 std::string training_entries(const ConfigOptions& opts,
                              const std::vector<std::pair<std::string, PyValue>>& after_seed = {});
+
+/// The config's `beam_size = K` line for search (choices refer to it), else "".
+std::string beam_entry(const ConfigOptions& opts);
 
 /// A task's entries after the training setup's: `load` (the checkpoint),
 /// eval's `eval_datasets`, then the target's own entries `own`. Nothing for

@@ -16,6 +16,15 @@ absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& targe
   ASSIGN_OR_RETURN(ir::Graph g, build_model(def));
   RETURN_IF_ERROR(select_task(g, task, def.name));
   RETURN_IF_ERROR(run_passes(g, pipeline(target)));
+  if (task != Task::kSearch) {
+    for (const ir::Node& n : g.nodes()) {
+      if (n.kind != ir::NodeKind::kChoice) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          n.loc.str(), ": error: choice: the ", task_name(task), " task computes '", def.name,
+          "' with a loop's choice, which only search makes (retc search); in training, feed "
+          "the targets instead (teacher forcing)"));
+    }
+  }
   return g;
 }
 

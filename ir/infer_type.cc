@@ -563,6 +563,58 @@ absl::StatusOr<TensorType> infer_masked_select(const Graph& g, const std::vector
   return out;
 }
 
+// length, loop_end, choice, cum_concat.
+absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
+                                          const std::vector<NodeId>& in, const NodeSpec& spec) {
+  const TensorType& x = g.node(in[0]).type;
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+  };
+  if (kind == NodeKind::kLength) {
+    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+    if (!axis.is_dynamic() || axis.is_batch() || index_of(x.dims, axis) < 0)
+      return err("the axis ", axis.describe(), " must be a dynamic axis of ", x.describe());
+    TensorType out;
+    out.dims = {Dim::batch()};
+    out.dtype = DType::kInt32;
+    return out;
+  }
+  ASSIGN_OR_RETURN(auto loop, attr<int64_t>(spec, kind, "loop"));
+  if (loop < 0) return err("loop ids are not negative");
+  if (kind == NodeKind::kLoopEnd) {
+    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+    const TensorType& max_len = g.node(in[1]).type;
+    if (x.dtype != DType::kBool || x.sparse_dim || index_of(x.dims, axis) >= 0)
+      return err("the end condition ", x.describe(), " must be a bool frame");
+    if (max_len.dtype != DType::kInt32 || max_len.sparse_dim || !max_len.dims.empty())
+      return err("the maximal length ", max_len.describe(), " must be a scalar int32");
+    return x;
+  }
+  if (kind == NodeKind::kChoice) {
+    ASSIGN_OR_RETURN(auto dim, attr<Dim>(spec, kind, "dim"));
+    ASSIGN_OR_RETURN(auto t, require_float(x, "choice input"));
+    const int pos = index_of(t.dims, dim);
+    if (pos < 0 || !dim.size())
+      return err("the log-probs ", x.describe(), " lack the static label dim ", dim.describe());
+    t.dims.erase(t.dims.begin() + pos);
+    t.dtype = DType::kInt32;
+    t.sparse_dim = dim;
+    return t;
+  }
+  // kCumConcat
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
+  if (index_of(x.dims, axis) >= 0 || index_of(x.dims, out_dim) >= 0 || !out_dim.is_dynamic() ||
+      out_dim.is_batch()) {
+    return err("a frame ", x.describe(), " of the loop over ", axis.describe(),
+               " accumulates along a new dynamic dim, not ", out_dim.describe());
+  }
+  TensorType out = x;
+  const size_t at = !out.dims.empty() && out.dims[0].is_batch() ? 1 : 0;
+  out.dims.insert(out.dims.begin() + at, out_dim);
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_slice(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kSlice;
@@ -923,6 +975,11 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_slice(g, inputs, spec);
     case NodeKind::kMaskedSelect:
       return infer_masked_select(g, inputs, spec);
+    case NodeKind::kLength:
+    case NodeKind::kLoopEnd:
+    case NodeKind::kChoice:
+    case NodeKind::kCumConcat:
+      return infer_decoding(g, kind, inputs, spec);
     case NodeKind::kSplitDims:
       return infer_split_dims(g, inputs, spec);
     case NodeKind::kMergeDims:
@@ -981,6 +1038,16 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
           return absl::InvalidArgumentError(absl::StrCat("pos_encoding: the input ", t.describe(),
                                                          " needs one feature dim, of even size"));
         }
+      }
+      // In a loop over `axis` (attr loop), the encoding of the current frame.
+      const bool at_frame = kind == NodeKind::kPosEncoding && spec.attrs.get<int64_t>("loop");
+      if (at_frame) {
+        if (index_of(t.dims, axis) >= 0 || axis.is_batch()) {
+          return absl::InvalidArgumentError(absl::StrCat("pos_encoding: a frame ", t.describe(),
+                                                         " of the loop over ", axis.describe(),
+                                                         " must lack that axis"));
+        }
+        return t;
       }
       if (index_of(t.dims, axis) < 0 || axis.is_batch() ||
           (kind == NodeKind::kSeqMask && !axis.is_dynamic())) {

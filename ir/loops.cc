@@ -27,8 +27,11 @@ absl::StatusOr<int32_t> node_loop(NodeKind kind, const Attrs& attrs,
     if (result >= 0 && result != l) return err("mixes values of loops ", result, " and ", l);
     result = l;
   }
-  if (kind == NodeKind::kLoopNext && result != *id)
-    return err("the next value is not computed in loop ", *id);
+  const bool of_loop = kind == NodeKind::kLoopNext || kind == NodeKind::kLoopEnd ||
+                       kind == NodeKind::kChoice || kind == NodeKind::kCumConcat;
+  if (of_loop && result != *id)
+    return err(kind == NodeKind::kLoopNext ? "the next value" : "the input",
+               " is not computed in loop ", *id);
   return result;
 }
 
@@ -61,6 +64,15 @@ absl::StatusOr<LoopAnalysis> analyze_loops(const Graph& g) {
       a.next_of_state[n.inputs[0].index] = g.id_of(i);
     }
     if (n.kind == NodeKind::kLoopStack) a.stacked[n.inputs[0].index] = true;
+    if (n.kind == NodeKind::kLoopEnd || n.kind == NodeKind::kChoice) {
+      NodeId& slot = n.kind == NodeKind::kLoopEnd ? a.loops[*l].end : a.loops[*l].choice;
+      if (slot.valid()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            n.loc.str(), ": error: node %", i, " (", node_kind_name(n.kind), "): loop ", *l,
+            n.kind == NodeKind::kLoopEnd ? " has an end already" : " has a choice already"));
+      }
+      slot = g.id_of(i);
+    }
   }
   // Each state has exactly one next value (targets read it as the state's
   // value in the following frame).

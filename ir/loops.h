@@ -21,6 +21,11 @@ struct Loop {
   std::optional<Dim> axis;
   /// The nodes computed in the loop, in graph order.
   std::vector<NodeId> members;
+  /// A loop over a new axis: its loop_end node (the end condition and the
+  /// maximal length); invalid for a loop over an existing axis.
+  NodeId end;
+  /// Its choice node (beam search), if any: at most one per loop.
+  NodeId choice;
 };
 
 struct LoopAnalysis {

@@ -133,7 +133,13 @@ struct KindFacts {
   X(Where, "where", KindFacts(3).pure())           /* cond ? a : b (both evaluated) */            \
   X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag")) /* scalar bool */    \
   X(MaskedSelect, "masked_select", KindFacts(2).step()) /* x, mask: the frames along attr axis */ \
-                             /* where mask (within the lengths), packed into attr out_dim */
+                             /* where mask (within the lengths), packed into attr out_dim */      \
+  X(Length, "length", KindFacts(1).step("read sequence lengths")) /* of x along attr axis: int32 [B] */ \
+  X(LoopEnd, "loop_end", KindFacts(2).step()) /* loop over a new axis: (done, max_len): a     */  \
+                            /* sequence ends after the frame where done; at most max_len frames */ \
+  X(Choice, "choice", KindFacts(1).step()) /* loop, search only: the labels over attr dim that */ \
+                            /* the beam search keeps (log-probs in); states follow their beams  */ \
+  X(CumConcat, "cum_concat", KindFacts(1).step()) /* loop: x's frames so far along attr out_dim */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

@@ -546,7 +546,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
       if (!absl::SimpleAtoi(it->second, &beam) || beam < 1)
         return usage_error(absl::StrCat("--beam needs a positive integer, got '", it->second, "'"));
     }
-    opts.training.extra.emplace_back("beam_size", beam);
+    t.beam = beam;
   }
   // Written under a temporary name next to the output, renamed once complete.
   std::string final_out, tmp_out;

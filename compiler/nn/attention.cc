@@ -16,7 +16,16 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
       value_dim_(o.value_dim()),
       num_heads_(o.num_heads()),
       causal_(o.causal()),
-      clipping_(o.rel_pos_clipping()) {
+      clipping_(o.rel_pos_clipping()),
+      heads_(ir::Dim::feature("heads", o.num_heads())),
+      key_per_head_(ir::Dim::feature(
+          "key_per_head", o.key_dim().size().value_or(0) / std::max<int64_t>(o.num_heads(), 1))),
+      value_per_head_(ir::Dim::feature("value_per_head", o.value_dim().size().value_or(0) /
+                                                             std::max<int64_t>(o.num_heads(), 1))),
+      qkv_per_head_(ir::Dim::feature(
+          "qkv_per_head", (2 * o.key_dim().size().value_or(0) + o.value_dim().size().value_or(0)) /
+                              std::max<int64_t>(o.num_heads(), 1))),
+      cached_(ir::Dim::spatial("cached_frames")) {
   const ir::Dim& in_dim = in_dim_;
   const ir::Dim& key_dim = key_dim_;
   const ir::Dim& value_dim = value_dim_;
@@ -44,6 +53,30 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
     Tensor att = fused_self_attention(x, b.param(qkv_), clipping_ > 0 ? &rel_pos : nullptr, axis,
                                       {num_heads_, key_dim_, value_dim_, causal_, clipping_}, loc);
     return proj->forward(att, loc);
+  });
+}
+
+Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    if (clipping_ > 0) {
+      fail(l, absl::StrCat(describe(),
+                           ".step: relative positions (rel_pos_clipping) are not stepwise yet"));
+    }
+    Builder& b = x.builder();
+    const int64_t kph = *key_per_head_.size();
+    Tensor qkv = dot(x, b.param(qkv_), {in_dim_}, loc);
+    qkv = split_dims(qkv, qkv_.dims()[1], {heads_, qkv_per_head_}, loc);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(kph));
+    Tensor q =
+        mul(slice(qkv, qkv_per_head_, 0, key_per_head_, loc), constant(b, scale, {}, loc), loc);
+    Tensor k = loop.cum_concat(slice(qkv, qkv_per_head_, kph, key_per_head_, loc), cached_, loc);
+    Tensor v =
+        loop.cum_concat(slice(qkv, qkv_per_head_, 2 * kph, value_per_head_, loc), cached_, loc);
+    Tensor weights = softmax(dot(q, k, {key_per_head_}, loc), cached_, loc);
+    Tensor att = dot(weights, v, {cached_}, loc);
+    return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
   });
 }
 

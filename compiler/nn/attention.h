@@ -6,6 +6,7 @@
 #include <source_location>
 
 #include "compiler/nn/layers.h"
+#include "compiler/nn/loop.h"
 
 namespace retc::nn {
 
@@ -38,6 +39,12 @@ class SelfAttention : public Module {
   explicit SelfAttention(const SelfAttentionOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
+  /// One frame `x` of `loop` attending to the frames so far (causal; their
+  /// keys and values cached with loop.cum_concat): frame t of a causal
+  /// forward over the loop's axis, from the same params, for step-by-step
+  /// decoding. Not with relative positions.
+  Tensor step(const Tensor& x, Loop& loop,
+              std::source_location loc = std::source_location::current()) const;
   Parameter& qkv() { return qkv_; }
   std::shared_ptr<Linear> proj;
 
@@ -46,6 +53,8 @@ class SelfAttention : public Module {
   int64_t num_heads_;
   bool causal_;
   int64_t clipping_;
+  // The fused QKV's per-head layout [q | k | v] (RETURNN's), and the cache's dim.
+  ir::Dim heads_, key_per_head_, value_per_head_, qkv_per_head_, cached_;
   Parameter qkv_, rel_pos_;
 };
 

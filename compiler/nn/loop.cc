@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
 #include "compiler/nn/error.h"
+#include "compiler/nn/tensor.h"
 
 namespace retc::nn {
 
@@ -56,7 +57,59 @@ void Loop::next(const Tensor& state, const Tensor& value, std::source_location l
   b_.add(ir::NodeKind::kLoopNext, {state, value}, {{"loop", int64_t{id_}}}, l);
 }
 
-void Loop::end(std::source_location loc) { b_.end_loop(id_, ir::SourceLoc::from(loc)); }
+void Loop::end(std::source_location loc) {
+  ir::SourceLoc l = ir::SourceLoc::from(loc);
+  if (!b_.size_source(axis_).defined()) {
+    fail(l, absl::StrCat("loop.end: the loop over ", axis_.describe(),
+                         " runs over a new axis (no value outside the loop has it), so it needs "
+                         "an end condition and a maximal length: loop.end(done, max_len)"));
+  }
+  b_.end_loop(id_, l);
+}
+
+void Loop::end(const Tensor& done, const Tensor& max_len, std::source_location loc) {
+  ir::SourceLoc l = ir::SourceLoc::from(loc);
+  if (b_.size_source(axis_).defined()) {
+    fail(l, absl::StrCat("loop.end(done, max_len): the loop runs over ", axis_.describe(),
+                         ", which values outside the loop have: its frames are theirs; end it "
+                         "with loop.end()"));
+  }
+  if (!done.defined() || !max_len.defined())
+    fail(l, "loop.end(done, max_len): the end condition and the maximal length must be defined");
+  if (b_.loop_of(done) != id_) {
+    fail(l,
+         "loop.end: the end condition is not computed in this loop (from an unstacked frame "
+         "or a state)");
+  }
+  if (b_.loop_of(max_len) >= 0)
+    fail(l, "loop.end: the maximal length must be computed outside the loop");
+  b_.add(ir::NodeKind::kLoopEnd, {done, max_len}, {{"loop", int64_t{id_}}, {"axis", axis_}}, l);
+  b_.end_loop(id_, l);
+}
+
+void Loop::end(const Tensor& done, int64_t max_len, std::source_location loc) {
+  if (max_len < 1) {
+    fail(ir::SourceLoc::from(loc),
+         absl::StrCat("loop.end: the maximal length must be positive, got ", max_len));
+  }
+  end(done, cast(constant(b_, static_cast<double>(max_len), {}, loc), ir::DType::kInt32, loc), loc);
+}
+
+Tensor Loop::choice(const Tensor& log_probs, const ir::Dim& labels, std::source_location loc) {
+  return b_.add(ir::NodeKind::kChoice, {log_probs}, {{"loop", int64_t{id_}}, {"dim", labels}},
+                ir::SourceLoc::from(loc));
+}
+
+Tensor Loop::cum_concat(const Tensor& x, const ir::Dim& out_dim, std::source_location loc) {
+  return b_.add(ir::NodeKind::kCumConcat, {x},
+                {{"loop", int64_t{id_}}, {"axis", axis_}, {"out_dim", out_dim}},
+                ir::SourceLoc::from(loc));
+}
+
+Tensor Loop::add_positional_encoding(const Tensor& x, std::source_location loc) {
+  return b_.add(ir::NodeKind::kPosEncoding, {x}, {{"loop", int64_t{id_}}, {"axis", axis_}},
+                ir::SourceLoc::from(loc));
+}
 
 Tensor Loop::stack(const Tensor& value, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);

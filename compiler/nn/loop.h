@@ -8,6 +8,19 @@
 //   loop.end();
 //   nn::Tensor ys = loop.stack(h_new);              // [B, time, hidden]
 //
+// A loop over a new axis (a decoder: no value outside has the axis) ends
+// per sequence: after the frame where `done` holds, at most `max_len`
+// frames; loop.stack() gives the axis those lengths. With a choice, `retc
+// search` keeps the best hypotheses (beam search) and the states follow them:
+//
+//   nn::Loop loop(b, out_time);
+//   nn::Tensor prev = loop.state(bos, {Dim::batch()});   // sparse labels
+//   nn::Tensor h = ...decoder step from embed(prev)...;
+//   nn::Tensor y = loop.choice(nn::log_softmax(logits, vocab), vocab);
+//   loop.next(prev, y);
+//   loop.end(nn::compare(y, eos, "equal"), max_len);
+//   nn::Tensor hyps = loop.stack(y);                   // [B, out_time]
+//
 // Values computed from unstacked frames or states are inside the loop (one
 // value per frame); outside, only loop.stack() reads them. Mistakes (a state
 // without an initial or a next value, an inner value used outside, nested
@@ -37,8 +50,31 @@ class Loop {
   /// Sets the state's value for the next frame (once per state).
   void next(const Tensor& state, const Tensor& value,
             std::source_location loc = std::source_location::current());
-  /// Ends the loop body; every state must have its next value.
+  /// Ends the loop body; every state must have its next value. A loop over a
+  /// new axis needs the overloads with an end condition.
   void end(std::source_location loc = std::source_location::current());
+  /// Ends a loop over a new axis: a sequence ends after the frame where the
+  /// bool `done` (a frame, e.g. [B]) holds, that frame included, and after
+  /// at most `max_len` (a scalar int32, e.g. from nn::length) frames.
+  void end(const Tensor& done, const Tensor& max_len,
+           std::source_location loc = std::source_location::current());
+  void end(const Tensor& done, int64_t max_len,
+           std::source_location loc = std::source_location::current());
+  /// The labels over `labels` chosen from `log_probs` (a frame with the
+  /// static dim `labels`): in `retc search`, beam search keeps the `--beam`
+  /// best hypotheses by their summed log-probs, and the states and the
+  /// frames computed before the choice follow their hypotheses. Search only:
+  /// training reads its targets instead (teacher forcing). One per loop.
+  Tensor choice(const Tensor& log_probs, const ir::Dim& labels,
+                std::source_location loc = std::source_location::current());
+  /// The frames of `x` so far (this one included) along the new dynamic
+  /// `out_dim` (of size frame + 1): self-attention's cached keys and values.
+  Tensor cum_concat(const Tensor& x, const ir::Dim& out_dim,
+                    std::source_location loc = std::source_location::current());
+  /// x (a frame) plus the sinusoidal position signal of the current frame,
+  /// as nn::add_positional_encoding gives frame t of a whole sequence.
+  Tensor add_positional_encoding(const Tensor& x,
+                                 std::source_location loc = std::source_location::current());
   /// The values of an inner `value` over all frames, with the loop axis
   /// (after the batch dim), for use outside the loop.
   Tensor stack(const Tensor& value, std::source_location loc = std::source_location::current());

@@ -298,6 +298,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_l
   return builder_of(cond, "where", L(loc)).add(ir::NodeKind::kWhere, {cond, a, b}, {}, L(loc));
 }
 
+Tensor length(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return builder_of(x, "length", L(loc)).add(ir::NodeKind::kLength, {x}, {{"axis", axis}}, L(loc));
+}
+
 Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
                      const ir::Dim& out_axis, std::source_location loc) {
   return builder_of(x, "masked_select", L(loc))

@@ -229,6 +229,9 @@ Tensor cast(const Tensor& x, ir::DType dtype,
 /// `loop.next(s, nn::where(mask, updated, s))`.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
              std::source_location loc = std::source_location::current());
+/// The lengths of the sequences along the dynamic `axis` of `x`: int32 [B].
+Tensor length(const Tensor& x, const ir::Dim& axis,
+              std::source_location loc = std::source_location::current());
 /// The frames of `x` along the dynamic `axis` where the bool `mask` holds
 /// (frames past a sequence's length never count), packed per sequence into
 /// the new dynamic `out_axis`, whose lengths are the counts.

@@ -76,9 +76,24 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerOptions& o)
 Tensor TransformerDecoderLayer::forward(const Tensor& input, const ir::Dim& axis,
                                         const Tensor& memory, const ir::Dim& memory_axis,
                                         std::source_location loc) const {
+  return body(
+      input, [&](const Tensor& y) { return self_att->forward(y, axis, loc); }, memory, memory_axis,
+      loc);
+}
+
+Tensor TransformerDecoderLayer::step(const Tensor& input, Loop& loop, const Tensor& memory,
+                                     const ir::Dim& memory_axis, std::source_location loc) const {
+  return body(
+      input, [&](const Tensor& y) { return self_att->step(y, loop, loc); }, memory, memory_axis,
+      loc);
+}
+
+Tensor TransformerDecoderLayer::body(const Tensor& input,
+                                     const std::function<Tensor(const Tensor&)>& self_attend,
+                                     const Tensor& memory, const ir::Dim& memory_axis,
+                                     std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
-    Tensor h =
-        add(x, dropout(self_att->forward(ln1->forward(x, loc), axis, loc), dropout_, {}, loc), loc);
+    Tensor h = add(x, dropout(self_attend(ln1->forward(x, loc)), dropout_, {}, loc), loc);
     h = add(h,
             dropout(cross_att->forward(ln2->forward(h, loc), memory, memory_axis, loc), dropout_,
                     {}, loc),
@@ -100,6 +115,16 @@ Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, con
     Tensor h = x;
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<TransformerDecoderLayer>(i)->forward(h, axis, memory, memory_axis, loc);
+    return final_norm->forward(h, loc);
+  });
+}
+
+Tensor TransformerDecoder::step(const Tensor& input, Loop& loop, const Tensor& memory,
+                                const ir::Dim& memory_axis, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    Tensor h = x;
+    for (size_t i = 0; i < layers->size(); ++i)
+      h = layers->at<TransformerDecoderLayer>(i)->step(h, loop, memory, memory_axis, loc);
     return final_norm->forward(h, loc);
   });
 }

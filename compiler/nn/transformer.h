@@ -1,6 +1,7 @@
 // Pre-norm Transformer encoder and decoder layers and their stacks.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <source_location>
 
@@ -56,12 +57,18 @@ class TransformerDecoderLayer : public Module {
   Tensor forward(const Tensor& x, const ir::Dim& axis, const Tensor& memory,
                  const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
+  /// Frame t of forward over the loop's axis: one frame `x` of `loop`, the
+  /// self-attention over the frames so far (SelfAttention::step).
+  Tensor step(const Tensor& x, Loop& loop, const Tensor& memory, const ir::Dim& memory_axis,
+              std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<LayerNorm> ln1, ln2, ln3;
   std::shared_ptr<SelfAttention> self_att;
   std::shared_ptr<CrossAttention> cross_att;
   std::shared_ptr<Linear> ff1, ff2;
 
  private:
+  Tensor body(const Tensor& x, const std::function<Tensor(const Tensor&)>& self_attend,
+              const Tensor& memory, const ir::Dim& memory_axis, std::source_location loc) const;
   double dropout_;
 };
 
@@ -72,6 +79,9 @@ class TransformerDecoder : public Module {
   Tensor forward(const Tensor& x, const ir::Dim& axis, const Tensor& memory,
                  const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
+  /// Frame t of forward, step by step in `loop` (TransformerDecoderLayer::step).
+  Tensor step(const Tensor& x, Loop& loop, const Tensor& memory, const ir::Dim& memory_axis,
+              std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<LayerNorm> final_norm;
 };

@@ -15,6 +15,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += format_assignment("behavior_version", kBehaviorVersion);
   out += format_assignment("task", std::string(task_name(opts.task.task)));
   out += format_assignment("device", opts.device);
+  out += beam_entry(opts);
   out += "\n";
   for (const auto& [id, def] : net.dims) out += format_assignment(id, def);
   out += "\n";

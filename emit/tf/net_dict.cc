@@ -447,7 +447,8 @@ PyValue lower_shift_axis(const Lowering& l) {
 
 PyValue lower_pos_encoding(const Lowering& l) {
   PyValue layer = l.layer_from("positional_encoding", 0);
-  layer.set("axis", l.dim_attr("axis"));
+  // In a loop, the layer encodes the rec step (RETURNN's default there).
+  if (!l.node().attrs.get<int64_t>("loop")) layer.set("axis", l.dim_attr("axis"));
   layer.set("add_to_input", true);
   return layer;
 }
@@ -617,6 +618,28 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_slice(l);
     case ir::NodeKind::kMaskedSelect:
       return lower_masked_select(l);
+    case ir::NodeKind::kLength: {
+      PyValue layer = l.layer_from("length", 0);
+      layer.set("axis", l.dim_attr("axis"));
+      return layer;
+    }
+    case ir::NodeKind::kLoopEnd:  // the rec layer's "end" and max_seq_len_via
+      return std::nullopt;
+    case ir::NodeKind::kChoice: {
+      // Beam search over the log-probs' label dim (the config's beam_size);
+      // the hypotheses' scores are their summed log-probs.
+      PyValue layer = l.layer_from("choice", 0);
+      layer.set("target", PyValue::none());  // search only
+      layer.set("beam_size", PyValue::ref("beam_size"));
+      layer.set("input_type", "log_prob");
+      layer.set("length_normalization", false);
+      return layer;
+    }
+    case ir::NodeKind::kCumConcat: {
+      PyValue layer = l.layer_from("cum_concat", 0);
+      layer.set("out_spatial_dim", l.dim_attr("out_dim"));
+      return layer;
+    }
     case ir::NodeKind::kSplitDims:
       return lower_split_dims(l);
     case ir::NodeKind::kMergeDims:
@@ -645,8 +668,12 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_loop_unstack(l);
     case ir::NodeKind::kLoopNext:
       return lower_loop_next(l);
-    case ir::NodeKind::kLoopStack:
-      return l.layer_from("copy", 0);
+    case ir::NodeKind::kLoopStack: {
+      // After a loop with a choice: the best hypothesis.
+      const int64_t id = l.attr<int64_t>("loop");
+      const bool search = l.facts().loops.loops[id].choice.valid();
+      return l.layer_from(search ? "decide" : "copy", 0);
+    }
     case ir::NodeKind::kTrainFlag:
       return PyValue::dict({{"class", "train_flag"}});
     case ir::NodeKind::kRange:
@@ -702,6 +729,16 @@ bool over_other_dynamic_dim(const ir::Node& state) {
 }
 
 }  // namespace
+
+// Whether node `a` is computed from node `b` (inputs precede users).
+bool depends_on(const ir::Graph& g, ir::NodeId a, ir::NodeId b) {
+  std::vector<bool> reaches(g.size(), false);
+  reaches[b.index] = true;
+  for (int32_t i = b.index + 1; i <= a.index; ++i) {
+    for (ir::NodeId in : g.node(ir::NodeId{i}).inputs) reaches[i] = reaches[i] || reaches[in.index];
+  }
+  return reaches[a.index];
+}
 
 absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
   ir::DimTable t(g);
@@ -785,11 +822,37 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
   }
   for (size_t id = 0; id < loops.loops.size(); ++id) {
     if (f.loop_names[id].empty()) continue;
+    const ir::Loop& loop = loops.loops[id];
     units[id].append("output", PyValue::dict({{"class", "copy"}, {"from", unit_output[id]}}));
+    if (loop.end.valid()) {
+      // Over a new axis: RETURNN's "end" layer, the end frame included.
+      const ir::NodeId done = g.node(loop.end).inputs[0];
+      const std::string from = g.node(done).kind == ir::NodeKind::kLoopState
+                                   ? "prev:" + g.node(loops.next_of_state[done.index]).name
+                                   : g.node(done).name;
+      // RETURNN's search wants an end that depends on the choice (its
+      // beam); one that does not (a length) is joined with a condition on
+      // the choice that always holds.
+      if (loop.choice.valid() && !depends_on(g, done, loop.choice)) {
+        units[id].append("end_beam", PyValue::dict({{"class", "compare"},
+                                                    {"from", g.node(loop.choice).name},
+                                                    {"kind", "greater_equal"},
+                                                    {"value", 0}}));
+        units[id].append("end", PyValue::dict({{"class", "combine"},
+                                               {"kind", "logical_and"},
+                                               {"from", PyValue::list({from, "end_beam"})}}));
+      } else {
+        units[id].append("end", PyValue::dict({{"class", "copy"}, {"from", from}}));
+      }
+    }
     PyValue rec = PyValue::dict({{"class", "rec"},
                                  {"from", PyValue::list({})},
-                                 {"axis", dim_ref(t, *loops.loops[id].axis)},
+                                 {"axis", dim_ref(t, *loop.axis)},
                                  {"unit", std::move(units[id])}});
+    if (loop.end.valid()) {
+      rec.set("max_seq_len_via", g.node(g.node(loop.end).inputs[1]).name);
+      rec.set("include_eos", true);
+    }
     out.network.append(f.loop_names[id], std::move(rec));
   }
   for (const ir::Param& p : g.params()) {

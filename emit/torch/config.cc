@@ -56,6 +56,10 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kSlice:
     case ir::NodeKind::kMaskedSelect:
+    case ir::NodeKind::kLength:
+    case ir::NodeKind::kLoopEnd:
+    case ir::NodeKind::kChoice:
+    case ir::NodeKind::kCumConcat:
     case ir::NodeKind::kSeqMask:
     case ir::NodeKind::kNorm:
     case ir::NodeKind::kWeightDropout:
@@ -371,6 +375,9 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
                           ")");
     }
     case ir::NodeKind::kPosEncoding:
+      if (const int64_t* loop = n.attrs.get<int64_t>("loop"))
+        return absl::StrCat("_pos_encoding_at(", in(0), ", _t", *loop,
+                            ", feature_dim=", t.id(feature_dim(n.type)), ")");
       return absl::StrCat("_pos_encoding(", in(0), ", axis=", dim_attr("axis"),
                           ", feature_dim=", t.id(feature_dim(n.type)), ")");
     case ir::NodeKind::kRange:
@@ -399,8 +406,28 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return in(0);
     case ir::NodeKind::kLoopNext:
       return in(1);
-    case ir::NodeKind::kLoopStack:
+    case ir::NodeKind::kLoopStack: {
+      // Over a new axis: the search picks the best hypothesis and gives the axis its lengths.
+      const int64_t loop = *n.attrs.get<int64_t>("loop");
+      for (const ir::Node& e : g.nodes()) {
+        if (e.kind == ir::NodeKind::kLoopEnd && *e.attrs.get<int64_t>("loop") == loop)
+          return absl::StrCat("_search", loop, ".stack(_frames_of_", in(0),
+                              ", axis=", dim_attr("axis"), ")");
+      }
       return absl::StrCat("rf.stack(_frames_of_", in(0), ", out_dim=", dim_attr("axis"), ")[0]");
+    }
+    case ir::NodeKind::kLength:
+      return absl::StrCat("_length(", in(0), ", ", dim_attr("axis"), ")");
+    case ir::NodeKind::kLoopEnd:  // emit_loop ends the sequences
+      return in(0);
+    case ir::NodeKind::kChoice:
+      return absl::StrCat("_search", *n.attrs.get<int64_t>("loop"), ".choose(", in(0), ", ",
+                          dim_attr("dim"), ")");
+    case ir::NodeKind::kCumConcat: {
+      const int64_t loop = *n.attrs.get<int64_t>("loop");
+      return absl::StrCat("_cum_concat(", in(0), ", _acc_", n.name,
+                          ", out_dim=", dim_attr("out_dim"), ", t=_t", loop, ")");
+    }
     case ir::NodeKind::kWeightNorm:
       break;  // torch-legalize rejected it
   }
@@ -412,9 +439,104 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
 // runs in graph order, stacked values collect their frames, and the states
 // take their next values at the end of each frame. As on TF, frames past a
 // sequence's end are computed too and ignored by what reads the stack.
+// A loop over a new axis (with its loop_end): at most max_len frames, until
+// every sequence ended (_Search). With a choice, each frame computes what
+// does not depend on the choice, chooses (the beams of this frame's
+// hypotheses), then lets every value of the hypotheses before the choice
+// that is read later follow its hypothesis (_Search.follow: the states'
+// next values, the cached frames of cum_concat, stacked frames), and
+// computes the rest.
+std::string emit_search_loop(const ir::Graph& g, const ir::DimTable& t,
+                             const ir::LoopAnalysis& loops, size_t id) {
+  const ir::Loop& loop = loops.loops[id];
+  const std::string search = absl::StrCat("_search", id), frame = absl::StrCat("_t", id);
+  const bool beam = loop.choice.valid();
+  std::string out =
+      absl::StrCat("    # loop ", id, " over ", t.id(*loop.axis), ", until each ",
+                   beam ? "hypothesis" : "sequence", " ends", beam ? " (beam search)" : "", "\n");
+  absl::StrAppend(&out, "    ", search, " = _Search(", beam ? "beam_size" : "", ")\n");
+  std::vector<std::string> states, nexts;
+  // Whether a member depends on this frame's choice (the states do not;
+  // next values and the end come after the choice).
+  std::vector<bool> after(g.size(), false);
+  std::vector<bool> read_after(g.size(), false);
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind == ir::NodeKind::kLoopState) {
+      absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
+      states.push_back(n.name);
+      nexts.push_back(g.node(loops.next_of_state[m.index]).name);
+      continue;
+    }
+    if (loops.stacked[m.index]) absl::StrAppend(&out, "    _frames_of_", n.name, " = []\n");
+    if (n.kind == ir::NodeKind::kCumConcat) absl::StrAppend(&out, "    _acc_", n.name, " = None\n");
+    bool a = n.kind == ir::NodeKind::kChoice || n.kind == ir::NodeKind::kLoopNext ||
+             n.kind == ir::NodeKind::kLoopEnd;
+    for (ir::NodeId in : n.inputs) a = a || after[in.index];
+    after[m.index] = a;
+  }
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (!after[m.index] || n.kind == ir::NodeKind::kChoice) continue;
+    for (ir::NodeId in : n.inputs) {
+      if (loops.loop_of[in.index] == static_cast<int32_t>(id)) read_after[in.index] = true;
+    }
+  }
+  const ir::Node& end = g.node(loop.end);
+  absl::StrAppend(&out, "    for ", frame, " in range(int(", g.node(end.inputs[1]).name,
+                  ".raw_tensor)):\n");
+  auto emit = [&](const ir::Node& n) {
+    if (n.kind == ir::NodeKind::kLoopEnd) return;
+    absl::StrAppend(&out, "        ", n.name,
+                    n.kind == ir::NodeKind::kCumConcat ? absl::StrCat(", _acc_", n.name) : "",
+                    " = ", value_of(g, t, n, "model"), "\n");
+  };
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind != ir::NodeKind::kLoopState && !after[m.index]) emit(n);
+  }
+  if (beam) {
+    emit(g.node(loop.choice));
+    for (ir::NodeId m : loop.members) {
+      const ir::Node& n = g.node(m);
+      if (after[m.index]) continue;
+      if (read_after[m.index] || (loops.stacked[m.index] && n.kind != ir::NodeKind::kLoopState))
+        absl::StrAppend(&out, "        ", n.name, " = ", search, ".follow(", n.name, ")\n");
+      if (n.kind == ir::NodeKind::kCumConcat)
+        absl::StrAppend(&out, "        _acc_", n.name, " = ", search, ".follow(_acc_", n.name,
+                        ")\n");
+    }
+    for (ir::NodeId m : loop.members) {
+      const ir::Node& n = g.node(m);
+      if (n.kind == ir::NodeKind::kCumConcat && after[m.index])
+        absl::StrAppend(&out, "        _acc_", n.name, " = ", search, ".follow(_acc_", n.name,
+                        ")\n");
+    }
+  }
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (after[m.index] && n.kind != ir::NodeKind::kChoice) emit(n);
+  }
+  absl::StrAppend(&out, "        ", search, ".end(", g.node(end.inputs[0]).name, ", ", frame,
+                  ")\n");
+  for (ir::NodeId m : loop.members) {
+    if (!loops.stacked[m.index]) continue;
+    const std::string& name = g.node(m).name;
+    absl::StrAppend(&out, "        _frames_of_", name, " = ", search, ".follow_all(_frames_of_",
+                    name, ") + [", name, "]\n");
+  }
+  if (!states.empty()) {
+    absl::StrAppend(&out, "        ", absl::StrJoin(states, ", "), " = ",
+                    absl::StrJoin(nexts, ", "), "\n");
+  }
+  absl::StrAppend(&out, "        if ", search, ".all_ended():\n            break\n");
+  return out;
+}
+
 std::string emit_loop(const ir::Graph& g, const ir::DimTable& t, const ir::LoopAnalysis& loops,
                       size_t id) {
   const ir::Loop& loop = loops.loops[id];
+  if (loop.end.valid()) return emit_search_loop(g, t, loops, id);
   std::string out = absl::StrCat("    # loop ", id, " over ", t.id(*loop.axis), "\n");
   std::vector<std::string> states, nexts;
   for (ir::NodeId m : loop.members) {
@@ -679,6 +801,89 @@ def _masked_select(x, mask, *, axis, out_dim):
     return rf.replace_dim_v2(y, in_dim=packed, out_dim=out_dim)
 
 
+def _length(x, axis):
+    """The lengths of the sequences along `axis` (int32 [batch]) on x's device."""
+    return rf.copy_to_device(axis.get_size_tensor(), x.device)
+
+
+class _Search:
+    """A loop over a new axis: which sequences ended (after the frame where their end
+    condition held, that frame included), and their lengths. With a beam `size`, the
+    beam search of the loop's choice: the `size` best hypotheses by their summed
+    log-probs (a dim "beam" after the first choice); `follow` takes a value of the
+    hypotheses before this frame's choice to those after it."""
+
+    def __init__(self, size=None):
+        self.size = size
+        self.beam = self.prev = self.backrefs = self.scores = None
+        self.ended = self.lengths = None
+
+    def choose(self, log_probs, labels):
+        if self.ended is not None:
+            # An ended hypothesis goes on with label 0 at no cost, and only so.
+            first = rf.compare(rf.range_over_dim(labels, device=log_probs.device), "==", 0)
+            log_probs = rf.where(self.ended, rf.where(first, 0.0, float("-inf")), log_probs)
+        scores = log_probs if self.scores is None else self.scores + log_probs
+        size = labels.dimension * (1 if self.beam is None else self.beam.dimension)
+        axes = labels if self.beam is None else [self.beam, labels]
+        k = min(self.size, size)
+        self.scores, indices, beam = rf.top_k(scores, axis=axes, k=k, k_dim=Dim(k, name="beam"))
+        self.prev, self.beam = self.beam, beam
+        if self.prev is None:
+            self.backrefs, choice = None, indices
+        else:
+            self.backrefs, choice = indices
+        self.ended, self.lengths = self.follow(self.ended), self.follow(self.lengths)
+        return choice
+
+    def follow(self, x):
+        if isinstance(x, tuple):  # _cum_concat's accumulated frames and their dim
+            return (self.follow(x[0]),) + x[1:]
+        if x is None or self.backrefs is None or self.prev not in x.dims:
+            return x
+        return rf.gather(x, indices=self.backrefs, axis=self.prev)
+
+    def follow_all(self, frames):
+        return [self.follow(f) for f in frames]
+
+    def end(self, done, t):
+        if self.ended is None:
+            self.lengths = rf.zeros(done.dims, dtype="int32", device=done.device) + (t + 1)
+            self.ended = done
+            return
+        self.lengths = rf.where(self.ended, self.lengths, t + 1)
+        self.ended = rf.logical_or(self.ended, done)
+
+    def all_ended(self):
+        return bool(rf.reduce_all(self.ended, axis=self.ended.dims).raw_tensor)
+
+    def stack(self, frames, *, axis):
+        """The frames stacked along `axis` (the best hypothesis's, with a beam), and
+        `axis` given their lengths."""
+        y, stacked = rf.stack(frames)
+        lengths = self.lengths
+        if self.beam is not None:
+            best = rf.reduce_argmax(self.scores, axis=self.beam)
+            y = rf.gather(y, indices=best, axis=self.beam)
+            if self.beam in lengths.dims:  # else an end of every hypothesis alike (a length)
+                lengths = rf.gather(lengths, indices=best, axis=self.beam)
+        axis.reset_eager()
+        axis.dyn_size_ext = rf.copy_to_device(lengths, "cpu")
+        return rf.replace_dim_v2(y, in_dim=stacked, out_dim=axis)
+
+
+def _cum_concat(x, acc, *, out_dim, t):
+    """The frames of x so far along the model's `out_dim` (t + 1 of them): `acc`, the
+    frames before (with its own dim), then x. Returns (value, accumulated)."""
+    one = Dim(1, name="frame")
+    x = rf.expand_dim(x, one)
+    if acc is not None:
+        x, one = rf.concat((acc[0], acc[1]), (x, one), allow_broadcast=True)
+    out_dim.reset_eager()
+    out_dim.dyn_size_ext = rf.convert_to_tensor(t + 1, dims=(), dtype="int32", device="cpu")
+    return rf.replace_dim_v2(x, in_dim=one, out_dim=out_dim), (x, one)
+
+
 def _pad_same(x, *, axes, sizes, strides, dilation, value, out_dims=None):
     """TF's "same" padding, explicitly: along each axis of n frames, k - 1 - (n - 1) % s
     frames in all (k the dilated window), the odd one on the right."""
@@ -902,6 +1107,17 @@ def _pos_encoding(x, *, axis, feature_dim):
     scaled = rf.cast(rf.range_over_dim(axis), "float32") * scales
     signal, _ = rf.concat((rf.sin(scaled), half_dim), (rf.cos(scaled), half_dim), out_dim=feature_dim)
     return x + signal
+
+
+def _pos_encoding_at(x, t, *, feature_dim):
+    """x (a frame) plus the signal _pos_encoding adds at position t."""
+    half = feature_dim.dimension // 2
+    inv_timescales = numpy.exp(numpy.arange(half, dtype="float64") * -(math.log(1.0e4) / (half - 1)))
+    half_dim = Dim(half, name="pos_half")
+    scales = rf.convert_to_tensor(inv_timescales.astype("float32"), dims=[half_dim], device=x.device)
+    scaled = rf.convert_to_tensor(numpy.float32(t), device=x.device) * scales
+    signal, _ = rf.concat((rf.sin(scaled), half_dim), (rf.cos(scaled), half_dim), out_dim=feature_dim)
+    return x + signal
 )py";
 
 bool is_identifier_char(char c) { return absl::ascii_isalnum(c) || c == '_'; }
@@ -1001,6 +1217,7 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   // that decodes (RETURNN's "search" task is TF only).
   out += format_assignment("task", std::string(task_name(forward ? Task::kForward : task)));
   out += format_assignment("device", opts.device);
+  out += beam_entry(opts);
   // "same" padding with strides as TF pads (the total k - 1 - (n - 1) % s,
   // the extra frame on the right), not rf's newer length-independent padding.
   out += format_assignment("rf_use_consistent_same_padding", false);
