@@ -339,8 +339,9 @@ def convert_checkpoint(src, mapping, in_path, out_path):
         saver = tf_compat.v1.train.Saver(var_list=variables, write_version=tf_compat.v1.train.SaverDef.V2)
         with tf_compat.v1.Session() as session:
             session.run(tf_compat.v1.global_variables_initializer())
-            saver.save(session, tmp_prefix, write_meta_graph=False, write_state=False)
-    for suffix in (".index", ".data-00000-of-00001"):
+            # The .meta too: RETURNN's TF engine loads a checkpoint (`load`) only with one.
+            saver.save(session, tmp_prefix, write_meta_graph=True, write_state=False)
+    for suffix in (".index", ".data-00000-of-00001", ".meta"):
         os.replace(tmp_prefix + suffix, out_path + suffix)
     return len(mapping), epoch, step
 

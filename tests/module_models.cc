@@ -414,6 +414,24 @@ void build_select(Builder& b) {
   io.finish(lin->forward(oh));
 }
 
+// The Transformer decoder over a whole sequence (causal self-attention) and
+// step by step in a loop over its frames (SelfAttention::step: the keys and
+// values of the frames so far cached with cum_concat): the same outputs.
+void build_stepwise_decoder(Builder& b) {
+  const Dim tgt_time = Dim::spatial("tgt_time"), src_time = Dim::spatial("src_time");
+  const Dim model = Dim::feature("model", 16);
+  Tensor dec_in = b.extern_data("data", {Dim::batch(), tgt_time, model});
+  Tensor memory = b.extern_data("memory", {Dim::batch(), src_time, model});
+  auto dec = b.set_root(std::make_shared<nn::TransformerDecoder>(
+      nn::TransformerOptions(model, Dim::feature("ff", 32), 4).num_layers(2).dropout(0.0)));
+  dec->forward(nn::add_positional_encoding(dec_in, tgt_time), tgt_time, memory, src_time)
+      .mark_as_output("full");
+  nn::Loop loop(b, tgt_time);
+  Tensor h = dec->step(loop.add_positional_encoding(loop.unstack(dec_in)), loop, memory, src_time);
+  loop.end();
+  loop.stack(h).mark_as_output("stepwise");
+}
+
 }  // namespace
 
 std::vector<ModelDef> module_test_models() {
@@ -439,6 +457,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
+      def("mod-stepwise-decoder", build_stepwise_decoder),
       def("mod-loop", build_loop),
       def("op-select", build_select),
       def("loss-plain", build_loss<LossVariant::kPlain>),

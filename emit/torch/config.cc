@@ -439,6 +439,14 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
 // runs in graph order, stacked values collect their frames, and the states
 // take their next values at the end of each frame. As on TF, frames past a
 // sequence's end are computed too and ignored by what reads the stack.
+// A loop member's line: `name = value`; a cum_concat's also keeps its
+// frames so far for the next frame (`name, _acc_name = ...`).
+std::string member_line(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
+  return absl::StrCat("        ", n.name,
+                      n.kind == ir::NodeKind::kCumConcat ? absl::StrCat(", _acc_", n.name) : "",
+                      " = ", value_of(g, t, n, "model"), "\n");
+}
+
 // A loop over a new axis (with its loop_end): at most max_len frames, until
 // every sequence ended (_Search). With a choice, each frame computes what
 // does not depend on the choice, chooses (the beams of this frame's
@@ -486,10 +494,7 @@ std::string emit_search_loop(const ir::Graph& g, const ir::DimTable& t,
   absl::StrAppend(&out, "    for ", frame, " in range(int(", g.node(end.inputs[1]).name,
                   ".raw_tensor)):\n");
   auto emit = [&](const ir::Node& n) {
-    if (n.kind == ir::NodeKind::kLoopEnd) return;
-    absl::StrAppend(&out, "        ", n.name,
-                    n.kind == ir::NodeKind::kCumConcat ? absl::StrCat(", _acc_", n.name) : "",
-                    " = ", value_of(g, t, n, "model"), "\n");
+    if (n.kind != ir::NodeKind::kLoopEnd) out += member_line(g, t, n);
   };
   for (ir::NodeId m : loop.members) {
     const ir::Node& n = g.node(m);
@@ -547,12 +552,12 @@ std::string emit_loop(const ir::Graph& g, const ir::DimTable& t, const ir::LoopA
       nexts.push_back(g.node(loops.next_of_state[m.index]).name);
     }
     if (loops.stacked[m.index]) absl::StrAppend(&out, "    _frames_of_", n.name, " = []\n");
+    if (n.kind == ir::NodeKind::kCumConcat) absl::StrAppend(&out, "    _acc_", n.name, " = None\n");
   }
   absl::StrAppend(&out, "    for _t", id, " in range(_frames(", t.id(*loop.axis), ")):\n");
   for (ir::NodeId m : loop.members) {
     const ir::Node& n = g.node(m);
-    if (n.kind == ir::NodeKind::kLoopState) continue;
-    absl::StrAppend(&out, "        ", n.name, " = ", value_of(g, t, n, "model"), "\n");
+    if (n.kind != ir::NodeKind::kLoopState) out += member_line(g, t, n);
   }
   for (ir::NodeId m : loop.members) {
     if (loops.stacked[m.index])

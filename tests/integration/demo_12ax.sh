@@ -3,7 +3,7 @@
 # final dev frame error, which is at most 0.05.
 source "$(dirname "$0")/lib.sh"
 
-"$RETC" train 12ax --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" || { tail -40 "$TMP/log" "$TMP/err"; fail "retc train 12ax"; }
+"$RETC" train 12ax --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" || { tail -n 40 "$TMP/log" "$TMP/err"; fail "retc train 12ax"; }
 grep -E "^(epoch [0-9]+ score|dev: )" "$TMP/log"
 [ "$(grep -c '^epoch [0-9]* score: ' "$TMP/log")" -eq 5 ] || fail "expected 5 epoch lines"
 expect_final_error "$TMP/log" 0.05 12ax

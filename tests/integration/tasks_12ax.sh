@@ -10,20 +10,20 @@ backend=${1:-tf}
 work="$TMP/work"
 
 "$RETC" train 12ax --backend "$backend" --epochs 2 --workdir "$work" >"$TMP/log" 2>"$TMP/err" ||
-  { tail -30 "$TMP/log" "$TMP/err"; fail "retc train 12ax --backend $backend"; }
+  { tail -n 30 "$TMP/log" "$TMP/err"; fail "retc train 12ax --backend $backend"; }
 expect_final_error "$TMP/log" 0.5 "12ax on $backend, 2 epochs"
 trained=$FINAL_ERROR
 
 "$RETC" eval 12ax --backend "$backend" --workdir "$work" >"$TMP/eval" 2>"$TMP/err" ||
-  { tail -30 "$TMP/eval" "$TMP/err"; fail "retc eval"; }
-grep -E "^Epoch 2 evaluation: dev: |^dev: score " "$TMP/eval" >/dev/null || fail "eval: no RETURNN report: $(tail -5 "$TMP/eval")"
+  { tail -n 30 "$TMP/eval" "$TMP/err"; fail "retc eval"; }
+grep -E "^Epoch 2 evaluation: dev: |^dev: score " "$TMP/eval" >/dev/null || fail "eval: no RETURNN report: $(tail -n 5 "$TMP/eval")"
 [ "$(tail -n 1 "$TMP/eval")" = "dev frame error: $trained" ] ||
   fail "eval's last line '$(tail -n 1 "$TMP/eval")' is not training's dev frame error $trained"
 pass "retc eval ($backend) on the last checkpoint: dev frame error $trained, as training printed"
 
 if [ "$backend" = torch ]; then ckpt="$work/model/network.002.pt"; else ckpt="$work/model/network.002"; fi
 "$RETC" forward 12ax --backend "$backend" --checkpoint "$ckpt" -o "$TMP/out.hdf" >"$TMP/fwd" 2>"$TMP/err" ||
-  { tail -30 "$TMP/fwd" "$TMP/err"; fail "retc forward"; }
+  { tail -n 30 "$TMP/fwd" "$TMP/err"; fail "retc forward"; }
 [ "$(tail -n 1 "$TMP/fwd")" = "retc: wrote $TMP/out.hdf (epoch 2)" ] || fail "forward: $(tail -n 1 "$TMP/fwd")"
 ls "$TMP" | grep -F retc-tmp && fail "forward left a temporary file"
 PYTHONPATH="$(dirname "$0")" "$VENV/bin/python" "$(dirname "$0")/forward_check.py" 12ax "$backend" "$ckpt" "$TMP/out.hdf" ||

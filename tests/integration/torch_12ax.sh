@@ -11,10 +11,10 @@ source "$(dirname "$0")/lib.sh"
 for v in "lstm.ff_weight [9, 40]" "lstm.rec_weight [10, 40]" "lstm.bias [40]" "out.weight [10, 2]" "out.bias [2]"; do
   grep -Fx "variable $v" "$TMP/check" >/dev/null || fail "check lacks 'variable $v': $(cat "$TMP/check")"
 done
-grep -F "12ax: 5 variables, 822 parameters" "$TMP/check" >/dev/null || fail "check summary: $(tail -1 "$TMP/check")"
+grep -F "12ax: 5 variables, 822 parameters" "$TMP/check" >/dev/null || fail "check summary: $(tail -n 1 "$TMP/check")"
 pass "retc check 12ax --backend torch: the params at their module paths"
 
-"$RETC" train 12ax --backend torch --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" || { tail -40 "$TMP/log" "$TMP/err"; fail "retc train 12ax --backend torch"; }
+"$RETC" train 12ax --backend torch --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" || { tail -n 40 "$TMP/log" "$TMP/err"; fail "retc train 12ax --backend torch"; }
 grep -E "^Epoch [0-9]+ evaluation: " "$TMP/log"
 [ "$(grep -c '^Epoch [0-9]* evaluation: ' "$TMP/log")" -eq 5 ] || fail "expected 5 evaluated epochs"
 expect_final_error "$TMP/log" 0.05 "12ax on torch"
@@ -48,7 +48,7 @@ pass "convert-checkpoint: torch -> tf -> torch gives the same params, epoch and 
 
 mkdir -p "$TMP/rnn"
 "$RETC" compile 12ax --backend torch --epochs 1 --model-dir "$TMP/rnn/model" -o "$TMP/rnn/12ax.config"
-(cd "$TMP/rnn" && "$VENV/bin/python" -m returnn 12ax.config >"$TMP/rnn.log" 2>&1) || { tail -30 "$TMP/rnn.log"; fail "python -m returnn on the torch config"; }
+(cd "$TMP/rnn" && "$VENV/bin/python" -m returnn 12ax.config >"$TMP/rnn.log" 2>&1) || { tail -n 30 "$TMP/rnn.log"; fail "python -m returnn on the torch config"; }
 grep -E "^Epoch 1 evaluation: " "$TMP/rnn.log" >/dev/null || fail "python -m returnn: no evaluated epoch"
 pass "python -m returnn trains the emitted torch config"
 

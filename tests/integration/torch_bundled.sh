@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every bundled model trains on RETURNN's PyTorch engine: blstm-tagger and
 # lstm-lm for a short run (2 epochs) with their training loss falling, as the
-# TF test (train_bundled.sh) checks them; 12ax-wn and transformer-copy fully,
-# to the bounds of their TF demos (dev frame error <= 0.05; token accuracy >=
-# 90%). conformer-ctc trains fully in search_ctc.sh, on both targets.
+# TF test (train_bundled.sh) checks them; 12ax-wn fully, to the bound of its
+# TF demo (dev frame error <= 0.05). transformer-copy and conformer-ctc train
+# fully in demo_transformer_copy.sh and search_ctc.sh, on both targets.
 source "$(dirname "$0")/lib.sh"
 
 for model in blstm-tagger lstm-lm; do
@@ -16,7 +16,7 @@ for model in blstm-tagger lstm-lm; do
   pass "$model on torch: train loss ${scores[0]} -> ${scores[1]}; $(tail -n 1 "$TMP/log")"
 done
 
-for spec in "12ax-wn 0.05" "transformer-copy 0.10"; do
+for spec in "12ax-wn 0.05"; do
   read -r model bound <<<"$spec"
   start=$SECONDS
   "$RETC" train "$model" --backend torch --workdir "$TMP/$model" >"$TMP/log" 2>"$TMP/err" ||

@@ -14,6 +14,6 @@ grep -q '"lstm2.rec_weight": {' "$TMP/my.config" || fail "config lacks lstm2"
 "$exe" check my-model >"$TMP/check.out" 2>"$TMP/check.err" || { cat "$TMP/check.err"; fail "check"; }
 grep -q "^variable lstm2/rec_weight/param:0 \[12, 48\]$" "$TMP/check.out" || fail "check output"
 "$exe" dump-ir my-model | grep 'lstm %' >/dev/null || fail "dump-ir"
-"$exe" train my-model --workdir "$TMP/work" --epochs 1 >"$TMP/train.log" 2>&1 || { tail -30 "$TMP/train.log"; fail "train"; }
+"$exe" train my-model --workdir "$TMP/work" --epochs 1 >"$TMP/train.log" 2>&1 || { tail -n 30 "$TMP/train.log"; fail "train"; }
 tail -n 1 "$TMP/train.log" | grep -E "^final dev frame error: [0-9.e+-]+$" >/dev/null || fail "train's last line"
 pass "user model: list, compile, check, dump-ir, train"
