@@ -16,6 +16,7 @@ ModelDef model_12ax_wn();
 ModelDef model_blstm_tagger();
 ModelDef model_lstm_lm();
 ModelDef model_transformer_copy();
+ModelDef model_lstm_attention();
 ModelDef model_conformer_ctc();
 ModelDef model_conformer_large();
 /// The conformer-12x512 model with `blocks` blocks (benchmarks), optionally

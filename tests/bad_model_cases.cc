@@ -433,6 +433,45 @@ const Case kCases[] = {
        nn::Loop loop(b, s.time);  // MISTAKE: bad:loop-not-ended
        loop.stack(loop.unstack(s.x)).mark_as_output();
      }},
+    {"bad:loop-new-axis-no-end", "runs over a new axis (no value outside the loop has it), so it needs an end condition and a maximal length",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, Dim::spatial("steps"));
+       Tensor h = loop.state(nn::constant(b, 0.0), {Dim::batch(), s.in});
+       loop.next(h, nn::tanh(h));
+       loop.end();  // MISTAKE: bad:loop-new-axis-no-end
+       loop.stack(h).mark_as_output();
+     }},
+    {"bad:loop-max-len", "loop.end: the maximal length must be positive, got 0",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, Dim::spatial("steps"));
+       Tensor h = loop.state(nn::constant(b, 0.0), {Dim::batch(), s.in});
+       loop.next(h, nn::tanh(h));
+       loop.end(nn::compare(h, h, "not_equal"), 0);  // MISTAKE: bad:loop-max-len
+       loop.stack(h).mark_as_output();
+     }},
+    {"bad:choice-in-training", "choice: the train task computes 'bad:choice-in-training' with a loop's choice, which only search makes",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, Dim::spatial("steps"));
+       Tensor h = loop.state(nn::constant(b, 0.0), {Dim::batch(), s.in});
+       Tensor y = loop.choice(nn::log_softmax(lin->forward(h), s.out), s.out);  // MISTAKE: bad:choice-in-training
+       loop.next(h, nn::tanh(h));
+       loop.end(nn::compare(nn::cast(y, ir::DType::kFloat32), nn::constant(b, 0.0), "equal"), 5);
+       nn::cast(loop.stack(y), ir::DType::kFloat32).mark_as_output();
+     }},
+    {"bad:search-output-dense", "search output 'hyps': [B, 'time'(dyn), 'out'(3)] float32 is not sparse",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       Tensor y = lin->forward(s.x);
+       y.mark_as_output();
+       y.mark_as_search_output();  // MISTAKE: bad:search-output-dense
+     }},
 };
 // clang-format on
 

@@ -41,6 +41,28 @@ TEST_CASE("the torch config of 12ax matches its golden file, byte-stable") {
   testing::check_golden("12ax.torch.config", *a);
 }
 
+TEST_CASE("search configs match their golden files on both targets, byte-stable") {
+  // What `retc search transformer-copy --beam 4` runs (the checkpoint and
+  // the output file as placeholders).
+  ModelDef m = configs::model_transformer_copy();
+  emit::ConfigOptions opts = options(m);
+  opts.task.task = emit::Task::kSearch;
+  opts.task.load = "retc-work/transformer-copy/model/network.008";
+  opts.task.data_name = "dev";
+  opts.task.data = opts.training.dev;
+  opts.task.output_file = "hyps.py";
+  opts.task.beam = 4;
+  for (const emit::Target* target : {&emit::tf::target(), &emit::torch::target()}) {
+    INFO(target->name);
+    auto a = emit::compile_to_config(m, *target, opts);
+    auto b = emit::compile_to_config(m, *target, opts);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(*a == *b);
+    testing::check_golden(absl::StrCat("transformer-copy.search.", target->name, ".config"), *a);
+  }
+}
+
 TEST_CASE("the torch target compiles every bundled model") {
   for (const ModelDef& m : configs::bundled_models()) {
     INFO(m.name);

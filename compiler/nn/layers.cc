@@ -55,6 +55,35 @@ Tensor Lstm::forward(const Tensor& input, const ir::Dim& axis, std::source_locat
   return call(input, loc, [&](const Tensor& x) { return run(x, axis, loc); });
 }
 
+LstmState Lstm::step(const Tensor& input, const LstmState& state,
+                     std::source_location loc) const {
+  LstmState out;
+  out.h = call(input, loc, [&](const Tensor& x) {
+    const ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    if (direction_ == Direction::kBackward)
+      fail(l, absl::StrCat(describe(), ".step: a backward LSTM runs over a whole sequence only"));
+    if (!state.h.defined() || !state.c.defined() ||
+        ir::index_of(state.h.dims(), out_dim_) < 0 || ir::index_of(state.c.dims(), out_dim_) < 0) {
+      fail(l, absl::StrCat(describe(), ".step: the state's h and c need the out dim ",
+                           out_dim_.describe()));
+    }
+    Builder& b = x.builder();
+    const ir::Dim gates = ff_weight_.dims()[1];
+    const ir::Dim four = ir::Dim::feature("lstm_gates", 4), one = ir::Dim::feature("lstm_gate", 1);
+    Tensor z = add(add(dot(x, b.param(ff_weight_), {in_dim_}, loc),
+                       dot(state.h, b.param(rec_weight_), {out_dim_}, loc), loc),
+                   b.param(bias_), loc);
+    z = split_dims(z, gates, {four, out_dim_}, loc);
+    auto gate = [&](int64_t k) { return reduce(slice(z, four, k, one, loc), "sum", {one}, loc); };
+    Tensor c = add(mul(sigmoid(gate(2), loc), state.c, loc),
+                   mul(sigmoid(gate(1), loc), tanh(gate(0), loc), loc), loc);
+    out.c = c;
+    return mul(sigmoid(gate(3), loc), tanh(c, loc), loc);
+  });
+  return out;
+}
+
 Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, std::source_location loc) const {
   const ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_input_dim(*this, x, in_dim_, "in_dim", l);

@@ -42,11 +42,22 @@ class Linear : public Module {
 /// kernel (NativeLstm2). Params, in RETURNN's gate layout:
 /// ff_weight [in, 4*out], rec_weight [out, 4*out], bias [4*out].
 /// Example: `auto y = lstm->forward(x, time);`
+/// An LSTM's state between frames: output h and cell c, each [..., out].
+struct LstmState {
+  Tensor h, c;
+};
+
 class Lstm : public Module {
  public:
   enum class Direction { kForward, kBackward };
   Lstm(ir::Dim in_dim, ir::Dim out_dim, Direction direction = Direction::kForward);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  /// One frame: x [..., in] and the state before it; returns the state after
+  /// (its h is the frame's output). The same params and numbers as forward
+  /// (RETURNN's NativeLstm2: c = f * c_prev + i * tanh(j), h = o * tanh(c),
+  /// gates [j, i, f, o]), for a loop body such as a decoder's. Forward only.
+  LstmState step(const Tensor& x, const LstmState& state,
                  std::source_location loc = std::source_location::current()) const;
 
   const ir::Dim& in_dim() const { return in_dim_; }

@@ -3,7 +3,7 @@
 # lstm-lm for a short run (2 epochs) with their training loss falling, as the
 # TF test (train_bundled.sh) checks them; 12ax-wn fully, to the bound of its
 # TF demo (dev frame error <= 0.05). transformer-copy and conformer-ctc train
-# fully in demo_transformer_copy.sh and search_ctc.sh, on both targets.
+# fully in search_copy.sh and search_ctc.sh, on both targets.
 source "$(dirname "$0")/lib.sh"
 
 for model in blstm-tagger lstm-lm; do
