@@ -130,6 +130,31 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
   }
   TensorType out = x;
   out.dims[in_pos] = out_dim;
+  if (in.size() != 4 && in.size() != 6)
+    return absl::InvalidArgumentError("lstm: needs x, W, W_re, b and optionally h0, c0");
+  // The initial state: the output's dims without the axis.
+  for (size_t k = 4; k < in.size(); ++k) {
+    const TensorType& s = g.node(in[k]).type;
+    bool same = s.dtype == DType::kFloat32 && !s.sparse_dim && s.dims.size() + 1 == out.dims.size();
+    for (const Dim& d : s.dims) same = same && d != axis && index_of(out.dims, d) >= 0;
+    if (!same) {
+      return absl::InvalidArgumentError(absl::StrCat("lstm: the initial ", k == 4 ? "h" : "c", " ",
+                                                     s.describe(), " must have the output's dims ",
+                                                     describe(out.dims), " without the axis"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_lstm_final(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto state, attr<std::string>(spec, NodeKind::kLstmFinal, "state"));
+  const Node& lstm = g.node(in[0]);
+  if (lstm.kind != NodeKind::kLstm || (state != "h" && state != "c"))
+    return absl::InvalidArgumentError("lstm_final: the state \"h\" or \"c\" of an lstm node");
+  TensorType out = lstm.type;
+  const Dim axis = *lstm.attrs.get<Dim>("axis");
+  out.dims.erase(out.dims.begin() + index_of(out.dims, axis));
   return out;
 }
 
@@ -1066,6 +1091,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     }
     case NodeKind::kLstm:
       return infer_lstm(g, inputs, spec);
+    case NodeKind::kLstmFinal:
+      return infer_lstm_final(g, inputs, spec);
     case NodeKind::kCrossEntropy:
       return infer_cross_entropy(g, inputs, spec);
     case NodeKind::kRegressionLoss:

@@ -91,7 +91,7 @@ struct KindFacts {
   X(Activation, "activation", KindFacts(1).pure()) /* attr func */                                \
   X(Dropout, "dropout", KindFacts(1).step("depend on the train flag (dropout)"))                  \
                                                    /* training only; attrs rate, axes */          \
-  X(Lstm, "lstm", KindFacts(4).step())             /* x, W, W_re, b; attrs axis, out_dim */       \
+  X(Lstm, "lstm", KindFacts(KindFacts::kVariadic).step()) /* x, W, W_re, b[, h0, c0]; axis */    \
   X(CrossEntropy, "softmax_ce", KindFacts(2).step().loss(1)) /* logits, sparse targets */         \
   X(Norm, "norm", KindFacts(1).pure())             /* L2 norm over attr axes */                   \
   X(Random, "random", KindFacts(0).pure())         /* seeded; attrs shape, distribution, ... */   \
@@ -139,7 +139,9 @@ struct KindFacts {
                             /* sequence ends after the frame where done; at most max_len frames */ \
   X(Choice, "choice", KindFacts(1).step()) /* loop, search only: the labels over attr dim that */ \
                             /* the beam search keeps (log-probs in); states follow their beams  */ \
-  X(CumConcat, "cum_concat", KindFacts(1).step()) /* loop: x's frames so far along attr out_dim */
+  X(CumConcat, "cum_concat", KindFacts(1).step()) /* loop: x's frames so far along attr out_dim */ \
+  X(LstmFinal, "lstm_final", KindFacts(1).step()) /* an lstm's state (attr state: h or c) after */ \
+                                                    /* each sequence's last frame */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

@@ -432,6 +432,40 @@ void build_stepwise_decoder(Builder& b) {
   loop.stack(h).mark_as_output("stepwise");
 }
 
+// LSTM states: lstm1's final state (h1, c1) is lstm2's initial state; lstm1
+// step by step in a loop (Lstm::step) gives lstm1's outputs (y1_steps = y1).
+class LstmStateNet : public nn::Module {
+ public:
+  LstmStateNet(Dim in, Dim hidden, Dim out) : Module("lstm_state_net") {
+    lstm1 = register_module("lstm1", std::make_shared<nn::Lstm>(in, hidden));
+    lstm2 = register_module("lstm2", std::make_shared<nn::Lstm>(in, hidden));
+    out_ = register_module("out", std::make_shared<nn::Linear>(hidden, out));
+  }
+  std::shared_ptr<nn::Lstm> lstm1, lstm2;
+  std::shared_ptr<nn::Linear> out_;
+};
+
+void build_lstm_state(Builder& b) {
+  Io io(b);
+  const Dim hidden = Dim::feature("hidden", 6);
+  auto m = b.set_root(std::make_shared<LstmStateNet>(io.in, hidden, io.classes));
+  auto [y1, s1] = m->lstm1->forward_with_state(io.x, io.time);
+  auto [y2, s2] = m->lstm2->forward_with_state(io.x, io.time, s1);
+  y1.mark_as_output("y1");
+  s1.h.mark_as_output("h1");
+  s1.c.mark_as_output("c1");
+  s2.h.mark_as_output("h2");
+  nn::Loop loop(b, io.time);
+  nn::LstmState state{loop.state(nn::constant(b, 0.0), {Dim::batch(), hidden}),
+                      loop.state(nn::constant(b, 0.0), {Dim::batch(), hidden})};
+  nn::LstmState next = m->lstm1->step(loop.unstack(io.x), state);
+  loop.next(state.h, next.h);
+  loop.next(state.c, next.c);
+  loop.end();
+  loop.stack(next.h).mark_as_output("y1_steps");
+  io.finish(m->out_->forward(y2));
+}
+
 }  // namespace
 
 std::vector<ModelDef> module_test_models() {
@@ -458,6 +492,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
       def("mod-stepwise-decoder", build_stepwise_decoder),
+      def("mod-lstm-state", build_lstm_state),
       def("mod-loop", build_loop),
       def("op-select", build_select),
       def("loss-plain", build_loss<LossVariant::kPlain>),

@@ -55,16 +55,15 @@ Tensor Lstm::forward(const Tensor& input, const ir::Dim& axis, std::source_locat
   return call(input, loc, [&](const Tensor& x) { return run(x, axis, loc); });
 }
 
-LstmState Lstm::step(const Tensor& input, const LstmState& state,
-                     std::source_location loc) const {
+LstmState Lstm::step(const Tensor& input, const LstmState& state, std::source_location loc) const {
   LstmState out;
   out.h = call(input, loc, [&](const Tensor& x) {
     const ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
     if (direction_ == Direction::kBackward)
       fail(l, absl::StrCat(describe(), ".step: a backward LSTM runs over a whole sequence only"));
-    if (!state.h.defined() || !state.c.defined() ||
-        ir::index_of(state.h.dims(), out_dim_) < 0 || ir::index_of(state.c.dims(), out_dim_) < 0) {
+    if (!state.h.defined() || !state.c.defined() || ir::index_of(state.h.dims(), out_dim_) < 0 ||
+        ir::index_of(state.c.dims(), out_dim_) < 0) {
       fail(l, absl::StrCat(describe(), ".step: the state's h and c need the out dim ",
                            out_dim_.describe()));
     }
@@ -84,7 +83,15 @@ LstmState Lstm::step(const Tensor& input, const LstmState& state,
   return out;
 }
 
-Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, std::source_location loc) const {
+std::pair<Tensor, LstmState> Lstm::forward_with_state(const Tensor& input, const ir::Dim& axis,
+                                                      const LstmState& initial,
+                                                      std::source_location loc) const {
+  Tensor y = call(input, loc, [&](const Tensor& x) { return run(x, axis, loc, initial); });
+  return {y, {lstm_final_state(y, "h", loc), lstm_final_state(y, "c", loc)}};
+}
+
+Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, std::source_location loc,
+                 const LstmState& initial) const {
   const ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_input_dim(*this, x, in_dim_, "in_dim", l);
   if (ir::index_of(x.dims(), axis) < 0) {
@@ -95,8 +102,11 @@ Tensor Lstm::run(const Tensor& x, const ir::Dim& axis, std::source_location loc)
     fail(l, absl::StrCat(describe(), ": loop axis ", axis.describe(), " must be a spatial dim"));
   }
   Builder& b = x.builder();
+  if (initial.h.defined() != initial.c.defined())
+    fail(l, absl::StrCat(describe(), ": the initial state needs both h and c"));
   return lstm(x, b.param(ff_weight_), b.param(rec_weight_), b.param(bias_), axis, out_dim_,
-              direction_ == Direction::kBackward, loc);
+              direction_ == Direction::kBackward, loc, initial.h.defined() ? &initial.h : nullptr,
+              initial.c.defined() ? &initial.c : nullptr);
 }
 
 BLstm::BLstm(ir::Dim in_dim, ir::Dim fw_dim, ir::Dim bw_dim)

@@ -59,6 +59,11 @@ class Lstm : public Module {
   /// gates [j, i, f, o]), for a loop body such as a decoder's. Forward only.
   LstmState step(const Tensor& x, const LstmState& state,
                  std::source_location loc = std::source_location::current()) const;
+  /// forward from the state `initial` (undefined h and c: zeros), and the
+  /// state after each sequence's last frame (a backward LSTM's: its first).
+  std::pair<Tensor, LstmState> forward_with_state(
+      const Tensor& x, const ir::Dim& axis, const LstmState& initial = {},
+      std::source_location loc = std::source_location::current()) const;
 
   const ir::Dim& in_dim() const { return in_dim_; }
   const ir::Dim& out_dim() const { return out_dim_; }
@@ -67,7 +72,8 @@ class Lstm : public Module {
   Parameter& bias() { return bias_; }
 
  private:
-  Tensor run(const Tensor& x, const ir::Dim& axis, std::source_location loc) const;
+  Tensor run(const Tensor& x, const ir::Dim& axis, std::source_location loc,
+             const LstmState& initial = {}) const;
 
   ir::Dim in_dim_, out_dim_;
   Direction direction_;

@@ -405,11 +405,25 @@ Tensor mean_absolute_error(const Tensor& prediction, const Tensor& target, LossO
 }
 
 Tensor lstm(const Tensor& x, const Tensor& w, const Tensor& w_re, const Tensor& b,
-            const ir::Dim& axis, const ir::Dim& out_dim, bool backward, std::source_location loc) {
+            const ir::Dim& axis, const ir::Dim& out_dim, bool backward, std::source_location loc,
+            const Tensor* h0, const Tensor* c0) {
+  std::vector<Tensor> inputs{x, w, w_re, b};
+  if ((h0 == nullptr) != (c0 == nullptr))
+    fail(L(loc), "lstm: the initial state needs both h and c");
+  if (h0) {
+    inputs.push_back(*h0);
+    inputs.push_back(*c0);
+  }
   return builder_of(x, "lstm", L(loc))
-      .add(ir::NodeKind::kLstm, {x, w, w_re, b},
+      .add(ir::NodeKind::kLstm, inputs,
            {{"axis", axis}, {"out_dim", out_dim}, {"direction", int64_t{backward ? -1 : 1}}},
            L(loc));
+}
+
+Tensor lstm_final_state(const Tensor& lstm_out, const std::string& state,
+                        std::source_location loc) {
+  return builder_of(lstm_out, "lstm_final_state", L(loc))
+      .add(ir::NodeKind::kLstmFinal, {lstm_out}, {{"state", state}}, L(loc));
 }
 
 Tensor fused_self_attention(const Tensor& x, const Tensor& qkv, const Tensor* rel_pos,

@@ -252,9 +252,16 @@ Tensor one_hot(const Tensor& ids, std::source_location loc = std::source_locatio
 
 /// An LSTM over `axis`: x [..., in], w [in, 4*out], w_re [out, 4*out],
 /// b [4*out] (gates in RETURNN's NativeLstm2 layout); out_dim replaces in.
+/// `initial`: the state before the first frame (h0, c0: the output's dims
+/// without the axis; default zeros).
 Tensor lstm(const Tensor& x, const Tensor& w, const Tensor& w_re, const Tensor& b,
             const ir::Dim& axis, const ir::Dim& out_dim, bool backward = false,
-            std::source_location loc = std::source_location::current());
+            std::source_location loc = std::source_location::current(), const Tensor* h0 = nullptr,
+            const Tensor* c0 = nullptr);
+/// The state ("h" or "c") of an nn::lstm result after each sequence's last
+/// frame (a backward LSTM's: after the first frame).
+Tensor lstm_final_state(const Tensor& lstm_out, const std::string& state,
+                        std::source_location loc = std::source_location::current());
 
 /// What fused_self_attention computes (SelfAttention's options less its dims).
 struct FusedAttention {

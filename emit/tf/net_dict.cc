@@ -473,6 +473,8 @@ PyValue lower_lstm(const Lowering& l) {
   layer.set("axis", l.dim_attr("axis"));
   if (l.attr<int64_t>("direction") == -1) layer.set("direction", -1);
   layer.set("reuse_params", reuse_params({{"W", l.ref(1)}, {"W_re", l.ref(2)}, {"b", l.ref(3)}}));
+  if (l.node().inputs.size() == 6)
+    layer.set("initial_state", PyValue::dict({{"h", l.ref(4)}, {"c", l.ref(5)}}));
   return layer;
 }
 
@@ -621,6 +623,12 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     case ir::NodeKind::kLength: {
       PyValue layer = l.layer_from("length", 0);
       layer.set("axis", l.dim_attr("axis"));
+      return layer;
+    }
+    case ir::NodeKind::kLstmFinal: {
+      PyValue layer = l.layer_from("get_last_hidden_state", 0);
+      layer.set("key", l.attr<std::string>("state"));
+      layer.set("out_dim", l.dim(*l.input(0).attrs.get<ir::Dim>("out_dim")));
       return layer;
     }
     case ir::NodeKind::kLoopEnd:  // the rec layer's "end" and max_seq_len_via

@@ -56,6 +56,7 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kSlice:
     case ir::NodeKind::kMaskedSelect:
+    case ir::NodeKind::kLstmFinal:
     case ir::NodeKind::kLength:
     case ir::NodeKind::kLoopEnd:
     case ir::NodeKind::kChoice:
@@ -166,6 +167,15 @@ PyValue dims_value(const ir::DimTable& t, const std::vector<ir::Dim>& dims) {
 std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                        absl::string_view model);
 
+// Whether an lstm_final node reads the LSTM node `n`.
+bool has_final_state_reader(const ir::Graph& g, const ir::Node& n) {
+  if (n.kind != ir::NodeKind::kLstm) return false;
+  for (const ir::Node& m : g.nodes()) {
+    if (m.kind == ir::NodeKind::kLstmFinal && &g.node(m.inputs[0]) == &n) return true;
+  }
+  return false;
+}
+
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                      absl::string_view model) {
   std::string e = expression(g, t, n, model);
@@ -237,7 +247,12 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat(
           "_lstm(", in(0), ", ", in(1), ", ", in(2), ", ", in(3), ", axis=", dim_attr("axis"),
           ", out_dim=", dim_attr("out_dim"),
-          ", backward=", *n.attrs.get<int64_t>("direction") == -1 ? "True" : "False", ")");
+          ", backward=", *n.attrs.get<int64_t>("direction") == -1 ? "True" : "False",
+          n.inputs.size() == 6 ? absl::StrCat(", initial=(", in(4), ", ", in(5), ")") : "",
+          has_final_state_reader(g, n) ? ", with_state=True" : "", ")");
+    case ir::NodeKind::kLstmFinal:
+      return absl::StrCat("_state_", in(0), "[", *n.attrs.get<std::string>("state") == "h" ? 0 : 1,
+                          "]");
     case ir::NodeKind::kRandom: {
       const std::string& dist = *n.attrs.get<std::string>("distribution");
       const bool uniform = dist == "uniform";
@@ -439,12 +454,19 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
 // runs in graph order, stacked values collect their frames, and the states
 // take their next values at the end of each frame. As on TF, frames past a
 // sequence's end are computed too and ignored by what reads the stack.
-// A loop member's line: `name = value`; a cum_concat's also keeps its
-// frames so far for the next frame (`name, _acc_name = ...`).
+// A node's line `name = value` (indented): a cum_concat's also keeps its
+// frames so far for the next frame (`name, _acc_name = ...`), an LSTM whose
+// final state is read its state (`name, _state_name = ...`).
+std::string assignment(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
+                       absl::string_view indent) {
+  std::string extra;
+  if (n.kind == ir::NodeKind::kCumConcat) extra = absl::StrCat(", _acc_", n.name);
+  if (has_final_state_reader(g, n)) extra = absl::StrCat(", _state_", n.name);
+  return absl::StrCat(indent, n.name, extra, " = ", value_of(g, t, n, "model"), "\n");
+}
+
 std::string member_line(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
-  return absl::StrCat("        ", n.name,
-                      n.kind == ir::NodeKind::kCumConcat ? absl::StrCat(", _acc_", n.name) : "",
-                      " = ", value_of(g, t, n, "model"), "\n");
+  return assignment(g, t, n, "        ");
 }
 
 // A loop over a new axis (with its loop_end): at most max_len frames, until
@@ -590,7 +612,7 @@ std::string step_code(const ir::Graph& g, const ir::DimTable& t, const ir::LoopA
       const int32_t l = loops.loop_of[i];
       if (l < 0) {
         if (!std::all_of(n.inputs.begin(), n.inputs.end(), ready)) continue;
-        absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
+        out += assignment(g, t, n, "    ");
         done[i] = progress = true;
         continue;
       }
@@ -749,23 +771,27 @@ def _torch_gate_order(w, gates, out_dim):
     return rf.gather(w, indices=indices, axis=gates)
 
 
-def _lstm(x, w, w_re, b, *, axis, out_dim, backward):
+def _lstm(x, w, w_re, b, *, axis, out_dim, backward, initial=None, with_state=False):
     """An LSTM over `axis` with retc's params w [in, 4*out], w_re [out, 4*out],
-    b [4*out], gates in TF's order (see _torch_gate_order)."""
+    b [4*out], gates in TF's order (see _torch_gate_order), from the state `initial`
+    ((h, c); default zeros). with_state: also the state (h, c) after each sequence's
+    last frame (backward: its first)."""
     in_dim, gates = w.dims
     w, w_re, b = (_torch_gate_order(v, gates, out_dim) for v in (w, w_re, b))
     if backward:
         x = rf.reverse_sequence(x, axis=axis)
     batch_dims = [d for d in x.dims if d not in (axis, in_dim)]
-    zeros = rf.zeros(batch_dims + [out_dim])
-    y, _ = x._raw_backend.lstm(
-        source=x, state_c=zeros, state_h=zeros,
+    if initial is None:
+        initial = (rf.zeros(batch_dims + [out_dim]),) * 2
+    h0, c0 = (rf.expand_dims(s, [d for d in batch_dims if d not in s.dims]) for s in initial)
+    y, final = x._raw_backend.lstm(
+        source=x, state_c=c0, state_h=h0,
         ff_weight=w.copy_compatible_to_dims([gates, in_dim]),
         rec_weight=w_re.copy_compatible_to_dims([gates, out_dim]),
         bias=b, spatial_dim=axis, in_dim=in_dim, out_dim=out_dim)
     if backward:
         y = rf.reverse_sequence(y, axis=axis)
-    return y
+    return (y, final) if with_state else y
 
 
 def _unprime(x):

@@ -448,6 +448,21 @@ def test_decoder_causality():
     print("decoder: causal over targets, sees the whole source, source padding masked")
 
 
+def test_lstm_state():
+    """An LSTM's final state is its output at each sequence's last frame (h) and
+    its cell (c); it starts the second LSTM (whose output then differs from one
+    started from zeros); Lstm::step in a loop gives the fused LSTM's outputs."""
+    net = Net(compile_model("mod-lstm-state"), train_flag=False)
+    feed = net.feed(4)
+    lens = seq_lens(net, feed)
+    y1, y1_steps, h1, c1 = (net.layer(name, feed) for name in ("y1", "y1_steps", "h1", "c1"))
+    for b, n in enumerate(lens):
+        close(y1_steps[b, :n], y1[b, :n], 1e-5, "Lstm::step = the fused LSTM")
+        close(h1[b], y1[b, n - 1], 1e-6, "the final h = the output at the last frame")
+    assert not numpy.allclose(h1, c1), "c is not h"
+    print("lstm state: final h = last frame, Lstm::step = fused; lengths", list(lens))
+
+
 def test_rel_pos_attention():
     """The relative-position table is used: zeroing it changes the output;
     its effect depends on offsets only (attention stays length-masked)."""
