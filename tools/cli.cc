@@ -104,13 +104,15 @@ const std::vector<Command>& commands() {
        "or has it with another shape. Tracebacks go to $TMPDIR/retc-convert-MODEL.log."},
       {"dump-ir",
        "dump-ir MODEL [--backend NAME] [--format text|json|dot|svg] [--debug]\n"
-       "                  [--stage param-init|step] [--after PASS] [-o FILE]",
+       "                  [--stage param-init|step] [--after PASS] [--task TASK] [-o FILE]",
        "Prints MODEL's IR after the pass pipeline (or after PASS; 'build' is the IR as the\n"
-       "model code built it): canonical text (default), text with source locations\n"
-       "(--debug), JSON with every node's stage and location, Graphviz dot (modules as\n"
-       "clusters, stages as colours), or SVG rendered by Graphviz's 'dot'. --stage prints\n"
-       "only the nodes of one stage: param-init (run once, when variables are initialized)\n"
-       "or step (run at every step). -o writes FILE atomically instead of stdout."},
+       "model code built it, with the marks of every task) for --task train (default),\n"
+       "eval, forward or search, what that task computes: canonical text (default), text\n"
+       "with source locations (--debug), JSON with every node's stage and location,\n"
+       "Graphviz dot (modules as clusters, stages as colours), or SVG rendered by\n"
+       "Graphviz's 'dot'. --stage prints only the nodes of one stage: param-init (run once,\n"
+       "when variables are initialized) or step (run at every step). -o writes FILE\n"
+       "atomically instead of stdout."},
       {"opt", "opt FILE.ir [--backend NAME] [--passes P1,P2,...] [--print-after-all] [-o FILE]",
        "Reads IR text, runs the passes (default: the whole pipeline of the backend: the\n"
        "neutral passes, then the target's) and prints the result.\n"
@@ -691,6 +693,21 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   }
   auto graph = build_model(**m);
   if (!graph.ok()) return error(graph.status());
+  emit::Task task = emit::Task::kTrain;
+  if (auto it = a.flags.find("--task"); it != a.flags.end()) {
+    bool known = false;
+    for (emit::Task t : {emit::Task::kTrain, emit::Task::kEval, emit::Task::kForward,
+                         emit::Task::kSearch}) {
+      if (emit::task_name(t) == it->second) {
+        task = t;
+        known = true;
+      }
+    }
+    if (!known) return usage_error("--task must be train, eval, forward or search");
+  }
+  if (after != "build") {
+    if (absl::Status s = select_task(*graph, task, (*m)->name); !s.ok()) return error(s);
+  }
   if (absl::Status s = run_passes(*graph, passes); !s.ok()) return error(s);
   if (format == "json") return output(a, ir::to_json(*graph).dump(2) + "\n");
   if (format == "dot") return output(a, ir::to_dot(*graph));
@@ -758,7 +775,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "forward" || cmd == "search") valued.push_back("-o");
   if (cmd == "search") valued.push_back("--beam");
   if (cmd == "dump-ir") {
-    valued = {"--format", "--stage", "--after", "-o"};
+    valued = {"--format", "--stage", "--after", "--task", "-o"};
     boolean = {"--debug"};
   }
   if (cmd == "opt") {

@@ -34,3 +34,14 @@ expect_error 1 "^$TMP/bad.ir:2:35: error: unknown dim 'g_dim'" -- "$RETC" opt "$
 expect_error 2 "unknown pass 'nope'" -- "$RETC" dump-ir 12ax --after nope
 expect_error 1 "unknown pass 'nope'" -- "$RETC" opt "$TMP/built.ir" --passes nope
 pass "IR file errors at line:col"
+
+# --task: what each task computes (train: outputs and losses; search: the decoder only).
+"$RETC" dump-ir transformer-copy >"$TMP/train.ir" || fail "dump-ir transformer-copy"
+"$RETC" dump-ir transformer-copy --task search >"$TMP/search.ir" || fail "dump-ir --task search"
+grep -F 'loss "ce" = ' "$TMP/train.ir" >/dev/null || fail "the train IR lacks the loss"
+grep -E ' = (choice|loop_end) ' "$TMP/train.ir" && fail "the train IR has the search decoder"
+grep -F 'search "hyps" = ' "$TMP/search.ir" >/dev/null || fail "the search IR lacks its search output"
+grep -E ' = choice ' "$TMP/search.ir" >/dev/null || fail "the search IR lacks the choice"
+grep -F 'loss "ce"' "$TMP/search.ir" && fail "the search IR has the loss"
+expect_error 2 "^retc: error: --task must be train, eval, forward or search" -- "$RETC" dump-ir 12ax --task nope
+pass "dump-ir --task: each task's graph"
