@@ -1093,6 +1093,22 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_lstm(g, inputs, spec);
     case NodeKind::kLstmFinal:
       return infer_lstm_final(g, inputs, spec);
+    case NodeKind::kCond: {
+      const TensorType& pred = g.node(inputs[0]).type;
+      const TensorType& a = g.node(inputs[1]).type;
+      const TensorType& c = g.node(inputs[2]).type;
+      if (pred.dtype != DType::kBool || !pred.dims.empty() || pred.sparse_dim)
+        return absl::InvalidArgumentError(
+            absl::StrCat("cond: the condition ", pred.describe(), " must be a scalar bool"));
+      bool same =
+          a.dims.size() == c.dims.size() && a.dtype == c.dtype && a.sparse_dim == c.sparse_dim;
+      for (const Dim& d : a.dims) same = same && index_of(c.dims, d) >= 0;
+      if (!same) {
+        return absl::InvalidArgumentError(absl::StrCat("cond: the branches' values ", a.describe(),
+                                                       " and ", c.describe(), " differ in type"));
+      }
+      return a;
+    }
     case NodeKind::kCrossEntropy:
       return infer_cross_entropy(g, inputs, spec);
     case NodeKind::kRegressionLoss:

@@ -141,7 +141,9 @@ struct KindFacts {
                             /* the beam search keeps (log-probs in); states follow their beams  */ \
   X(CumConcat, "cum_concat", KindFacts(1).step()) /* loop: x's frames so far along attr out_dim */ \
   X(LstmFinal, "lstm_final", KindFacts(1).step()) /* an lstm's state (attr state: h or c) after */ \
-                                                    /* each sequence's last frame */
+                                                    /* each sequence's last frame */              \
+  X(Cond, "cond", KindFacts(3).step()) /* (pred, then, else): computes only the branch pred    */ \
+                   /* picks; the nodes with attrs cond = this one's, branch 0 (then) or 1 (else) */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

@@ -464,6 +464,14 @@ const Case kCases[] = {
        loop.end(nn::compare(nn::cast(y, ir::DType::kFloat32), nn::constant(b, 0.0), "equal"), 5);
        nn::cast(loop.stack(y), ir::DType::kFloat32).mark_as_output();
      }},
+    {"bad:cond-branch-value-outside", "reads a value computed in a branch of nn::cond outside that branch; return it from the branch",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       Tensor inner;
+       Tensor y = nn::cond(nn::train_flag(b), [&] { inner = lin->forward(s.x); return inner; }, [&] { return lin->forward(s.x); });
+       nn::add(y, inner).mark_as_output();  // MISTAKE: bad:cond-branch-value-outside
+     }},
     {"bad:search-output-dense", "search output 'hyps': [B, 'time'(dyn), 'out'(3)] float32 is not sparse",
      [](Builder& b) {
        Setup s(b);

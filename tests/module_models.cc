@@ -432,6 +432,29 @@ void build_stepwise_decoder(Builder& b) {
   loop.stack(h).mark_as_output("stepwise");
 }
 
+// nn::cond on the train flag: in training the first branch (a), else the
+// second (tanh(b)), each computed only when taken; the same values outside
+// (then_check, else_check) for the test.
+class CondNet : public nn::Module {
+ public:
+  CondNet(Dim in, Dim out) : Module("cond_net") {
+    a = register_module("a", std::make_shared<nn::Linear>(in, out));
+    b = register_module("b", std::make_shared<nn::Linear>(in, out));
+  }
+  std::shared_ptr<nn::Linear> a, b;
+};
+
+void build_cond(Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<CondNet>(io.in, io.classes));
+  Tensor y = nn::cond(
+      nn::train_flag(b), [&] { return m->a->forward(io.x); },
+      [&] { return nn::tanh(m->b->forward(io.x)); });
+  m->a->forward(io.x).mark_as_output("then_check");
+  nn::tanh(m->b->forward(io.x)).mark_as_output("else_check");
+  io.finish(y);
+}
+
 // LSTM states: lstm1's final state (h1, c1) is lstm2's initial state; lstm1
 // step by step in a loop (Lstm::step) gives lstm1's outputs (y1_steps = y1).
 class LstmStateNet : public nn::Module {
@@ -493,6 +516,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-seq2seq", build_seq2seq),
       def("mod-stepwise-decoder", build_stepwise_decoder),
       def("mod-lstm-state", build_lstm_state),
+      def("op-cond", build_cond),
       def("mod-loop", build_loop),
       def("op-select", build_select),
       def("loss-plain", build_loss<LossVariant::kPlain>),

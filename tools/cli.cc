@@ -696,8 +696,8 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   emit::Task task = emit::Task::kTrain;
   if (auto it = a.flags.find("--task"); it != a.flags.end()) {
     bool known = false;
-    for (emit::Task t : {emit::Task::kTrain, emit::Task::kEval, emit::Task::kForward,
-                         emit::Task::kSearch}) {
+    for (emit::Task t :
+         {emit::Task::kTrain, emit::Task::kEval, emit::Task::kForward, emit::Task::kSearch}) {
       if (emit::task_name(t) == it->second) {
         task = t;
         known = true;

@@ -172,6 +172,24 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
                       " outside that loop; stack it with loop.stack(value)\n",
                       loops_[*loop].loc.str(), ": note: the loop starts here"));
   }
+  // A branch's values are read in that branch, or by its cond node.
+  for (ir::NodeId in : ids) {
+    const int64_t* c = graph_.node(in).attrs.get<int64_t>("cond");
+    if (!c || graph_.node(in).kind == ir::NodeKind::kCond) continue;
+    const int64_t branch = *graph_.node(in).attrs.get<int64_t>("branch");
+    const int64_t* own = attrs.get<int64_t>("cond");
+    const bool reads_own_branch =
+        active_branch_ && active_branch_->first == *c && active_branch_->second == branch;
+    if (!reads_own_branch && !(kind == ir::NodeKind::kCond && own && *own == *c)) {
+      fail(loc, absl::StrCat(where(), node_kind_name(kind),
+                             ": reads a value computed in a branch of nn::cond outside that "
+                             "branch; return it from the branch"));
+    }
+  }
+  if (active_branch_) {
+    attrs.set("cond", active_branch_->first);
+    attrs.set("branch", active_branch_->second);
+  }
   for (const auto& [key, value] : attrs.items()) {
     auto what = [&] { return absl::StrCat(where(), node_kind_name(kind)); };
     if (const auto* d = std::get_if<ir::Dim>(&value)) {
@@ -232,7 +250,17 @@ int32_t Builder::loop_of(const Tensor& t) const {
   return static_cast<size_t>(t.id().index) < loop_of_.size() ? loop_of_[t.id().index] : -1;
 }
 
+int32_t Builder::begin_cond(const ir::SourceLoc& loc) {
+  if (active_branch_) fail(loc, "nn::cond inside a branch of nn::cond: conds do not nest yet");
+  if (active_loop_ >= 0) {
+    fail(loc, absl::StrCat("nn::cond inside the loop over ", loops_[active_loop_].axis.describe(),
+                           ": not yet (select with nn::where)"));
+  }
+  return conds_++;
+}
+
 int32_t Builder::begin_loop(const ir::Dim& axis, const ir::SourceLoc& loc) {
+  if (active_branch_) fail(loc, "a loop inside a branch of nn::cond: not yet");
   if (active_loop_ >= 0) {
     fail(loc, absl::StrCat("a loop inside the loop over ", loops_[active_loop_].axis.describe(),
                            ": loops do not nest yet\n", loops_[active_loop_].loc.str(),

@@ -64,6 +64,11 @@ class Builder {
   void finish();
 
   // Loops: see compiler/nn/loop.h (nn::Loop is the interface).
+  /// nn::cond's branches: while one is active (branch 0: then, 1: else),
+  /// new nodes belong to it (attrs cond, branch); not nested, not in a loop.
+  int32_t begin_cond(const ir::SourceLoc& loc);
+  void set_branch(int32_t cond, int64_t branch) { active_branch_ = {cond, branch}; }
+  void end_cond() { active_branch_.reset(); }
   int32_t begin_loop(const ir::Dim& axis, const ir::SourceLoc& loc);
   void add_loop_state(int32_t loop, const Tensor& state);
   void set_loop_next(int32_t loop, const Tensor& state, const ir::SourceLoc& loc);
@@ -101,6 +106,8 @@ class Builder {
   std::vector<LoopInfo> loops_;
   std::vector<int32_t> loop_of_;  // per node: its loop or -1
   int32_t active_loop_ = -1;
+  int32_t conds_ = 0;
+  std::optional<std::pair<int64_t, int64_t>> active_branch_;  // (cond, branch)
 };
 
 }  // namespace retc::nn

@@ -333,6 +333,19 @@ Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Di
   return masked_select(best, keep, axis, out_axis, loc);
 }
 
+Tensor cond(const Tensor& pred, const std::function<Tensor()>& then_fn,
+            const std::function<Tensor()>& else_fn, std::source_location loc) {
+  Builder& b = builder_of(pred, "cond", L(loc));
+  const int32_t id = b.begin_cond(L(loc));
+  b.set_branch(id, 0);
+  Tensor a = then_fn();
+  b.set_branch(id, 1);
+  Tensor c = else_fn();
+  b.end_cond();
+  if (!a.defined() || !c.defined()) fail(L(loc), "cond: a branch returned no value");
+  return b.add(ir::NodeKind::kCond, {pred, a, c}, {{"cond", int64_t{id}}}, L(loc));
+}
+
 Tensor one_hot(const Tensor& ids, std::source_location loc) {
   Builder& b = builder_of(ids, "one_hot", L(loc));
   if (!ids.type().sparse_dim) {

@@ -2,6 +2,7 @@
 // the functional ops (plain functions: they own no parameters).
 #pragma once
 
+#include <functional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -244,6 +245,14 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
 /// `out_axis`; sparse over the logits' class dim (labels below the blank).
 Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,
                          std::source_location loc = std::source_location::current());
+/// `then_fn()` if the scalar bool `pred` holds, else `else_fn()`, computing
+/// only the branch taken (RETURNN's `cond` layer; torch: a Python `if`). Each
+/// function builds its branch and returns its value; the two values have one
+/// type. Example: `nn::cond(nn::train_flag(b), [&] { return noisy(x); }, [&] { return x; })`.
+/// Not inside a loop, not nested.
+Tensor cond(const Tensor& pred, const std::function<Tensor()>& then_fn,
+            const std::function<Tensor()>& else_fn,
+            std::source_location loc = std::source_location::current());
 /// One-hot float32 vectors of sparse `ids` over their sparse dim.
 Tensor one_hot(const Tensor& ids, std::source_location loc = std::source_location::current());
 

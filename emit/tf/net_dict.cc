@@ -1,6 +1,8 @@
 #include "emit/tf/net_dict.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "emit/tf/naming.h"
@@ -105,15 +107,26 @@ class Lowering {
   PyValue ref(size_t k) const {
     const ir::NodeId in = f_.layer_of[n_.inputs[k].index];
     const ir::Node& src = f_.g.node(in);
+    // In a branch of a cond (its subnetwork), a value outside it is `base:`.
+    if (const int64_t* branch = n_.attrs.get<int64_t>("branch")) {
+      const int64_t* src_branch = src.attrs.get<int64_t>("branch");
+      if (!src_branch || *src_branch != *branch || src.kind == ir::NodeKind::kCond ||
+          *src.attrs.get<int64_t>("cond") != *n_.attrs.get<int64_t>("cond"))
+        return PyValue("base:" + outside_ref(src, in));
+    }
+    return PyValue(outside_ref(src, in));
+  }
+  // `src`'s layer name as seen from this node's loop (see ref).
+  std::string outside_ref(const ir::Node& src, ir::NodeId in) const {
     const int32_t src_loop = f_.loops.loop_of[in.index];
     if (in_loop_ >= 0 && src_loop == in_loop_) {
       if (src.kind == ir::NodeKind::kLoopState)
-        return PyValue("prev:" + f_.g.node(f_.loops.next_of_state[in.index]).name);
-      return PyValue(src.name);
+        return "prev:" + f_.g.node(f_.loops.next_of_state[in.index]).name;
+      return src.name;
     }
-    if (in_loop_ >= 0) return PyValue("base:" + src.name);
-    if (src_loop >= 0) return PyValue(f_.loop_names[src_loop] + "/" + src.name);
-    return PyValue(src.name);
+    if (in_loop_ >= 0) return "base:" + src.name;
+    if (src_loop >= 0) return f_.loop_names[src_loop] + "/" + src.name;
+    return src.name;
   }
   // `from`: one input as itself, several as a list.
   PyValue from() const {
@@ -631,6 +644,8 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       layer.set("out_dim", l.dim(*l.input(0).attrs.get<ir::Dim>("out_dim")));
       return layer;
     }
+    case ir::NodeKind::kCond:  // emit_net_dict: a cond layer of the branches' subnetworks
+      return std::nullopt;
     case ir::NodeKind::kLoopEnd:  // the rec layer's "end" and max_seq_len_via
       return std::nullopt;
     case ir::NodeKind::kChoice: {
@@ -785,6 +800,8 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
   std::vector<PyValue> units(loops.loops.size(), PyValue::dict());
   std::vector<std::string> unit_output(loops.loops.size());
   std::vector<bool> unit_output_stacked(loops.loops.size(), false);
+  // The branches of each cond: the subnetworks of its cond layer.
+  std::map<int64_t, std::array<std::vector<std::pair<std::string, PyValue>>, 2>> branches;
   out.extern_data = PyValue::dict();
   out.network = PyValue::dict();
   for (size_t i = 0; i < g.size(); ++i) {
@@ -806,8 +823,37 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
       unit_output_stacked[id] = true;
     }
     Lowering l(f, i);
+    if (n.kind == ir::NodeKind::kCond) {
+      // RETURNN's cond: only the branch the scalar condition picks is
+      // computed; each a subnetwork whose output is the branch's value.
+      auto& net = branches[*n.attrs.get<int64_t>("cond")];
+      PyValue layer = PyValue::dict({{"class", "cond"}, {"from", PyValue::list({})}});
+      layer.set("condition", l.ref(0));
+      for (int k = 0; k < 2; ++k) {
+        const ir::Node& value = g.node(n.inputs[1 + k]);
+        const int64_t* b = value.attrs.get<int64_t>("branch");
+        PyValue sub = PyValue::dict();
+        for (auto& [name, branch_layer] : net[k]) sub.append(name, std::move(branch_layer));
+        sub.append("output",
+                   PyValue::dict({{"class", "copy"},
+                                  {"from", b && *b == k && value.kind != ir::NodeKind::kCond
+                                               ? value.name
+                                               : "base:" + value.name}}));
+        layer.set(k == 0 ? "true_layer" : "false_layer",
+                  PyValue::dict({{"class", "subnetwork"},
+                                 {"from", PyValue::list({})},
+                                 {"subnetwork", std::move(sub)}}));
+      }
+      if (f.is_output[i] && n.name != "output") layer.set("is_output_layer", true);
+      out.network.append(n.name, std::move(layer));
+      continue;
+    }
     ASSIGN_OR_RETURN(std::optional<PyValue> layer, lower(l, out.network));
     if (!layer) continue;
+    if (const int64_t* b = n.attrs.get<int64_t>("branch")) {
+      branches[*n.attrs.get<int64_t>("cond")][*b].emplace_back(n.name, *std::move(layer));
+      continue;
+    }
     if (f.is_output[i] && n.name != "output") layer->set("is_output_layer", true);
     if (l.in_loop() >= 0) {
       if (loops.stacked[i]) layer->set("is_output_layer", true);

@@ -1,5 +1,7 @@
 #include "emit/torch/config.h"
 
+#include <array>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -56,6 +58,7 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kSlice:
     case ir::NodeKind::kMaskedSelect:
+    case ir::NodeKind::kCond:
     case ir::NodeKind::kLstmFinal:
     case ir::NodeKind::kLength:
     case ir::NodeKind::kLoopEnd:
@@ -250,6 +253,8 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
           ", backward=", *n.attrs.get<int64_t>("direction") == -1 ? "True" : "False",
           n.inputs.size() == 6 ? absl::StrCat(", initial=(", in(4), ", ", in(5), ")") : "",
           has_final_state_reader(g, n) ? ", with_state=True" : "", ")");
+    case ir::NodeKind::kCond:  // step_code writes the if statement
+      return in(1);
     case ir::NodeKind::kLstmFinal:
       return absl::StrCat("_state_", in(0), "[", *n.attrs.get<std::string>("state") == "h" ? 0 : 1,
                           "]");
@@ -610,6 +615,45 @@ std::string step_code(const ir::Graph& g, const ir::DimTable& t, const ir::LoopA
       const ir::Node& n = g.nodes()[i];
       if (n.stage != ir::Stage::kStep || done[i]) continue;
       const int32_t l = loops.loop_of[i];
+      if (n.attrs.get<int64_t>("branch")) continue;  // written with its cond
+      if (n.kind == ir::NodeKind::kCond) {
+        // A Python if: only the branch the condition picks runs.
+        const int64_t id = *n.attrs.get<int64_t>("cond");
+        std::array<std::vector<size_t>, 2> members;
+        for (size_t j = 0; j < i; ++j) {
+          const ir::Node& m = g.nodes()[j];
+          const int64_t* c = m.attrs.get<int64_t>("cond");
+          if (m.stage == ir::Stage::kStep && c && *c == id && m.attrs.get<int64_t>("branch"))
+            members[*m.attrs.get<int64_t>("branch")].push_back(j);
+        }
+        bool cond_ready = ready(n.inputs[0]);
+        for (int k = 0; k < 2; ++k) {
+          for (size_t j : members[k]) {
+            for (ir::NodeId in : g.nodes()[j].inputs) {
+              const ir::Node& src = g.node(in);
+              const int64_t* c = src.attrs.get<int64_t>("cond");
+              const bool inside = c && *c == id && src.attrs.get<int64_t>("branch");
+              if (!inside && !ready(in)) cond_ready = false;
+            }
+          }
+          const ir::Node& value = g.node(n.inputs[1 + k]);
+          const int64_t* c = value.attrs.get<int64_t>("cond");
+          if (!(c && *c == id && value.attrs.get<int64_t>("branch")) && !ready(n.inputs[1 + k]))
+            cond_ready = false;
+        }
+        if (!cond_ready) continue;
+        absl::StrAppend(&out, "    if bool(", g.node(n.inputs[0]).name, ".raw_tensor):\n");
+        for (int k = 0; k < 2; ++k) {
+          if (k == 1) out += "    else:\n";
+          for (size_t j : members[k]) {
+            out += assignment(g, t, g.nodes()[j], "        ");
+            done[j] = true;
+          }
+          absl::StrAppend(&out, "        ", n.name, " = ", g.node(n.inputs[1 + k]).name, "\n");
+        }
+        done[i] = progress = true;
+        continue;
+      }
       if (l < 0) {
         if (!std::all_of(n.inputs.begin(), n.inputs.end(), ready)) continue;
         out += assignment(g, t, n, "    ");

@@ -448,6 +448,21 @@ def test_decoder_causality():
     print("decoder: causal over targets, sees the whole source, source padding masked")
 
 
+def test_cond():
+    """nn::cond on the train flag is RETURNN's cond layer, each branch a subnetwork
+    (computed only when taken): training gives the first branch's value,
+    evaluation the second's."""
+    config = compile_model("op-cond")
+    for train, check in ((True, "then_check"), (False, "else_check")):
+        net = Net(config, train_flag=train)
+        cond = net.config.typed_value("network")["output"]
+        assert cond["class"] == "cond" and cond["true_layer"]["class"] == "subnetwork", cond
+        feed = net.feed(2)
+        close(net.layer("output", feed), net.layer(check, feed), 1e-6, "cond = " + check)
+        net.close()
+    print("cond: training takes the first branch, evaluation the second; branches are subnetworks")
+
+
 def test_lstm_state():
     """An LSTM's final state is its output at each sequence's last frame (h) and
     its cell (c); it starts the second LSTM (whose output then differs from one
