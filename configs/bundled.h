@@ -5,8 +5,23 @@
 #include <vector>
 
 #include "compiler/model.h"
+#include "compiler/nn/loop.h"
 
 namespace retc::configs {
+
+/// The end of a copy-task decoder's loop (the task has no end symbol): after
+/// as many frames as each sequence of `memory` has along `src_time`, at most
+/// the longest's. Made before the loop's body (its frame count is a state);
+/// end() ends the loop.
+class EndAtSourceLength {
+ public:
+  EndAtSourceLength(nn::Loop& loop, const nn::Tensor& memory, const ir::Dim& src_time);
+  void end();
+
+ private:
+  nn::Loop& loop_;
+  nn::Tensor src_len_, max_len_, frames_;
+};
 
 /// Every bundled model, in `retc list` order.
 std::vector<ModelDef> bundled_models();

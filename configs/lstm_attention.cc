@@ -20,8 +20,8 @@ class LstmAttention : public nn::Module {
     encoder = register_module("encoder", std::make_shared<nn::BLstm>(embed, enc, enc));
     tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, embed));
     decoder = register_module("decoder", std::make_shared<nn::Lstm>(embed, dec));
-    attention = register_module("attention", std::make_shared<nn::CrossAttention>(
-                                                 dec, encoder->out_dim(), dec, dec, 1));
+    attention = register_module(
+        "attention", std::make_shared<nn::CrossAttention>(dec, encoder->out_dim(), dec, dec, 1));
     out_state = register_module("out_state", std::make_shared<nn::Linear>(dec, vocab));
     out_context = register_module("out_context", std::make_shared<nn::Linear>(dec, vocab, false));
   }
@@ -67,20 +67,16 @@ class LstmAttention : public nn::Module {
                     const Dim& vocab) const {
     return call(memory, std::source_location::current(), [&](const nn::Tensor& m) {
       nn::Builder& b = m.builder();
-      nn::Tensor src_len = nn::cast(nn::length(m, src_time), ir::DType::kFloat32);
-      nn::Tensor max_len = nn::cast(nn::reduce(src_len, "max", {Dim::batch()}), ir::DType::kInt32);
       nn::Loop loop(b, out_time);
+      EndAtSourceLength end(loop, m, src_time);
       nn::Tensor prev = loop.state(nn::constant(b, 0.0), {Dim::batch(), embed_});
-      nn::Tensor frames = loop.state(nn::constant(b, 0.0));
       nn::LstmState state = initial(b, loop);
       auto [logits, next] = step(prev, state, m, src_time);
       nn::Tensor label = loop.choice(nn::log_softmax(logits, vocab), vocab);
-      nn::Tensor count = nn::add(frames, nn::constant(b, 1.0));
       loop.next(prev, tgt_embed->forward(label));
       loop.next(state.h, next.h);
       loop.next(state.c, next.c);
-      loop.next(frames, count);
-      loop.end(nn::compare(count, src_len, "greater_equal"), max_len);
+      end.end();
       return loop.stack(label);
     });
   }
@@ -114,7 +110,8 @@ void build(nn::Builder& b) {
 ModelDef model_lstm_attention() {
   ModelDef def = model_transformer_copy();  // the same task and training setup
   def.name = "lstm-attention";
-  def.description = "LSTM encoder-decoder with attention copying symbol sequences (CopyTaskDataset)";
+  def.description =
+      "LSTM encoder-decoder with attention copying symbol sequences (CopyTaskDataset)";
   def.build = build;
   def.training.num_epochs = 20;  // 97% sequence accuracy in search (TF, 23 s here)
   return def;

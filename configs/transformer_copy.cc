@@ -45,18 +45,14 @@ class CopyTransformer : public nn::Module {
     return call(memory, std::source_location::current(), [&](const nn::Tensor& m) {
       nn::Builder& b = m.builder();
       const Dim& model = memory.dims().back();
-      nn::Tensor src_len = nn::cast(nn::length(m, src_time), ir::DType::kFloat32);
-      nn::Tensor max_len = nn::cast(nn::reduce(src_len, "max", {Dim::batch()}), ir::DType::kInt32);
       nn::Loop loop(b, out_time);
-      // The embedding of the label before (zeros first, as shift_right), the frame count.
+      EndAtSourceLength end(loop, m, src_time);
+      // The embedding of the label before (zeros first, as shift_right).
       nn::Tensor prev = loop.state(nn::constant(b, 0.0), {Dim::batch(), model});
-      nn::Tensor frames = loop.state(nn::constant(b, 0.0));
       nn::Tensor h = decoder->step(loop.add_positional_encoding(prev), loop, m, src_time);
       nn::Tensor label = loop.choice(nn::log_softmax(out->forward(h), vocab), vocab);
-      nn::Tensor count = nn::add(frames, nn::constant(b, 1.0));
       loop.next(prev, tgt_embed->forward(label));
-      loop.next(frames, count);
-      loop.end(nn::compare(count, src_len, "greater_equal"), max_len);
+      end.end();
       return loop.stack(label);
     });
   }

@@ -474,6 +474,25 @@ std::string member_line(const ir::Graph& g, const ir::DimTable& t, const ir::Nod
   return assignment(g, t, n, "        ");
 }
 
+// Before a loop: the states' initial values (their names and next values
+// collected), the stacked values' frame lists, the cum_concat caches.
+std::string loop_prologue(const ir::Graph& g, const ir::DimTable& t, const ir::LoopAnalysis& loops,
+                          const ir::Loop& loop, std::vector<std::string>& states,
+                          std::vector<std::string>& nexts) {
+  std::string out;
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind == ir::NodeKind::kLoopState) {
+      absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
+      states.push_back(n.name);
+      nexts.push_back(g.node(loops.next_of_state[m.index]).name);
+    }
+    if (loops.stacked[m.index]) absl::StrAppend(&out, "    _frames_of_", n.name, " = []\n");
+    if (n.kind == ir::NodeKind::kCumConcat) absl::StrAppend(&out, "    _acc_", n.name, " = None\n");
+  }
+  return out;
+}
+
 // A loop over a new axis (with its loop_end): at most max_len frames, until
 // every sequence ended (_Search). With a choice, each frame computes what
 // does not depend on the choice, chooses (the beams of this frame's
@@ -491,20 +510,14 @@ std::string emit_search_loop(const ir::Graph& g, const ir::DimTable& t,
                    beam ? "hypothesis" : "sequence", " ends", beam ? " (beam search)" : "", "\n");
   absl::StrAppend(&out, "    ", search, " = _Search(", beam ? "beam_size" : "", ")\n");
   std::vector<std::string> states, nexts;
+  out += loop_prologue(g, t, loops, loop, states, nexts);
   // Whether a member depends on this frame's choice (the states do not;
   // next values and the end come after the choice).
   std::vector<bool> after(g.size(), false);
   std::vector<bool> read_after(g.size(), false);
   for (ir::NodeId m : loop.members) {
     const ir::Node& n = g.node(m);
-    if (n.kind == ir::NodeKind::kLoopState) {
-      absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
-      states.push_back(n.name);
-      nexts.push_back(g.node(loops.next_of_state[m.index]).name);
-      continue;
-    }
-    if (loops.stacked[m.index]) absl::StrAppend(&out, "    _frames_of_", n.name, " = []\n");
-    if (n.kind == ir::NodeKind::kCumConcat) absl::StrAppend(&out, "    _acc_", n.name, " = None\n");
+    if (n.kind == ir::NodeKind::kLoopState) continue;
     bool a = n.kind == ir::NodeKind::kChoice || n.kind == ir::NodeKind::kLoopNext ||
              n.kind == ir::NodeKind::kLoopEnd;
     for (ir::NodeId in : n.inputs) a = a || after[in.index];
@@ -571,16 +584,7 @@ std::string emit_loop(const ir::Graph& g, const ir::DimTable& t, const ir::LoopA
   if (loop.end.valid()) return emit_search_loop(g, t, loops, id);
   std::string out = absl::StrCat("    # loop ", id, " over ", t.id(*loop.axis), "\n");
   std::vector<std::string> states, nexts;
-  for (ir::NodeId m : loop.members) {
-    const ir::Node& n = g.node(m);
-    if (n.kind == ir::NodeKind::kLoopState) {
-      absl::StrAppend(&out, "    ", n.name, " = ", value_of(g, t, n, "model"), "\n");
-      states.push_back(n.name);
-      nexts.push_back(g.node(loops.next_of_state[m.index]).name);
-    }
-    if (loops.stacked[m.index]) absl::StrAppend(&out, "    _frames_of_", n.name, " = []\n");
-    if (n.kind == ir::NodeKind::kCumConcat) absl::StrAppend(&out, "    _acc_", n.name, " = None\n");
-  }
+  out += loop_prologue(g, t, loops, loop, states, nexts);
   absl::StrAppend(&out, "    for _t", id, " in range(_frames(", t.id(*loop.axis), ")):\n");
   for (ir::NodeId m : loop.members) {
     const ir::Node& n = g.node(m);
