@@ -349,8 +349,6 @@ def convert_checkpoint(src, mapping, in_path, out_path):
 def _check_checkpoint(backend, path, mapping):
     """Fails with one line unless the checkpoint `path` of `backend` holds every param of
     `mapping` ((TF variable name, torch key, shape) each) with its shape."""
-    import numpy
-
     if backend == "torch":
         import torch
 
@@ -373,7 +371,6 @@ def _check_checkpoint(backend, path, mapping):
         if shapes[name] != list(shape):
             raise ValueError("%s has %s with the shape %s, but the model's is %s (a checkpoint of another model?)"
                              % (path, name, shapes[name], list(shape)))
-    del numpy
 
 
 def _edit_distance(a, b):
