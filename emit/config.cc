@@ -75,11 +75,14 @@ std::string task_entries(const ConfigOptions& opts,
   return out;
 }
 
-const ir::Node* first_marked(const ir::Graph& g, ir::Mark::Kind kind) {
+const ir::Node* first_marked(const ir::Graph& g, ir::Mark::Kind kind, absl::string_view preferred) {
+  const ir::Node* first = nullptr;
   for (const ir::Mark& m : g.marks()) {
-    if (m.kind == kind) return &g.node(m.node);
+    if (m.kind != kind) continue;
+    if (!preferred.empty() && m.name == preferred) return &g.node(m.node);
+    if (!first) first = &g.node(m.node);
   }
-  return nullptr;
+  return first;
 }
 
 PyValue derived_dim_value(const ir::DimTable& t, const ir::Dim& d) {

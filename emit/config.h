@@ -86,8 +86,11 @@ std::string beam_entry(const ConfigOptions& opts);
 std::string task_entries(const ConfigOptions& opts,
                          const std::vector<std::pair<std::string, PyValue>>& own = {});
 
-/// The node of the graph's first mark of `kind`; nullptr if none.
-const ir::Node* first_marked(const ir::Graph& g, ir::Mark::Kind kind);
+/// The node of the graph's mark of `kind` named `preferred` if there is one,
+/// else of its first mark of `kind`; nullptr if none. (Forward writes the
+/// output "output" as RETURNN's TF forward writes its default output layer.)
+const ir::Node* first_marked(const ir::Graph& g, ir::Mark::Kind kind,
+                             absl::string_view preferred = "");
 
 /// A derived dim as RETURNN's Dim arithmetic on the ids of its operands:
 /// `a_dim + b_dim`, `4 * hidden_dim`, `time_dim // 2` (the same for every target).

@@ -1402,8 +1402,9 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
   if (forward) {
     // Forward and search: the marked value to RETURNN's forward callback.
-    const ir::Node* value =
-        first_marked(g, task == Task::kForward ? ir::Mark::Kind::kOutput : ir::Mark::Kind::kSearch);
+    const ir::Node* value = task == Task::kForward
+                                ? first_marked(g, ir::Mark::Kind::kOutput, "output")
+                                : first_marked(g, ir::Mark::Kind::kSearch);
     if (!value) return absl::InternalError("a forward or search config without its output");
     out += "\ndef forward_step(*, model, extern_data, **_kwargs):\n";
     out += step_code(g, t, loops);
