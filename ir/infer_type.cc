@@ -381,6 +381,9 @@ absl::StatusOr<TensorType> infer_select(const Graph& g, NodeKind kind,
   if (kind == NodeKind::kTrainFlag) {
     return TensorType{{}, DType::kBool, std::nullopt};
   }
+  if (kind == NodeKind::kTrainStep) {
+    return TensorType{{}, DType::kInt64, std::nullopt};
+  }
   if (kind == NodeKind::kRange) {
     ASSIGN_OR_RETURN(auto dim, attr<Dim>(spec, kind, "dim"));
     if (dim.is_batch()) return err("no range over the batch");
@@ -857,22 +860,25 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return t;
     }
     case NodeKind::kRandom:
+    case NodeKind::kFreshRandom:
     case NodeKind::kConstant: {
       ASSIGN_OR_RETURN(auto shape, attr<std::vector<Dim>>(spec, kind, "shape"));
+      const std::string name(node_kind_name(kind));
       for (size_t i = 0; i < shape.size(); ++i) {
         const Dim& d = shape[i];
-        // Random numbers are drawn over static shapes; a constant may also
-        // span the batch and dynamic dims, whose sizes its inputs give.
+        // Seeded random numbers (initial values) are drawn over static
+        // shapes; a constant or fresh random numbers may also span the batch
+        // and dynamic dims, whose sizes its inputs give.
         if (kind == NodeKind::kRandom && (d.is_dynamic() || d.is_batch())) {
           return absl::InvalidArgumentError(
-              absl::StrCat(node_kind_name(kind), ": shape dim ", d.describe(), " must be static"));
+              absl::StrCat(name, ": shape dim ", d.describe(), " must be static"));
         }
         if (d.is_dynamic() && !d.is_batch()) {
           bool given = false;
           for (NodeId in : inputs) given = given || index_of(g.node(in).type.dims, d) >= 0;
           if (!given) {
             return absl::InvalidArgumentError(absl::StrCat(
-                "constant: the dynamic dim ", d.describe(),
+                name, ": the dynamic dim ", d.describe(),
                 " of its shape needs an input that has it (the input gives its sizes)"));
           }
         }
@@ -886,10 +892,15 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
         ASSIGN_OR_RETURN(auto dist, attr<std::string>(spec, kind, "distribution"));
         if (dist != "uniform" && dist != "normal" && dist != "truncated_normal") {
           return absl::InvalidArgumentError(
-              absl::StrCat("random: unknown distribution '", dist, "'"));
+              absl::StrCat(name, ": unknown distribution '", dist, "'"));
         }
-        if (!spec.attrs.get<int64_t>("seed"))
+        const bool seeded = spec.attrs.get<int64_t>("seed") != nullptr;
+        if (kind == NodeKind::kRandom && !seeded)
           return absl::InvalidArgumentError("random needs attribute 'seed'");
+        if (kind == NodeKind::kFreshRandom && seeded) {
+          return absl::InvalidArgumentError(
+              "fresh_random takes no seed (the config's random_seed seeds it)");
+        }
       }
       return TensorType{shape, DType::kFloat32, std::nullopt};
     }
@@ -1023,6 +1034,7 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kCast:
     case NodeKind::kWhere:
     case NodeKind::kTrainFlag:
+    case NodeKind::kTrainStep:
       return infer_select(g, kind, inputs, spec);
     case NodeKind::kCustomLoss: {
       RETURN_IF_ERROR(check_loss_options(spec));

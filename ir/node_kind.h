@@ -95,6 +95,10 @@ struct KindFacts {
   X(CrossEntropy, "softmax_ce", KindFacts(2).step().loss(1)) /* logits, sparse targets */         \
   X(Norm, "norm", KindFacts(1).pure())             /* L2 norm over attr axes */                   \
   X(Random, "random", KindFacts(0).pure())         /* seeded; attrs shape, distribution, ... */   \
+  X(FreshRandom, "fresh_random",                                                                  \
+    KindFacts(KindFacts::kVariadic).step("draw fresh random numbers (initial values use seeded ones)")) \
+                   /* new numbers at every step (and frame); attrs as random's, no seed; inputs: */ \
+                   /* the sizes of its batch and dynamic dims (and, in a loop, the frame)        */ \
   X(Constant, "constant", KindFacts(KindFacts::kVariadic).pure())                                 \
                                       /* attrs value, shape; inputs: sizes of its dynamic dims */ \
   X(WeightNorm, "weight_norm",                                                                    \
@@ -132,6 +136,7 @@ struct KindFacts {
   X(Cast, "cast", KindFacts(1).pure())             /* x as attr dtype (dense) */                  \
   X(Where, "where", KindFacts(3).pure())           /* cond ? a : b (both evaluated) */            \
   X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag")) /* scalar bool */    \
+  X(TrainStep, "train_step", KindFacts(0).step("read the global train step")) /* scalar int64 */ \
   X(MaskedSelect, "masked_select", KindFacts(2).step()) /* x, mask: the frames along attr axis */ \
                              /* where mask (within the lengths), packed into attr out_dim */      \
   X(Length, "length", KindFacts(1).step("read sequence lengths")) /* of x along attr axis: int32 [B] */ \

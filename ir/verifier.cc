@@ -30,6 +30,19 @@ std::string param_init_violation(const Node& in) {
 }  // namespace
 
 absl::Status verify_stage_rules(const Graph& g) {
+  // A user's initial value is computed in stage param-init: its own kind
+  // must allow it, as its inputs' must (below).
+  for (const Param& p : g.params()) {
+    const int32_t ref = p.options.initial.node;
+    if (ref < 0 || static_cast<size_t>(ref) >= g.size()) continue;
+    const KindFacts& f = kind_facts(g.nodes()[ref].kind);
+    if (f.stage == StageClass::kStep) {
+      return node_error(
+          g, ref,
+          absl::StrCat("the initial value of param '", p.path, "' may not ", f.step_reason, "\n",
+                       p.loc.str(), ": note: the param is created here"));
+    }
+  }
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes()[i];
     if (n.stage != Stage::kParamInit) continue;

@@ -97,6 +97,12 @@ def _random_values(datas, rng, batch=3, max_time=7):
     return values, sizes
 
 
+def _is_random_state(variable):
+    """A random layer's generator state (RETURNN keeps it with the layer's params; fresh random
+    numbers advance it): not a param of the model."""
+    return variable.name.endswith("/random_generator/StateVar:0")
+
+
 def _random_feed(net, rng):
     """A TF feed dict: random values for every extern data placeholder and its sequence lengths."""
     keys = sorted(net.extern_data.data, key=lambda k: (k != net.extern_data.default_input, k))
@@ -130,7 +136,8 @@ def check(config_path):
         tf_compat.v1.set_random_seed(config.int("random_seed", 42))
         net = TFNetwork(config=config, train_flag=True, eval_flag=True)
         net.construct_from_dict(config.typed_value("network"))
-        variables = [(v.name, [int(d) for d in v.shape.as_list()]) for v in net.get_params_list()]
+        variables = [(v.name, [int(d) for d in v.shape.as_list()]) for v in net.get_params_list()
+                     if not _is_random_state(v)]
         fetches = {}
         for name, layer in sorted(net.layers.items()):
             if layer.is_output_layer() or name == "output":

@@ -246,6 +246,21 @@ const Case kCases[] = {
        b.set_root(lin);
        lin->forward(s.x).mark_as_output();
      }},
+    {"bad:fresh-random-initial", "the initial value of param 'weight' may not draw fresh random numbers",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.in);
+       Tensor noise = nn::random_normal(b, {s.in, s.in});  // MISTAKE: bad:fresh-random-initial
+       lin->weight().set_initial(noise);
+       b.set_root(lin);
+       lin->forward(s.x).mark_as_output();
+     }},
+    {"bad:specaugment-dynamic-feature", "specaugment: the feature dim",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::specaugment(s.x, s.in, s.time).mark_as_output();  // MISTAKE: bad:specaugment-dynamic-feature
+     }},
     {"bad:conv-in-dim", "input dim 'input'(4) does not match in_dim 'other'(6)",
      [](Builder& b) {
        Setup s(b);

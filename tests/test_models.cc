@@ -188,6 +188,7 @@ std::vector<ModelDef> test_models() {
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : module_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : rq_test_models()) models.push_back(std::move(m));
+  for (ModelDef& m : random_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : sweep_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : bad_model_cases()) models.push_back(std::move(m));
   return models;

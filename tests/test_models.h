@@ -25,6 +25,9 @@ std::vector<ModelDef> param_test_models();
 /// Module-library test models (module_models.cc).
 std::vector<ModelDef> module_test_models();
 
+/// Fresh random numbers and SpecAugment (random_models.cc).
+std::vector<ModelDef> random_test_models();
+
 /// Models RETURNN once rejected after retc accepted them (rq_models.cc).
 std::vector<ModelDef> rq_test_models();
 

@@ -44,10 +44,11 @@ const std::vector<Command>& commands() {
       {"list", "list", "Lists the models this binary knows, with a description."},
       {"compile",
        "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
-       "                  [--device cpu|gpu]",
+       "                  [--device cpu|gpu] [--seed N]",
        "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
        "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
-       "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs.\n"
+       "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs;\n"
+       "--seed sets the config's random_seed (fresh random numbers, data order; default 42).\n"
        "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend)."},
       {"check", "check MODEL [--backend NAME]",
        "Compiles MODEL, constructs its network in RETURNN (tf: TFNetwork.construct_from_dict;\n"
@@ -57,7 +58,7 @@ const std::vector<Command>& commands() {
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
       {"train",
        "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device cpu|gpu]\n"
-       "                  [--nproc N]",
+       "                  [--nproc N] [--seed N]",
        "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
        "--nproc N (torch backend): N processes under torch's launcher (torchrun, on this\n"
        "machine) with RETURNN's torch_distributed, gloo on CPU and nccl on GPU; README,\n"
@@ -249,6 +250,25 @@ absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
   return absl::OkStatus();
 }
 
+// --seed N: the config's random_seed (fresh random numbers, dataset order).
+absl::Status apply_seed(const Args& a, emit::ConfigOptions& opts) {
+  auto it = a.flags.find("--seed");
+  if (it == a.flags.end()) return absl::OkStatus();
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(it->second, &n) || n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--seed needs a non-negative integer, got '", it->second, "'"));
+  }
+  opts.training.random_seed = n;
+  return absl::OkStatus();
+}
+
+// The options compile and train share: --device, --epochs, --seed.
+absl::Status apply_setup_flags(const Args& a, emit::ConfigOptions& opts) {
+  if (absl::Status s = apply_epochs(a, opts); !s.ok()) return s;
+  return apply_seed(a, opts);
+}
+
 std::string shape_str(const std::vector<int64_t>& shape) {
   return "[" + absl::StrJoin(shape, ", ") + "]";
 }
@@ -289,7 +309,7 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   if (out == a.flags.end()) return usage_error("compile needs -o FILE");
   auto dir = a.flags.find("--model-dir");
   emit::ConfigOptions opts = config_options(**m, dir == a.flags.end() ? "retc-model" : dir->second);
-  if (absl::Status s = apply_epochs(a, opts); !s.ok()) return usage_error(s.message());
+  if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
   auto text = emit::compile_to_config(**m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   if (absl::Status s = emit::write_file_atomic(out->second, *text); !s.ok()) return error(s);
@@ -439,7 +459,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   emit::ConfigOptions opts = config_options(**m, abs + "/model");
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
-  if (absl::Status s = apply_epochs(a, opts); !s.ok()) return usage_error(s.message());
+  if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
   int64_t nproc = 1;
   if (auto it = a.flags.find("--nproc"); it != a.flags.end()) {
     if (!absl::SimpleAtoi(it->second, &nproc) || nproc < 1)
@@ -767,8 +787,8 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   }
   if (!c) return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   std::vector<std::string> valued, boolean;
-  if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs", "--device"};
-  if (cmd == "train") valued = {"--workdir", "--epochs", "--device", "--nproc"};
+  if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs", "--device", "--seed"};
+  if (cmd == "train") valued = {"--workdir", "--epochs", "--device", "--nproc", "--seed"};
   if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search")
     valued = {"--checkpoint", "--workdir", "--data", "--device"};

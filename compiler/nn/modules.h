@@ -5,6 +5,7 @@
 //   attention.h    SelfAttention (plain, causal, relative-positional), CrossAttention
 //   transformer.h  Transformer encoder and decoder layers and stacks
 //   conformer.h    the Conformer encoder, its blocks and frontend
+//   audio.h        SpecAugment
 //
 // Default initial values: per param kind (ir::default_initializer): weights
 // Glorot uniform, biases zero, as in returnn_common. A module's params are
@@ -13,6 +14,7 @@
 #pragma once
 
 #include "compiler/nn/attention.h"
+#include "compiler/nn/audio.h"
 #include "compiler/nn/conformer.h"
 #include "compiler/nn/layers.h"
 #include "compiler/nn/transformer.h"

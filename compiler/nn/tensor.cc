@@ -114,31 +114,65 @@ Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape,
                L(loc));
 }
 
-Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
-                     int64_t seed, std::source_location loc) {
-  if (!(stddev >= 0))
-    fail(L(loc), absl::StrCat("random_normal: stddev must not be negative, got ", stddev));
-  return b.add(ir::NodeKind::kRandom, {},
-               {{"shape", std::move(shape)},
-                {"distribution", std::string("normal")},
-                {"mean", mean},
-                {"stddev", stddev},
-                {"seed", seed}},
-               L(loc));
+namespace {
+
+ir::Attrs random_attrs(std::vector<ir::Dim> shape, const std::string& distribution, double a,
+                       double b) {
+  const bool uniform = distribution == "uniform";
+  return {{"shape", std::move(shape)},
+          {"distribution", distribution},
+          {uniform ? "minval" : "mean", a},
+          {uniform ? "maxval" : "stddev", b}};
+}
+
+void check_random(const std::string& distribution, double a, double b, const char* fn,
+                  std::source_location loc) {
+  if (distribution == "normal" && !(b >= 0))
+    fail(L(loc), absl::StrCat(fn, ": stddev must not be negative, got ", b));
+  if (distribution == "uniform" && !(a <= b))
+    fail(L(loc), absl::StrCat(fn, ": minval ", a, " exceeds maxval ", b));
+}
+
+Tensor seeded_random(Builder& b, std::vector<ir::Dim> shape, const std::string& distribution,
+                     double p0, double p1, int64_t seed, const char* fn, std::source_location loc) {
+  check_random(distribution, p0, p1, fn, loc);
+  ir::Attrs attrs = random_attrs(std::move(shape), distribution, p0, p1);
+  attrs.set("seed", seed);
+  return b.add(ir::NodeKind::kRandom, {}, std::move(attrs), L(loc));
+}
+
+Tensor fresh_random(Builder& b, std::vector<ir::Dim> shape, const std::string& distribution,
+                    double p0, double p1, const std::vector<Tensor>& sizes_from, const char* fn,
+                    std::source_location loc) {
+  check_random(distribution, p0, p1, fn, loc);
+  return b.add(ir::NodeKind::kFreshRandom, sizes_from,
+               random_attrs(std::move(shape), distribution, p0, p1), L(loc));
+}
+
+}  // namespace
+
+Tensor seeded_random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
+                            int64_t seed, std::source_location loc) {
+  return seeded_random(b, std::move(shape), "normal", mean, stddev, seed, "seeded_random_normal",
+                       loc);
+}
+
+Tensor seeded_random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
+                             int64_t seed, std::source_location loc) {
+  return seeded_random(b, std::move(shape), "uniform", minval, maxval, seed,
+                       "seeded_random_uniform", loc);
 }
 
 Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
-                      int64_t seed, std::source_location loc) {
-  if (!(minval <= maxval)) {
-    fail(L(loc), absl::StrCat("random_uniform: minval ", minval, " exceeds maxval ", maxval));
-  }
-  return b.add(ir::NodeKind::kRandom, {},
-               {{"shape", std::move(shape)},
-                {"distribution", std::string("uniform")},
-                {"minval", minval},
-                {"maxval", maxval},
-                {"seed", seed}},
-               L(loc));
+                      const std::vector<Tensor>& sizes_from, std::source_location loc) {
+  return fresh_random(b, std::move(shape), "uniform", minval, maxval, sizes_from, "random_uniform",
+                      loc);
+}
+
+Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
+                     const std::vector<Tensor>& sizes_from, std::source_location loc) {
+  return fresh_random(b, std::move(shape), "normal", mean, stddev, sizes_from, "random_normal",
+                      loc);
 }
 
 Tensor argmax(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
@@ -273,6 +307,10 @@ Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value, std::sou
 
 Tensor train_flag(Builder& b, std::source_location loc) {
   return b.add(ir::NodeKind::kTrainFlag, {}, {}, L(loc));
+}
+
+Tensor global_train_step(Builder& b, std::source_location loc) {
+  return b.add(ir::NodeKind::kTrainStep, {}, {}, L(loc));
 }
 
 Tensor range(Builder& b, const ir::Dim& dim, std::source_location loc) {

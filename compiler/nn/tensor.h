@@ -131,11 +131,27 @@ Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape,
                 std::source_location loc = std::source_location::current());
 /// Seeded random values: the same values whenever evaluated (meant for
 /// initial values, see Parameter::set_initial). `seed` must differ between
-/// tensors that should differ.
-Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
-                     int64_t seed, std::source_location loc = std::source_location::current());
-Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
-                      int64_t seed, std::source_location loc = std::source_location::current());
+/// tensors that should differ. Static dims only.
+Tensor seeded_random_normal(Builder& b, std::vector<ir::Dim> shape, double mean, double stddev,
+                            int64_t seed,
+                            std::source_location loc = std::source_location::current());
+Tensor seeded_random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval, double maxval,
+                             int64_t seed,
+                             std::source_location loc = std::source_location::current());
+/// Fresh random numbers: new ones at every step and, in a loop, at every
+/// frame; two runs with the config's same `random_seed` draw the same ones
+/// (TF: RETURNN's random layer with its state variable; torch: rf's random
+/// numbers, which RETURNN's engine seeds). `shape` may hold the batch and
+/// dynamic dims: each dynamic dim takes its sizes from a tensor of
+/// `sizes_from` that has it. In a loop, pass a value of the loop (e.g. the
+/// frame) in `sizes_from` to draw per frame; numbers that depend on nothing
+/// in the loop are drawn once per step. Uniform in [minval, maxval).
+Tensor random_uniform(Builder& b, std::vector<ir::Dim> shape, double minval = 0.0,
+                      double maxval = 1.0, const std::vector<Tensor>& sizes_from = {},
+                      std::source_location loc = std::source_location::current());
+Tensor random_normal(Builder& b, std::vector<ir::Dim> shape, double mean = 0.0, double stddev = 1.0,
+                     const std::vector<Tensor>& sizes_from = {},
+                     std::source_location loc = std::source_location::current());
 
 /// Reduces `axes` with mode "sum", "mean", "max", "min" or "logsumexp"
 /// (dynamic axes respect sequence lengths).
@@ -211,6 +227,9 @@ Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value = 0.0,
 
 /// The train flag: a scalar bool, true in training.
 Tensor train_flag(Builder& b, std::source_location loc = std::source_location::current());
+/// The global train step (RETURNN's: steps of all epochs so far): a scalar
+/// int64, for schedules such as SpecAugment's.
+Tensor global_train_step(Builder& b, std::source_location loc = std::source_location::current());
 /// 0, 1, ..., n-1 along the static `dim` (int32, sparse over `dim`).
 Tensor range(Builder& b, const ir::Dim& dim,
              std::source_location loc = std::source_location::current());

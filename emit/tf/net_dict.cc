@@ -250,28 +250,37 @@ PyValue lower_norm(const Lowering& l) {
   return layer;
 }
 
+// The layers that give the sizes of a node's dynamic dims (its inputs).
+void set_shape_deps(const Lowering& l, PyValue& layer) {
+  if (l.node().inputs.empty()) return;
+  std::vector<PyValue> deps;
+  for (size_t k = 0; k < l.node().inputs.size(); ++k) deps.push_back(l.ref(k));
+  layer.set("shape_deps", PyValue::list(std::move(deps)));
+}
+
 PyValue lower_random(const Lowering& l) {
-  // Stateless with a fixed seed: the same values whenever evaluated.
+  // Seeded (initial values): stateless with a fixed seed, the same values
+  // whenever evaluated. Fresh: RETURNN's state variable (seeded from the
+  // network's random_seed) advances at every evaluation, and in a rec loop
+  // at every frame.
   PyValue layer = PyValue::dict({{"class", "random"}});
   layer.set("shape", l.dims_attr("shape"));
   layer.set("distribution", l.attr<std::string>("distribution"));
   for (const char* key : {"mean", "stddev", "minval", "maxval"}) {
     if (const double* v = l.node().attrs.get<double>(key)) layer.set(key, *v);
   }
-  layer.set("seed", l.attr<int64_t>("seed"));
-  layer.set("static", true);
+  if (l.node().kind == ir::NodeKind::kRandom) {
+    layer.set("seed", l.attr<int64_t>("seed"));
+    layer.set("static", true);
+  }
+  set_shape_deps(l, layer);
   return layer;
 }
 
 PyValue lower_constant(const Lowering& l) {
   PyValue layer = PyValue::dict(
       {{"class", "constant"}, {"value", l.attr<double>("value")}, {"shape", l.dims_attr("shape")}});
-  // Layers that give the sizes of its dynamic dims.
-  if (!l.node().inputs.empty()) {
-    std::vector<PyValue> deps;
-    for (size_t k = 0; k < l.node().inputs.size(); ++k) deps.push_back(l.ref(k));
-    layer.set("shape_deps", PyValue::list(std::move(deps)));
-  }
+  set_shape_deps(l, layer);
   return layer;
 }
 
@@ -604,6 +613,7 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     case ir::NodeKind::kNorm:
       return lower_norm(l);
     case ir::NodeKind::kRandom:
+    case ir::NodeKind::kFreshRandom:
       return lower_random(l);
     case ir::NodeKind::kConstant:
       return lower_constant(l);
@@ -699,6 +709,8 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     }
     case ir::NodeKind::kTrainFlag:
       return PyValue::dict({{"class", "train_flag"}});
+    case ir::NodeKind::kTrainStep:
+      return PyValue::dict({{"class", "global_train_step"}});
     case ir::NodeKind::kRange:
       return lower_range(l);
     case ir::NodeKind::kCompare:

@@ -44,12 +44,14 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kDropout:
     case ir::NodeKind::kLstm:
     case ir::NodeKind::kRandom:
+    case ir::NodeKind::kFreshRandom:
     case ir::NodeKind::kConstant:
     case ir::NodeKind::kSoftmax:
     case ir::NodeKind::kCompare:
     case ir::NodeKind::kCast:
     case ir::NodeKind::kWhere:
     case ir::NodeKind::kTrainFlag:
+    case ir::NodeKind::kTrainStep:
     case ir::NodeKind::kConcat:
     case ir::NodeKind::kGather:
     case ir::NodeKind::kNormalize:
@@ -266,6 +268,18 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
                           num(uniform ? "maxval" : "stddev"), ", ", *n.attrs.get<int64_t>("seed"),
                           ", ", dtype(), ")");
     }
+    case ir::NodeKind::kFreshRandom: {
+      // rf's random numbers from torch's generator, which RETURNN's engine
+      // seeds from random_seed (and the epoch) and which advances per draw.
+      if (*n.attrs.get<std::string>("distribution") == "uniform") {
+        return absl::StrCat("rf.random_uniform(", dims_attr("shape"), ", minval=", num("minval"),
+                            ", maxval=", num("maxval"), ", dtype=", dtype(), ")");
+      }
+      return absl::StrCat("rf.random_normal(", dims_attr("shape"), ", mean=", num("mean"),
+                          ", stddev=", num("stddev"), ", dtype=", dtype(), ")");
+    }
+    case ir::NodeKind::kTrainStep:
+      return "rf.cast(rf.get_run_ctx().get_step_tensor(), \"int64\")";
     case ir::NodeKind::kConstant:
       return absl::StrCat("rf.full(dims=", dims_attr("shape"), ", fill_value=", num("value"),
                           ", dtype=", dtype(), ")");
