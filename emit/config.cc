@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "ir/printer.h"
 
 namespace retc::emit {
@@ -40,6 +42,123 @@ std::string config_header(const ir::Graph& g, const ConfigOptions& opts) {
       "# model: ", PyValue(name_line).repr(), "\n", "# ir-hash: ", ir_hash(g), "\n\n");
 }
 
+absl::string_view lr_control_name(LearningRateControl::Kind k) {
+  switch (k) {
+    case LearningRateControl::Kind::kConstant:
+      return "constant";
+    case LearningRateControl::Kind::kNewbobRelative:
+      return "newbob";
+    case LearningRateControl::Kind::kNewbobAbs:
+      return "newbob_abs";
+    case LearningRateControl::Kind::kNewbobMultiEpoch:
+      return "newbob_multi_epoch";
+  }
+  return "constant";
+}
+
+std::vector<double> warmup_learning_rates(double from, double to, int64_t epochs) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < epochs; ++i) {
+    out.push_back(epochs == 1 ? to
+                              : from + (to - from) * static_cast<double>(i) /
+                                           static_cast<double>(epochs - 1));
+  }
+  return out;
+}
+
+PyValue epoch_wise_filter(const std::vector<EpochFilter>& filters) {
+  std::vector<std::pair<PyValue, PyValue>> entries;
+  for (const EpochFilter& f : filters) {
+    entries.emplace_back(PyValue::tuple({f.first_epoch, f.last_epoch}),
+                         PyValue::dict({{"max_mean_len", f.max_mean_len}}));
+  }
+  return PyValue::map(std::move(entries));
+}
+
+absl::Status check_training_setup(const TrainingSetup& t, absl::string_view model) {
+  auto bad = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model, "': training setup: ", parts...));
+  };
+  if (t.num_epochs < 1) return bad("num_epochs must be at least 1, got ", t.num_epochs);
+  if (!(t.learning_rate > 0)) return bad("learning_rate must be positive, got ", t.learning_rate);
+  for (double lr : t.learning_rates) {
+    if (!(lr > 0)) return bad("learning_rates must be positive, got ", lr);
+  }
+  const LearningRateControl& c = t.lr_control;
+  if (!(c.decay > 0 && c.decay <= 1))
+    return bad("lr_control.decay must be in (0, 1], got ", c.decay);
+  if (c.multi_num_epochs < 1 || c.multi_update_interval < 0)
+    return bad("lr_control.multi_num_epochs must be at least 1 and multi_update_interval >= 0");
+  if (c.min_learning_rate < 0 || c.min_epochs_per_new_lr < 0)
+    return bad("lr_control.min_learning_rate and min_epochs_per_new_lr must not be negative");
+  if (t.gradient_clip < 0 || t.gradient_clip_global_norm < 0 || t.gradient_noise < 0)
+    return bad("gradient_clip, gradient_clip_global_norm and gradient_noise must not be negative");
+  if (t.accumulate_gradients < 1)
+    return bad("accumulate_gradients must be at least 1, got ", t.accumulate_gradients);
+  if (!t.chunking.empty()) {
+    std::vector<std::string> parts = absl::StrSplit(t.chunking, ':');
+    int64_t size = 0, step = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &size) ||
+        !absl::SimpleAtoi(parts[1], &step) || size < 1 || step < 1) {
+      return bad("chunking must be \"size:step\" with positive frame counts, got \"", t.chunking,
+                 "\"");
+    }
+  }
+  for (const auto& [key, n] : t.max_seq_length) {
+    if (n < 1) return bad("max_seq_length of '", key, "' must be at least 1, got ", n);
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The schedule's and the updater's entries that differ from RETURNN's defaults.
+void schedule_entries(const TrainingSetup& t, std::string& out) {
+  if (!t.learning_rates.empty()) {
+    std::vector<PyValue> lrs(t.learning_rates.begin(), t.learning_rates.end());
+    out += format_assignment("learning_rates", PyValue::list(std::move(lrs)));
+  }
+  const LearningRateControl& c = t.lr_control;
+  using K = LearningRateControl::Kind;
+  if (c.kind != K::kConstant) {
+    out += format_assignment("learning_rate_control", std::string(lr_control_name(c.kind)));
+    out += format_assignment("newbob_learning_rate_decay", c.decay);
+    out += format_assignment(
+        c.kind == K::kNewbobAbs ? "newbob_error_threshold" : "newbob_relative_error_threshold",
+        c.threshold);
+    if (c.kind == K::kNewbobMultiEpoch) {
+      out += format_assignment("newbob_multi_num_epochs", c.multi_num_epochs);
+      out += format_assignment("newbob_multi_update_interval", c.multi_update_interval > 0
+                                                                   ? c.multi_update_interval
+                                                                   : c.multi_num_epochs);
+    }
+    if (c.relative_to_learning_rate)
+      out += format_assignment("learning_rate_control_relative_error_relative_lr", true);
+    if (c.min_epochs_per_new_lr > 0) {
+      out += format_assignment("learning_rate_control_min_num_epochs_per_new_lr",
+                               c.min_epochs_per_new_lr);
+    }
+    if (!c.error_measure.empty())
+      out += format_assignment("learning_rate_control_error_measure", c.error_measure);
+  }
+  if (c.min_learning_rate > 0) out += format_assignment("min_learning_rate", c.min_learning_rate);
+  if (t.gradient_clip > 0) out += format_assignment("gradient_clip", t.gradient_clip);
+  if (t.gradient_clip_global_norm > 0)
+    out += format_assignment("gradient_clip_global_norm", t.gradient_clip_global_norm);
+  if (t.gradient_noise > 0) out += format_assignment("gradient_noise", t.gradient_noise);
+  if (t.accumulate_gradients > 1)
+    out += format_assignment("accum_grad_multiple_step", t.accumulate_gradients);
+  if (!t.chunking.empty()) out += format_assignment("chunking", t.chunking);
+  if (!t.max_seq_length.empty()) {
+    PyValue m = PyValue::dict();
+    for (const auto& [key, n] : t.max_seq_length) m.set(key, n);
+    out += format_assignment("max_seq_length", m);
+  }
+}
+
+}  // namespace
+
 std::string training_entries(const ConfigOptions& opts,
                              const std::vector<std::pair<std::string, PyValue>>& after_seed) {
   const TrainingSetup& t = opts.training;
@@ -51,6 +170,7 @@ std::string training_entries(const ConfigOptions& opts,
   out += format_assignment("max_seqs", t.max_seqs);
   out += format_assignment("optimizer", t.optimizer);
   out += format_assignment("learning_rate", t.learning_rate);
+  schedule_entries(t, out);
   out += format_assignment("num_epochs", t.num_epochs);
   out += format_assignment("random_seed", t.random_seed);
   for (const auto& [k, v] : after_seed) out += format_assignment(k, v);

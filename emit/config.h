@@ -14,6 +14,55 @@
 
 namespace retc::emit {
 
+/// RETURNN's learning-rate control: how the learning rate follows the dev
+/// scores (returnn/learning_rate_control.py). Written only when not constant.
+struct LearningRateControl {
+  enum class Kind {
+    kConstant,          ///< "constant": `learning_rates`, then `learning_rate`
+    kNewbobRelative,    ///< "newbob": decay when the relative improvement < threshold
+    kNewbobAbs,         ///< "newbob_abs": decay when the absolute improvement < threshold
+    kNewbobMultiEpoch,  ///< "newbob_multi_epoch": compares scores over sub-epochs
+  };
+  Kind kind = Kind::kConstant;
+  /// The factor on a decay (newbob_learning_rate_decay).
+  double decay = 0.5;
+  /// newbob_relative_error_threshold (newbob, newbob_multi_epoch) or
+  /// newbob_error_threshold (newbob_abs).
+  double threshold = -0.01;
+  /// newbob_multi_epoch: sub-epochs that make one pass over the data
+  /// (newbob_multi_num_epochs) and the update interval (0: the same).
+  int64_t multi_num_epochs = 5;
+  int64_t multi_update_interval = 0;
+  /// The learning rate never goes below this (min_learning_rate).
+  double min_learning_rate = 0.0;
+  /// The relative error is also relative to the learning rate
+  /// (learning_rate_control_relative_error_relative_lr).
+  bool relative_to_learning_rate = false;
+  /// learning_rate_control_min_num_epochs_per_new_lr.
+  int64_t min_epochs_per_new_lr = 0;
+  /// The score it follows (learning_rate_control_error_measure, e.g.
+  /// "dev_score_output"); empty: RETURNN's default (the first dev score).
+  std::string error_measure;
+};
+
+/// RETURNN's name of the control ("constant", "newbob", ...).
+absl::string_view lr_control_name(LearningRateControl::Kind k);
+
+/// `epochs` learning rates from `from` to `to`, evenly spaced (a warm-up for
+/// TrainingSetup::learning_rates, as numpy.linspace in the published setups).
+std::vector<double> warmup_learning_rates(double from, double to, int64_t epochs);
+
+/// RETURNN's epoch_wise_filter of a dataset dict: for epochs first..last,
+/// keep only sequences such that the mean length is at most max_mean_len
+/// (OggZipDataset, LibriSpeechCorpus: a curriculum of short sequences first).
+struct EpochFilter {
+  int64_t first_epoch = 1;
+  int64_t last_epoch = 1;
+  double max_mean_len = 0.0;
+};
+/// `{(first, last): {"max_mean_len": n}, ...}`, for `dataset.set("epoch_wise_filter", ...)`.
+PyValue epoch_wise_filter(const std::vector<EpochFilter>& filters);
+
 /// How a model is trained: datasets, batching, optimizer, schedule.
 struct TrainingSetup {
   PyValue train;  ///< dataset dict, e.g. {"class": "Task12AXDataset", ...}
@@ -26,9 +75,32 @@ struct TrainingSetup {
   double learning_rate = 0.01;
   int64_t num_epochs = 5;
   int64_t random_seed = 42;
+  /// The learning rates of the first epochs (RETURNN's `learning_rates`),
+  /// e.g. warmup_learning_rates(0.0003, 0.0008, 10); after them the control
+  /// goes on from the last one (`learning_rate` is the rate without a list).
+  std::vector<double> learning_rates;
+  LearningRateControl lr_control;
+  /// Each gradient entry clipped to [-c, c] (gradient_clip); 0: off.
+  double gradient_clip = 0.0;
+  /// The gradients scaled to a global norm of at most this (gradient_clip_global_norm); 0: off.
+  double gradient_clip_global_norm = 0.0;
+  /// Gaussian noise of this stddev added to each gradient (gradient_noise); 0: off.
+  double gradient_noise = 0.0;
+  /// Gradients of this many steps summed before an update (accum_grad_multiple_step).
+  int64_t accumulate_gradients = 1;
+  /// Chunking of training sequences (RETURNN's `chunking`, "size:step" in
+  /// frames, e.g. "500:250"); empty: whole sequences.
+  std::string chunking;
+  /// Training skips sequences longer than this, per data key
+  /// (max_seq_length, e.g. {{"classes", 75}}); empty: none.
+  std::vector<std::pair<std::string, int64_t>> max_seq_length;
   /// Further config entries, written last in this order.
   std::vector<std::pair<std::string, PyValue>> extra;
 };
+
+/// InvalidArgument naming the model and the option when a setup option is
+/// out of range (a negative clip, chunking that is not "size:step", ...).
+absl::Status check_training_setup(const TrainingSetup& t, absl::string_view model);
 
 /// RETURNN's task: what the config runs.
 enum class Task { kTrain, kEval, kForward, kSearch };

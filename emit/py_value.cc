@@ -55,6 +55,16 @@ PyValue PyValue::dict(Items items) {
   return v;
 }
 
+PyValue PyValue::map(std::vector<std::pair<PyValue, PyValue>> entries) {
+  PyValue v;
+  v.kind_ = Kind::kMap;
+  for (auto& [k, x] : entries) {
+    v.elements_.push_back(std::move(k));
+    v.elements_.push_back(std::move(x));
+  }
+  return v;
+}
+
 PyValue PyValue::ref(std::string name) {
   require_identifier(name);
   PyValue v;
@@ -142,6 +152,14 @@ std::string PyValue::repr() const {
       }
       return s + "}";
     }
+    case Kind::kMap: {
+      std::string s = "{";
+      for (size_t i = 0; i + 1 < elements_.size(); i += 2) {
+        if (i) s += ", ";
+        s += elements_[i].repr() + ": " + elements_[i + 1].repr();
+      }
+      return s + "}";
+    }
     case Kind::kRef:
       return s_;
     case Kind::kCall: {
@@ -200,6 +218,12 @@ class Printer {
           if (offset > kSimplicityLimit) break;
         }
         return offset;
+      case PyValue::Kind::kMap:
+        for (size_t i = 0; i + 1 < v.elements_.size(); i += 2) {
+          offset = score(v.elements_[i + 1], score(v.elements_[i], offset) + kSpacing);
+          if (offset > kSimplicityLimit) break;
+        }
+        return offset;
     }
     return kSimplicityLimit + 1.0 + offset;
   }
@@ -251,6 +275,14 @@ class Printer {
         for (size_t i = 0; i < obj.items_.size(); ++i) {
           sub(obj.items_[i].second, ir::quote(obj.items_[i].first) + ": ",
               i + 1 < obj.items_.size() ? "," : "", true);
+        }
+        return emit("}", true);
+      case PyValue::Kind::kMap:
+        if (obj.elements_.empty()) return emit("{}", true);
+        emit("{", false);
+        for (size_t i = 0; i + 1 < obj.elements_.size(); i += 2) {
+          sub(obj.elements_[i + 1], obj.elements_[i].repr() + ": ",
+              i + 2 < obj.elements_.size() ? "," : "", true);
         }
         return emit("}", true);
       case PyValue::Kind::kNone:

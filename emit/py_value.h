@@ -18,7 +18,20 @@ namespace retc::emit {
 
 class PyValue {
  public:
-  enum class Kind { kNone, kBool, kInt, kFloat, kStr, kList, kTuple, kDict, kRef, kCall, kBinOp };
+  enum class Kind {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kStr,
+    kList,
+    kTuple,
+    kDict,
+    kMap,
+    kRef,
+    kCall,
+    kBinOp
+  };
   using Items = std::vector<std::pair<std::string, PyValue>>;
 
   PyValue() = default;  // None
@@ -34,6 +47,8 @@ class PyValue {
   static PyValue tuple(std::vector<PyValue> items);
   /// A dict with string keys, in the given order.
   static PyValue dict(Items items = {});
+  /// A dict with any keys (e.g. tuples: RETURNN's epoch_wise_filter), in the given order.
+  static PyValue map(std::vector<std::pair<PyValue, PyValue>> entries);
   /// A reference to a Python variable. `name` must be an identifier (checked).
   static PyValue ref(std::string name);
   /// `func(args..., key=value...)`; keys must be identifiers, `func` an
@@ -61,8 +76,8 @@ class PyValue {
   bool b_ = false;
   int64_t i_ = 0;
   double f_ = 0.0;
-  std::string s_;  // str value, ref/call name, binop operator
-  std::vector<PyValue> elements_;
+  std::string s_;                  // str value, ref/call name, binop operator
+  std::vector<PyValue> elements_;  // map: key, value, key, value, ...
   Items items_;
 };
 

@@ -30,6 +30,7 @@ absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& targe
 
 absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target& target,
                                               const ConfigOptions& opts) {
+  RETURN_IF_ERROR(check_training_setup(opts.training, def.name));
   ASSIGN_OR_RETURN(ir::Graph g, compile_model(def, target, opts.task.task));
   return target.write_config(g, opts);
 }

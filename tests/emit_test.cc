@@ -138,5 +138,55 @@ TEST_CASE("hostile names are escaped in the config") {
   }
 }
 
+TEST_CASE("typed training-setup options become RETURNN's entries, checked first") {
+  emit::ConfigOptions opts;
+  emit::TrainingSetup& t = opts.training;
+  t.learning_rates = emit::warmup_learning_rates(0.001, 0.003, 3);
+  t.lr_control.kind = emit::LearningRateControl::Kind::kNewbobAbs;
+  t.lr_control.threshold = 0.02;
+  t.lr_control.error_measure = "dev_score_output";
+  t.accumulate_gradients = 2;
+  t.chunking = "500:250";
+  t.max_seq_length = {{"classes", 75}};
+  const std::string text = emit::training_entries(opts);
+  CHECK_THAT(text, Catch::Contains("learning_rates = [0.001, 0.002, 0.003]\n"));
+  CHECK_THAT(text, Catch::Contains("learning_rate_control = \"newbob_abs\"\n"));
+  CHECK_THAT(text, Catch::Contains("newbob_error_threshold = 0.02\n"));
+  CHECK_THAT(text, Catch::Contains("learning_rate_control_error_measure = \"dev_score_output\"\n"));
+  CHECK_THAT(text, Catch::Contains("accum_grad_multiple_step = 2\n"));
+  CHECK_THAT(text, Catch::Contains("chunking = \"500:250\"\n"));
+  CHECK_THAT(text, Catch::Contains("max_seq_length = {\"classes\": 75}\n"));
+  // Defaults write nothing beyond what every config has.
+  const std::string plain = emit::training_entries(emit::ConfigOptions{});
+  CHECK_THAT(plain, !Catch::Contains("learning_rate_control"));
+  CHECK_THAT(plain, !Catch::Contains("gradient_"));
+  CHECK(emit::check_training_setup(t, "m").ok());
+  auto bad = [&](auto change) {
+    emit::TrainingSetup u = t;
+    change(u);
+    absl::Status s = emit::check_training_setup(u, "m");
+    CHECK_FALSE(s.ok());
+    return std::string(s.message());
+  };
+  CHECK_THAT(bad([](emit::TrainingSetup& u) { u.chunking = "500"; }),
+             Catch::Contains("model 'm': training setup: chunking must be \"size:step\""));
+  CHECK_THAT(bad([](emit::TrainingSetup& u) { u.accumulate_gradients = 0; }),
+             Catch::Contains("accumulate_gradients must be at least 1"));
+  CHECK_THAT(bad([](emit::TrainingSetup& u) { u.lr_control.decay = 1.5; }),
+             Catch::Contains("lr_control.decay must be in (0, 1]"));
+  CHECK_THAT(bad([](emit::TrainingSetup& u) { u.gradient_noise = -1; }),
+             Catch::Contains("must not be negative"));
+  CHECK_THAT(bad([](emit::TrainingSetup& u) {
+               u.max_seq_length = {{"data", 0}};
+             }),
+             Catch::Contains("max_seq_length of 'data' must be at least 1"));
+}
+
+TEST_CASE("epoch_wise_filter has tuple keys") {
+  emit::PyValue f = emit::epoch_wise_filter({{1, 5, 50.0}, {6, 10, 150.0}});
+  CHECK(f.repr() == "{(1, 5): {\"max_mean_len\": 50.0}, (6, 10): {\"max_mean_len\": 150.0}}");
+  CHECK(emit::format_assignment("f", emit::PyValue::map({})) == "f = {}\n");
+}
+
 }  // namespace
 }  // namespace retc

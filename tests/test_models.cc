@@ -185,6 +185,30 @@ std::vector<ModelDef> test_models() {
   slow.training.num_epochs = 4;
   slow.training.extra.emplace_back("log_verbosity", 5);
   models.push_back(std::move(slow));
+  // 12ax with the typed training-setup options: a warm-up, newbob over
+  // sub-epochs, clipping, gradient noise and accumulation, chunking, a length limit.
+  ModelDef setup = configs::model_12ax();
+  setup.name = "setup-options";
+  setup.description =
+      "12ax with warm-up, newbob_multi_epoch, clipping, noise, accumulation, chunks";
+  {
+    emit::TrainingSetup& t = setup.training;
+    t.num_epochs = 4;
+    t.learning_rate = 0.01;
+    t.learning_rates = emit::warmup_learning_rates(0.002, 0.006, 2);
+    t.lr_control.kind = emit::LearningRateControl::Kind::kNewbobMultiEpoch;
+    t.lr_control.multi_num_epochs = 2;
+    t.lr_control.decay = 0.7;
+    t.lr_control.min_learning_rate = 0.001;
+    t.lr_control.relative_to_learning_rate = true;
+    t.gradient_clip = 5.0;
+    t.gradient_clip_global_norm = 10.0;
+    t.gradient_noise = 0.01;
+    t.accumulate_gradients = 2;
+    t.chunking = "20:10";
+    t.max_seq_length = {{"classes", 200}};
+  }
+  models.push_back(std::move(setup));
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : module_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : rq_test_models()) models.push_back(std::move(m));

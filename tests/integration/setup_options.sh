@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The typed training-setup options in RETURNN (test model setup-options: 12ax
+# with a warm-up, newbob_multi_epoch, gradient clipping and noise, gradient
+# accumulation, chunking and a length limit): the config holds RETURNN's
+# entries, training runs 4 epochs, the learning-rate file shows the warm-up
+# rates for epochs 1 and 2 and the control's rates after them (within its
+# bounds), and chunking makes more steps per epoch than whole sequences
+# would (1000 sequences, at most 10 per batch: 100). Usage: setup_options.sh [torch]
+source "$(dirname "$0")/lib.sh"
+backend=${1:-tf}
+
+"$RETC_TEST_MODELS" compile setup-options --backend "$backend" -o "$TMP/c" || fail "compile setup-options"
+for line in 'learning_rates = [0.002, 0.006]' 'learning_rate_control = "newbob_multi_epoch"' \
+            'newbob_multi_num_epochs = 2' 'min_learning_rate = 0.001' 'gradient_clip = 5.0' \
+            'gradient_clip_global_norm = 10.0' 'gradient_noise = 0.01' 'accum_grad_multiple_step = 2' \
+            'chunking = "20:10"' 'max_seq_length = {"classes": 200}'; do
+  grep -Fx "$line" "$TMP/c" >/dev/null || fail "the $backend config lacks '$line'"
+done
+pass "$backend config: the setup's entries"
+
+"$RETC_TEST_MODELS" train setup-options --backend "$backend" --workdir "$TMP/w" >"$TMP/log" 2>"$TMP/err" ||
+  { tail -n 30 "$TMP/log" "$TMP/err"; fail "retc train setup-options --backend $backend"; }
+expect_final_error "$TMP/log" 0.1 "setup-options ($backend)"
+"$VENV/bin/python" - "$TMP/w/model/learning_rates" <<'PY' || fail "learning-rate schedule"
+import re, sys
+text = open(sys.argv[1]).read()
+lrs = {int(e): float(lr) for e, lr in re.findall(r"^(\d+): EpochData\(learningRate=([0-9.e-]+)", text, re.M)}
+steps = [int(s) for s in re.findall(r"epoch_num_train_steps': (\d+)", text)]
+print("learning rates per epoch:", lrs, "steps per epoch:", steps)
+assert sorted(lrs) == [1, 2, 3, 4], lrs
+assert abs(lrs[1] - 0.002) < 1e-9 and abs(lrs[2] - 0.006) < 1e-9, "warm-up: %s" % lrs
+assert all(0.001 <= lrs[e] <= 0.006 + 1e-9 for e in (3, 4)), "the control's rates: %s" % lrs
+assert steps and min(steps) > 150, "chunks: %s steps per epoch" % steps
+PY
+pass "$backend: warm-up rates, the control's rates within bounds, chunked batches"
