@@ -47,9 +47,29 @@ absl::Status select_task(ir::Graph& g, emit::Task task, const std::string& model
       absl::StrCat("model '", model_name, "' has no loss and no output"));
 }
 
-absl::StatusOr<ir::Graph> build_model(const ModelDef& def) {
+int stage_of_epoch(const ModelDef& def, int64_t epoch) {
+  int stage = 0;
+  while (stage < static_cast<int>(def.stage_epochs.size()) && epoch >= def.stage_epochs[stage])
+    ++stage;
+  return stage;
+}
+
+absl::StatusOr<ir::Graph> build_model(const ModelDef& def, int stage) {
+  const int last = static_cast<int>(def.stage_epochs.size());
+  if (stage < 0) stage = last;
+  if (stage > last) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", def.name, "' has no pretraining stage ", stage));
+  }
+  for (size_t i = 0; i < def.stage_epochs.size(); ++i) {
+    if (def.stage_epochs[i] < 2 || (i > 0 && def.stage_epochs[i] <= def.stage_epochs[i - 1])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model '", def.name,
+          "': stage_epochs must increase from at least epoch 2 (each stage's first epoch)"));
+    }
+  }
   ir::Graph g;
-  nn::Builder b(g);
+  nn::Builder b(g, stage, stage == 0 ? 1 : def.stage_epochs[stage - 1]);
   try {
     def.build(b);
     b.finish();

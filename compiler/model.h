@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/nn/builder.h"
@@ -24,7 +25,17 @@ struct ModelDef {
   /// and outputs. Throws nn::ModelError on user errors (build_model catches).
   std::function<void(nn::Builder&)> build;
   emit::TrainingSetup training;
+  /// Pretraining stages: the first epoch of each stage after the first, in
+  /// increasing order (e.g. {3, 5}: stage 0 trains epochs 1-2, stage 1 epochs
+  /// 3-4, stage 2 from epoch 5 on). `build` runs once per stage
+  /// (nn::Builder::stage(), epoch()); a stage starts from the previous one's
+  /// params by name, and each stage's params are among the last stage's with
+  /// the same shapes (the network grows). Empty: one network.
+  std::vector<int64_t> stage_epochs;
 };
+
+/// The stage (an index into {1} + stage_epochs) that trains `epoch`.
+int stage_of_epoch(const ModelDef& def, int64_t epoch);
 
 /// The config options `retc compile` uses: the model's training setup, with
 /// checkpoints at `model_dir/network` and RETURNN's per-epoch scores in
@@ -38,8 +49,9 @@ emit::ConfigOptions config_options(const ModelDef& def,
 /// model if the task has nothing to compute.
 absl::Status select_task(ir::Graph& g, emit::Task task, const std::string& model_name);
 
-/// Runs `def.build` into a fresh graph. User errors come back as
+/// Runs `def.build` into a fresh graph, for pretraining stage `stage` (the
+/// last one by default: what inference uses). User errors come back as
 /// InvalidArgument with `file:line:col: error: ...`.
-absl::StatusOr<ir::Graph> build_model(const ModelDef& def);
+absl::StatusOr<ir::Graph> build_model(const ModelDef& def, int stage = -1);
 
 }  // namespace retc

@@ -33,6 +33,8 @@ ModelDef model_lstm_lm();
 ModelDef model_transformer_copy();
 ModelDef model_lstm_attention();
 ModelDef model_conformer_ctc();
+/// conformer-ctc, grown from 2 to 4 blocks by pretraining (ModelDef::stage_epochs).
+ModelDef model_conformer_ctc_grow();
 ModelDef model_conformer_large();
 /// The conformer-12x512 model with `blocks` blocks (benchmarks), optionally
 /// weight-normed on every Linear, optionally with dropout masks shared over

@@ -37,13 +37,13 @@ class ConformerCtc : public nn::Module {
   std::shared_ptr<nn::Linear> out;
 };
 
-void build_small(nn::Builder& b) {
+void build_small(nn::Builder& b, int64_t layers) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim digits = Dim::feature("digits", 2), hex = Dim::feature("hex", 16);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, digits);
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, hex);
   const auto opts = nn::ConformerOptions()
-                        .num_layers(2)
+                        .num_layers(layers)
                         .num_heads(4)
                         .conv_kernel(7)
                         .rel_pos_clipping(8)
@@ -113,7 +113,7 @@ ModelDef model_conformer_ctc() {
   ModelDef def;
   def.name = "conformer-ctc";
   def.description = "small Conformer with CTC: binary numbers to hexadecimal digits";
-  def.build = build_small;
+  def.build = [](nn::Builder& b) { build_small(b, 2); };
   emit::TrainingSetup& t = def.training;
   t.train = number_task(2000, false);
   t.dev = number_task(200, true);
@@ -121,6 +121,19 @@ ModelDef model_conformer_ctc() {
   t.max_seqs = 40;
   t.learning_rate = 0.001;
   t.num_epochs = 10;
+  return def;
+}
+
+ModelDef model_conformer_ctc_grow() {
+  ModelDef def = model_conformer_ctc();
+  def.name = "conformer-ctc-grow";
+  def.description = "conformer-ctc grown by pretraining: 2 blocks in epochs 1-2, 4 from epoch 3";
+  // Stage 1 (from epoch 3) adds blocks 2 and 3; blocks 0 and 1 go on from
+  // their trained values (params are named by module path).
+  def.stage_epochs = {3};
+  def.build = [](nn::Builder& b) { build_small(b, b.stage() == 0 ? 2 : 4); };
+  def.training.train = number_task(1000, false);
+  def.training.num_epochs = 5;
   return def;
 }
 

@@ -83,7 +83,7 @@ absl::Status check_training_setup(const TrainingSetup& t, absl::string_view mode
   if (t.num_epochs < 1) return bad("num_epochs must be at least 1, got ", t.num_epochs);
   if (!(t.learning_rate > 0)) return bad("learning_rate must be positive, got ", t.learning_rate);
   for (double lr : t.learning_rates) {
-    if (!(lr > 0)) return bad("learning_rates must be positive, got ", lr);
+    if (!(lr >= 0)) return bad("learning_rates must not be negative, got ", lr);
   }
   const LearningRateControl& c = t.lr_control;
   if (!(c.decay > 0 && c.decay <= 1))
@@ -109,6 +109,22 @@ absl::Status check_training_setup(const TrainingSetup& t, absl::string_view mode
     if (n < 1) return bad("max_seq_length of '", key, "' must be at least 1, got ", n);
   }
   return absl::OkStatus();
+}
+
+std::string stage_selector(const std::vector<StageGraph>& stages) {
+  std::vector<PyValue> firsts;
+  for (size_t s = 1; s < stages.size(); ++s) firsts.push_back(stages[s].first_epoch);
+  return format_assignment("_stage_epochs", PyValue::list(std::move(firsts))) +
+         "_stage_shown = []\n\n\n"
+         "def _stage_of(epoch):\n"
+         "    \"\"\"The pretraining stage that trains `epoch` (0: the first); the log says when it "
+         "changes.\"\"\"\n"
+         "    stage = sum(epoch >= first for first in _stage_epochs)\n"
+         "    if _stage_shown != [stage]:\n"
+         "        _stage_shown[:] = [stage]\n"
+         "        print(\"retc: epoch %d: pretraining stage %d of %d\" % (epoch, stage + 1, "
+         "len(_stage_epochs) + 1), flush=True)\n"
+         "    return stage\n";
 }
 
 namespace {

@@ -102,6 +102,18 @@ struct TrainingSetup {
 /// out of range (a negative clip, chunking that is not "size:step", ...).
 absl::Status check_training_setup(const TrainingSetup& t, absl::string_view model);
 
+/// One pretraining stage of a model: its compiled graph and its first epoch.
+struct StageGraph {
+  int64_t first_epoch = 1;
+  const ir::Graph* graph = nullptr;
+};
+
+/// The Python both targets' staged configs share: `_stage_epochs` (each
+/// stage's first epoch after the first) and `_stage_of(epoch)`, the stage
+/// that trains an epoch, which prints `retc: epoch E: pretraining stage S of N`
+/// when the stage changes.
+std::string stage_selector(const std::vector<StageGraph>& stages);
+
 /// RETURNN's task: what the config runs.
 enum class Task { kTrain, kEval, kForward, kSearch };
 

@@ -12,8 +12,43 @@ std::vector<const PassInfo*> pipeline(const Target& target) {
   return out;
 }
 
-absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target, Task task) {
-  ASSIGN_OR_RETURN(ir::Graph g, build_model(def));
+namespace {
+
+std::vector<int64_t> sizes(const std::vector<ir::Dim>& dims) {
+  std::vector<int64_t> out;
+  for (const ir::Dim& d : dims) out.push_back(d.size().value_or(-1));
+  return out;
+}
+
+// Each earlier stage's params are among the last stage's, with the same
+// shapes and dtypes: a stage starts from the previous one's params by name,
+// and the torch target's model holds the last stage's params throughout.
+absl::Status check_stages_grow(const ModelDef& def, const std::vector<ir::Graph>& graphs) {
+  const ir::Graph& last = graphs.back();
+  for (size_t s = 0; s + 1 < graphs.size(); ++s) {
+    for (const ir::Param& p : graphs[s].params()) {
+      const ir::Param* q = nullptr;
+      for (const ir::Param& c : last.params()) {
+        if (c.path == p.path) q = &c;
+      }
+      if (q && sizes(q->dims) == sizes(p.dims) && q->dtype == p.dtype) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(p.loc.str(), ": error: pretraining stage ", s, " of '", def.name,
+                       "' has the param '", p.path, "' ", ir::describe(p.dims),
+                       q ? absl::StrCat(", which the last stage has as ", ir::describe(q->dims))
+                         : std::string(", which the last stage lacks"),
+                       ": each stage's params must be among the last stage's, with the same shapes "
+                       "(the network grows)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target, Task task,
+                                        int stage) {
+  ASSIGN_OR_RETURN(ir::Graph g, build_model(def, stage));
   RETURN_IF_ERROR(select_task(g, task, def.name));
   RETURN_IF_ERROR(run_passes(g, pipeline(target)));
   if (task != Task::kSearch) {
@@ -31,8 +66,20 @@ absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& targe
 absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target& target,
                                               const ConfigOptions& opts) {
   RETURN_IF_ERROR(check_training_setup(opts.training, def.name));
-  ASSIGN_OR_RETURN(ir::Graph g, compile_model(def, target, opts.task.task));
-  return target.write_config(g, opts);
+  if (def.stage_epochs.empty() || opts.task.task != Task::kTrain) {
+    ASSIGN_OR_RETURN(ir::Graph g, compile_model(def, target, opts.task.task));
+    return target.write_config(g, opts);
+  }
+  std::vector<ir::Graph> graphs;
+  for (size_t s = 0; s <= def.stage_epochs.size(); ++s) {
+    ASSIGN_OR_RETURN(ir::Graph g, compile_model(def, target, opts.task.task, static_cast<int>(s)));
+    graphs.push_back(std::move(g));
+  }
+  RETURN_IF_ERROR(check_stages_grow(def, graphs));
+  std::vector<StageGraph> stages;
+  for (size_t s = 0; s < graphs.size(); ++s)
+    stages.push_back({s == 0 ? 1 : def.stage_epochs[s - 1], &graphs[s]});
+  return target.write_staged_config(stages, opts);
 }
 
 absl::Status unlowerable(const Target& target, const ir::Node& n, absl::string_view why) {

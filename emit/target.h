@@ -27,16 +27,24 @@ struct Target {
   /// The complete config of a graph after pipeline(*this). User errors are
   /// the legalize pass's; an error here is internal.
   std::function<absl::StatusOr<std::string>(const ir::Graph&, const ConfigOptions&)> write_config;
+  /// The config of a model with pretraining stages (in order, the first
+  /// starting at epoch 1; the last is the one write_config would write):
+  /// training picks each epoch's stage.
+  std::function<absl::StatusOr<std::string>(const std::vector<StageGraph>&, const ConfigOptions&)>
+      write_staged_config;
 };
 
 /// The whole pipeline for `target`: the neutral passes, then the target's.
 std::vector<const PassInfo*> pipeline(const Target& target);
 
-/// build_model + select_task + run_passes(pipeline(target)).
+/// build_model + select_task + run_passes(pipeline(target)), for
+/// pretraining stage `stage` (default: the last).
 absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target,
-                                        Task task = Task::kTrain);
+                                        Task task = Task::kTrain, int stage = -1);
 
-/// compile_model (for opts.task.task) + target.write_config.
+/// compile_model (for opts.task.task) + target.write_config. Training a
+/// model with pretraining stages compiles each stage (their params must be
+/// among the last stage's, with the same shapes) for write_staged_config.
 absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target& target,
                                               const ConfigOptions& opts);
 

@@ -19,7 +19,7 @@ std::string sanitize(const std::string& name) {
 
 }  // namespace
 
-DimTable::DimTable(const Graph& g) {
+DimTable::DimTable(const Graph& g, const DimTable* base) : base_(base) {
   for (const Param& p : g.params()) {
     for (const Dim& d : p.dims) add(d);
   }
@@ -35,10 +35,35 @@ DimTable::DimTable(const Graph& g) {
   }
 }
 
+std::string DimTable::key(const Dim& d) const {
+  if (d.kind() == Dim::Kind::kDerived) {
+    std::string k = absl::StrCat("derived|", static_cast<int>(d.op()), "|", d.factor());
+    for (const Dim& op : d.operands()) absl::StrAppend(&k, "|", id(op));
+    return k;
+  }
+  return absl::StrCat(static_cast<int>(d.kind()), "|", d.name(), "|", d.size().value_or(-1));
+}
+
 void DimTable::add(const Dim& d) {
   if (d.is_batch()) return;
   if (find(d) >= 0) return;
   for (const Dim& op : d.operands()) add(op);
+  const std::string k = key(d);
+  if (base_) {
+    // The n-th dim with this key here is base's n-th.
+    int n = 0;
+    for (const std::string& o : keys_) n += o == k;
+    for (size_t i = 0; i < base_->keys_.size(); ++i) {
+      if (base_->keys_[i] != k || n-- > 0) continue;
+      taken_.insert(base_->ids_[i]);
+      by_identity_[d.identity()] = static_cast<int>(dims_.size());
+      dims_.push_back(d);
+      ids_.push_back(base_->ids_[i]);
+      keys_.push_back(k);
+      from_base_.push_back(true);
+      return;
+    }
+  }
   std::string base = sanitize(d.name());
   if (d.kind() == Dim::Kind::kDerived) {
     // `hidden_x4`, `a_plus_b`, `time_div2`: from the operands' ids.
@@ -63,12 +88,16 @@ void DimTable::add(const Dim& d) {
   }
   base += "_dim";
   std::string name = base;
-  for (int k = 2; taken_.contains(name) || !is_identifier(name); ++k)
-    name = absl::StrCat(base, "_", k);
+  auto taken = [&](const std::string& s) {
+    return taken_.contains(s) || (base_ && base_->taken_.contains(s));
+  };
+  for (int j = 2; taken(name) || !is_identifier(name); ++j) name = absl::StrCat(base, "_", j);
   taken_.insert(name);
   by_identity_[d.identity()] = static_cast<int>(dims_.size());
   dims_.push_back(d);
   ids_.push_back(std::move(name));
+  keys_.push_back(k);
+  from_base_.push_back(false);
 }
 
 const std::string& DimTable::id(const Dim& d) const {

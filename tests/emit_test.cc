@@ -25,10 +25,36 @@ TEST_CASE("every bundled model's config and IR match their golden files") {
     auto g = emit::compile_model(m, emit::tf::target());
     REQUIRE(g.ok());
     testing::check_golden(m.name + ".ir", ir::print(*g));
-    auto text = emit::tf::target().write_config(*g, options(m));
+    auto text = emit::compile_to_config(m, emit::tf::target(), options(m));
     REQUIRE(text.ok());
     testing::check_golden(m.name + ".config", *text);
   }
+}
+
+TEST_CASE("a model with pretraining stages: a network per stage on both targets, byte-stable") {
+  ModelDef m = configs::model_conformer_ctc_grow();
+  for (const emit::Target* target : {&emit::tf::target(), &emit::torch::target()}) {
+    INFO(target->name);
+    auto a = emit::compile_to_config(m, *target, options(m));
+    auto b = emit::compile_to_config(m, *target, options(m));
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(*a == *b);
+    CHECK_THAT(*a, Catch::Contains("_stage_epochs = [3]\n"));
+    if (target->name == "tf") {
+      CHECK_THAT(*a, Catch::Contains("def get_network(epoch, **_kwargs):"));
+      CHECK_THAT(*a, Catch::Contains("return [network_stage0, network][_stage_of(epoch)]"));
+    } else {
+      testing::check_golden("conformer-ctc-grow.torch.config", *a);
+      CHECK_THAT(*a, Catch::Contains("[_train_step_stage0, _train_step_stage1]"));
+    }
+  }
+  // Inference compiles the last stage only.
+  emit::ConfigOptions eval = options(m);
+  eval.task.task = emit::Task::kEval;
+  auto text = emit::compile_to_config(m, emit::tf::target(), eval);
+  REQUIRE(text.ok());
+  CHECK_THAT(*text, !Catch::Contains("get_network"));
 }
 
 TEST_CASE("the torch config of 12ax matches its golden file, byte-stable") {

@@ -209,6 +209,14 @@ std::vector<ModelDef> test_models() {
     t.max_seq_length = {{"classes", 200}};
   }
   models.push_back(std::move(setup));
+  // conformer-ctc-grow for 3 epochs, the third (the first of stage 1) with
+  // learning rate 0: its checkpoint shows what the grown network started from.
+  ModelDef frozen = configs::model_conformer_ctc_grow();
+  frozen.name = "grow-frozen";
+  frozen.description = "conformer-ctc-grow, 3 epochs, the third with learning rate 0";
+  frozen.training.num_epochs = 3;
+  frozen.training.learning_rates = {0.001, 0.001, 0.0};
+  models.push_back(std::move(frozen));
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : module_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : rq_test_models()) models.push_back(std::move(m));

@@ -105,15 +105,17 @@ const std::vector<Command>& commands() {
        "or has it with another shape. Tracebacks go to $TMPDIR/retc-convert-MODEL.log."},
       {"dump-ir",
        "dump-ir MODEL [--backend NAME] [--format text|json|dot|svg] [--debug]\n"
-       "                  [--stage param-init|step] [--after PASS] [--task TASK] [-o FILE]",
+       "                  [--stage param-init|step] [--after PASS] [--task TASK] [--epoch N]\n"
+       "                  [-o FILE]",
        "Prints MODEL's IR after the pass pipeline (or after PASS; 'build' is the IR as the\n"
        "model code built it, with the marks of every task) for --task train (default),\n"
        "eval, forward or search, what that task computes: canonical text (default), text\n"
        "with source locations (--debug), JSON with every node's stage and location,\n"
        "Graphviz dot (modules as clusters, stages as colours), or SVG rendered by\n"
        "Graphviz's 'dot'. --stage prints only the nodes of one stage: param-init (run once,\n"
-       "when variables are initialized) or step (run at every step). -o writes FILE\n"
-       "atomically instead of stdout."},
+       "when variables are initialized) or step (run at every step). --epoch N: the network\n"
+       "that trains epoch N (models with pretraining stages; default: the last stage's).\n"
+       "-o writes FILE atomically instead of stdout."},
       {"opt", "opt FILE.ir [--backend NAME] [--passes P1,P2,...] [--print-after-all] [-o FILE]",
        "Reads IR text, runs the passes (default: the whole pipeline of the backend: the\n"
        "neutral passes, then the target's) and prints the result.\n"
@@ -711,7 +713,14 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
     if (!up_to.ok()) return usage_error(up_to.status().message());
     passes = *up_to;
   }
-  auto graph = build_model(**m);
+  int stage = -1;  // the last pretraining stage
+  if (auto it = a.flags.find("--epoch"); it != a.flags.end()) {
+    int64_t epoch = 0;
+    if (!absl::SimpleAtoi(it->second, &epoch) || epoch < 1)
+      return usage_error(absl::StrCat("--epoch needs a positive integer, got '", it->second, "'"));
+    stage = stage_of_epoch(**m, epoch);
+  }
+  auto graph = build_model(**m, stage);
   if (!graph.ok()) return error(graph.status());
   emit::Task task = emit::Task::kTrain;
   if (auto it = a.flags.find("--task"); it != a.flags.end()) {
@@ -795,7 +804,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "forward" || cmd == "search") valued.push_back("-o");
   if (cmd == "search") valued.push_back("--beam");
   if (cmd == "dump-ir") {
-    valued = {"--format", "--stage", "--after", "--task", "-o"};
+    valued = {"--format", "--stage", "--after", "--task", "--epoch", "-o"};
     boolean = {"--debug"};
   }
   if (cmd == "opt") {

@@ -26,8 +26,17 @@ namespace retc::nn {
 class Builder {
  public:
   explicit Builder(ir::Graph& g) : graph_(g) {}
+  /// Builds pretraining stage `stage` (0: the first), which starts at `epoch`.
+  Builder(ir::Graph& g, int stage, int64_t epoch) : graph_(g), stage_(stage), epoch_(epoch) {}
   Builder(const Builder&) = delete;
   Builder& operator=(const Builder&) = delete;
+
+  /// The pretraining stage being built (ModelDef::stage_epochs): 0 for a
+  /// model without stages and in its first stage, e.g. to grow the network:
+  /// `int layers = b.stage() == 0 ? 2 : 4;`.
+  int stage() const { return stage_; }
+  /// The first epoch of that stage (1 in the first).
+  int64_t epoch() const { return epoch_; }
 
   /// Declares input data (a RETURNN extern_data entry) named `key`.
   /// Sparse data (class indices) gives `sparse_dim` and an integer dtype.
@@ -91,6 +100,8 @@ class Builder {
   std::string where() const;
 
   ir::Graph& graph_;
+  int stage_ = 0;
+  int64_t epoch_ = 1;
   std::shared_ptr<Module> root_;
   ir::SourceLoc root_loc_;
   std::vector<Scope> scopes_;

@@ -7,7 +7,26 @@
 namespace retc::emit::tf {
 
 absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts) {
+  return write_config(std::vector<StageGraph>{{1, &g}}, opts);
+}
+
+absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
+                                         const ConfigOptions& opts) {
+  const ir::Graph& g = *stages.back().graph;
   ASSIGN_OR_RETURN(const NetDict net, emit_net_dict(g));
+  // Earlier stages: their dims take the last stage's names where they match.
+  const ir::DimTable last_dims(g);
+  std::vector<NetDict> earlier;
+  for (size_t s = 0; s + 1 < stages.size(); ++s) {
+    ASSIGN_OR_RETURN(NetDict n, emit_net_dict(*stages[s].graph, &last_dims));
+    if (!(n.extern_data == net.extern_data)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", opts.model_name, "': pretraining stage ", s,
+                       " declares other extern data than the last stage (", n.extern_data.repr(),
+                       " vs ", net.extern_data.repr(), "): every stage reads the same data"));
+    }
+    earlier.push_back(std::move(n));
+  }
   std::string out = config_header(g, opts);
   out += "from returnn.tensor import batch_dim\n";
   out += "from returnn.tf.util.data import FeatureDim, SpatialDim\n\n";
@@ -18,10 +37,28 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += beam_entry(opts);
   out += "\n";
   for (const auto& [id, def] : net.dims) out += format_assignment(id, def);
+  for (const NetDict& n : earlier) {
+    for (const auto& [id, def] : n.dims) out += format_assignment(id, def);
+  }
   out += "\n";
   out += format_assignment("extern_data", net.extern_data);
   out += format_assignment("network", net.network);
   out += "\n";
+  if (!earlier.empty()) {
+    std::vector<PyValue> names;
+    for (size_t s = 0; s < earlier.size(); ++s) {
+      const std::string name = absl::StrCat("network_stage", s);
+      out += format_assignment(name, earlier[s].network);
+      names.push_back(PyValue::ref(name));
+    }
+    names.push_back(PyValue::ref("network"));
+    out += "\n";
+    out += stage_selector(stages);
+    out += "\n\ndef get_network(epoch, **_kwargs):\n";
+    out += "    \"\"\"The net dict of the pretraining stage that trains `epoch`.\"\"\"\n";
+    absl::StrAppend(&out, "    return ", PyValue::list(std::move(names)).repr(),
+                    "[_stage_of(epoch)]\n\n\n");
+  }
   std::vector<std::pair<std::string, PyValue>> own;
   if (net.decouple_weight_decay) own.emplace_back("decouple_constraints", true);
   out += training_entries(opts, own);

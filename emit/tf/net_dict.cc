@@ -775,8 +775,8 @@ bool depends_on(const ir::Graph& g, ir::NodeId a, ir::NodeId b) {
   return reaches[a.index];
 }
 
-absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
-  ir::DimTable t(g);
+absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* base) {
+  ir::DimTable t(g, base);
   ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
   GraphFacts f{g, t, loops};
   f.loop_names = loop_layer_names(g, loops);
@@ -808,7 +808,10 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g) {
   }
 
   NetDict out;
-  for (const ir::Dim& d : t.dims()) out.dims.emplace_back(t.id(d), dim_definition(t, d));
+  for (size_t i = 0; i < t.dims().size(); ++i) {
+    const ir::Dim& d = t.dims()[i];
+    if (!t.from_base(i)) out.dims.emplace_back(t.id(d), dim_definition(t, d));
+  }
   std::vector<PyValue> units(loops.loops.size(), PyValue::dict());
   std::vector<std::string> unit_output(loops.loops.size());
   std::vector<bool> unit_output_stacked(loops.loops.size(), false);

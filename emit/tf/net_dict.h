@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "emit/py_value.h"
+#include "ir/dim_table.h"
 #include "ir/graph.h"
 
 namespace retc::emit::tf {
@@ -31,6 +32,8 @@ struct NetDict {
 };
 
 /// Requires: a graph after pipeline(tf::target()) (legal, every node named).
-absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g);
+/// With a `base` dim table (another stage's): dims take base's identifiers
+/// where they match (ir::DimTable), and `dims` lists only the others.
+absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* base = nullptr);
 
 }  // namespace retc::emit::tf

@@ -17,6 +17,9 @@ const Target& target() {
        {"tf-naming", "give every node its RETURNN layer name",
         [](ir::Graph& g) { return naming(g); }}},
       [](const ir::Graph& g, const ConfigOptions& opts) { return write_config(g, opts); },
+      [](const std::vector<StageGraph>& stages, const ConfigOptions& opts) {
+        return write_config(stages, opts);
+      },
   };
   return kTarget;
 }

@@ -1294,8 +1294,77 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
   return changed;
 }
 
+namespace {
+
+// train_step's body for `g`: the step stage, the losses as RETURNN's run
+// context wants them, the marked outputs as its result.
+std::string train_step_body(const ir::Graph& g, const ir::DimTable& t,
+                            const ir::LoopAnalysis& loops, bool any_coupled) {
+  std::string out = step_code(g, t, loops);
+  out += "    ctx = rf.get_run_ctx()\n";
+  if (any_coupled) {
+    out += "    ctx.mark_as_loss(_coupled_weight_decay(model, _param_options), \"weight_decay\")\n";
+  }
+  for (const ir::Mark& m : g.marks()) {
+    if (m.kind != ir::Mark::Kind::kLoss) continue;
+    const ir::Node& n = g.node(m.node);
+    std::string options;
+    if (const double* s = n.attrs.get<double>("scale"))
+      absl::StrAppend(&options, ", scale=", PyValue(*s).repr());
+    if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
+      absl::StrAppend(&options, ", use_normalized_loss=True");
+    const std::string error_name = PyValue(m.name + "_error").repr();
+    if (n.kind == ir::NodeKind::kCrossEntropy) {
+      // Per frame; RETURNN reports it per target frame, as TF does.
+      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
+                      ")\n");
+      const ir::Node& targets = g.node(n.inputs[1]);
+      absl::StrAppend(&out, "    ctx.mark_as_loss(_frame_error(", g.node(n.inputs[0]).name, ", ",
+                      targets.name, ", ", t.id(*targets.type.sparse_dim), "), ", error_name,
+                      ", as_error=True)\n");
+    } else if (n.kind == ir::NodeKind::kCtcLoss) {
+      // Per sequence; reported per target label, as TF does; the error is
+      // the greedy decoding's edits per target label.
+      const ir::Node& targets = g.node(n.inputs[1]);
+      const std::string norm = absl::StrCat(
+          ", custom_inv_norm_factor=", t.id(targets_axis(targets.type)), ".get_size_tensor()");
+      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), norm,
+                      options, ")\n");
+      absl::StrAppend(&out, "    ctx.mark_as_loss(_ctc_error(", g.node(n.inputs[0]).name, ", ",
+                      targets.name, ", axis=", t.id(*n.attrs.get<ir::Dim>("axis")),
+                      ", targets_axis=", t.id(targets_axis(targets.type)),
+                      ", classes=", t.id(class_dim(g, n)), "), ", error_name, norm,
+                      ", as_error=True)\n");
+    } else {  // regression and custom losses: their value as it is
+      if (const bool* e = n.attrs.get<bool>("as_error"); e && *e) options += ", as_error=True";
+      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
+                      ")\n");
+    }
+  }
+  // The marked outputs: RETURNN ignores train_step's result; tests and tools read it.
+  PyValue outputs = PyValue::dict();
+  for (const ir::Mark& m : g.marks()) {
+    if (m.kind == ir::Mark::Kind::kOutput)
+      outputs.append(m.name, PyValue::ref(g.node(m.node).name));
+  }
+  absl::StrAppend(&out, "    return ", outputs.repr(), "\n");
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts) {
+  return write_config(std::vector<StageGraph>{{1, &g}}, opts);
+}
+
+absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
+                                         const ConfigOptions& opts) {
+  const ir::Graph& g = *stages.back().graph;
   ir::DimTable t(g);
+  // Earlier pretraining stages: their dims take the last stage's names where they match.
+  std::vector<std::unique_ptr<ir::DimTable>> stage_dims;
+  for (size_t s = 0; s + 1 < stages.size(); ++s)
+    stage_dims.push_back(std::make_unique<ir::DimTable>(*stages[s].graph, &t));
   std::string out = config_header(g, opts);
   const Task task = opts.task.task;
   const bool forward = task == Task::kForward || task == Task::kSearch;
@@ -1316,28 +1385,38 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
   out += format_assignment("rf_use_consistent_same_padding", false);
   out += "\n";
   for (const ir::Dim& d : t.dims()) out += format_assignment(t.id(d), dim_definition(t, d));
-  // Later occurrences of a dim in one type (square weights), and their dims.
-  std::vector<std::pair<ir::Dim, int>> occurrences;
-  auto note_occurrences = [&](const std::vector<ir::Dim>& dims) {
+  for (const auto& st : stage_dims) {
+    for (size_t i = 0; i < st->dims().size(); ++i) {
+      const ir::Dim& d = st->dims()[i];
+      if (!st->from_base(i)) out += format_assignment(st->id(d), dim_definition(*st, d));
+    }
+  }
+  // Later occurrences of a dim in one type (square weights), and their dims
+  // (by identifier: once over all stages).
+  std::vector<std::string> occurrence_ids;
+  std::vector<PyValue> primed;
+  auto note_occurrences = [&](const ir::DimTable& tab, const std::vector<ir::Dim>& dims) {
     for (size_t i = 0; i < dims.size(); ++i) {
       int k = 1;
       for (size_t j = 0; j < i; ++j) k += dims[j] == dims[i];
       if (k == 1) continue;
-      bool known = false;
-      for (const auto& [d, kk] : occurrences) known |= d == dims[i] && kk == k;
-      if (!known) occurrences.emplace_back(dims[i], k);
+      const ir::Dim& d = dims[i];
+      const std::string id = occurrence_id(tab, d, k);
+      if (std::find(occurrence_ids.begin(), occurrence_ids.end(), id) != occurrence_ids.end())
+        continue;
+      occurrence_ids.push_back(id);
+      out += format_assignment(
+          id, PyValue::call("Dim", {d.size() ? PyValue(*d.size()) : PyValue::none()},
+                            {{"name", absl::StrCat(d.name(), "__", k)}}));
+      primed.push_back(PyValue::tuple({PyValue::ref(id), PyValue::ref(tab.id(d))}));
     }
   };
-  for (const ir::Param& p : g.params()) note_occurrences(p.dims);
-  for (const ir::Node& n : g.nodes()) note_occurrences(n.type.dims);
-  std::vector<PyValue> primed;
-  for (const auto& [d, k] : occurrences) {
-    const std::string id = occurrence_id(t, d, k);
-    out += format_assignment(id,
-                             PyValue::call("Dim", {d.size() ? PyValue(*d.size()) : PyValue::none()},
-                                           {{"name", absl::StrCat(d.name(), "__", k)}}));
-    primed.push_back(PyValue::tuple({PyValue::ref(id), PyValue::ref(t.id(d))}));
-  }
+  auto note_graph = [&](const ir::Graph& gr, const ir::DimTable& tab) {
+    for (const ir::Param& p : gr.params()) note_occurrences(tab, p.dims);
+    for (const ir::Node& n : gr.nodes()) note_occurrences(tab, n.type.dims);
+  };
+  note_graph(g, t);
+  for (size_t s = 0; s < stage_dims.size(); ++s) note_graph(*stages[s].graph, *stage_dims[s]);
   out += "\n";
   out += format_assignment("_primed", PyValue::list(std::move(primed)));
   out += "\n";
@@ -1441,55 +1520,30 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
     out.insert(helpers_at, used_helpers(absl::string_view(out).substr(helpers_at)));
     return out;
   }
-  out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
-  out += step_code(g, t, loops);
-  out += "    ctx = rf.get_run_ctx()\n";
-  if (any_coupled) {
-    out += "    ctx.mark_as_loss(_coupled_weight_decay(model, _param_options), \"weight_decay\")\n";
-  }
-  for (const ir::Mark& m : g.marks()) {
-    if (m.kind != ir::Mark::Kind::kLoss) continue;
-    const ir::Node& n = g.node(m.node);
-    std::string options;
-    if (const double* s = n.attrs.get<double>("scale"))
-      absl::StrAppend(&options, ", scale=", PyValue(*s).repr());
-    if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
-      absl::StrAppend(&options, ", use_normalized_loss=True");
-    const std::string error_name = PyValue(m.name + "_error").repr();
-    if (n.kind == ir::NodeKind::kCrossEntropy) {
-      // Per frame; RETURNN reports it per target frame, as TF does.
-      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
-                      ")\n");
-      const ir::Node& targets = g.node(n.inputs[1]);
-      absl::StrAppend(&out, "    ctx.mark_as_loss(_frame_error(", g.node(n.inputs[0]).name, ", ",
-                      targets.name, ", ", t.id(*targets.type.sparse_dim), "), ", error_name,
-                      ", as_error=True)\n");
-    } else if (n.kind == ir::NodeKind::kCtcLoss) {
-      // Per sequence; reported per target label, as TF does; the error is
-      // the greedy decoding's edits per target label.
-      const ir::Node& targets = g.node(n.inputs[1]);
-      const std::string norm = absl::StrCat(
-          ", custom_inv_norm_factor=", t.id(targets_axis(targets.type)), ".get_size_tensor()");
-      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), norm,
-                      options, ")\n");
-      absl::StrAppend(&out, "    ctx.mark_as_loss(_ctc_error(", g.node(n.inputs[0]).name, ", ",
-                      targets.name, ", axis=", t.id(*n.attrs.get<ir::Dim>("axis")),
-                      ", targets_axis=", t.id(targets_axis(targets.type)),
-                      ", classes=", t.id(class_dim(g, n)), "), ", error_name, norm,
-                      ", as_error=True)\n");
-    } else {  // regression and custom losses: their value as it is
-      if (const bool* e = n.attrs.get<bool>("as_error"); e && *e) options += ", as_error=True";
-      absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
-                      ")\n");
+  if (stages.size() == 1) {
+    out += "\ndef train_step(*, model, extern_data, **_kwargs):\n";
+    out += train_step_body(g, t, loops, any_coupled);
+  } else {
+    // Pretraining stages: the model holds the last stage's params (every
+    // stage's are among them); each epoch runs its stage's step.
+    std::vector<PyValue> steps;
+    for (size_t s = 0; s < stages.size(); ++s) {
+      const bool last = s + 1 == stages.size();
+      const ir::Graph& sg = last ? g : *stages[s].graph;
+      ASSIGN_OR_RETURN(const ir::LoopAnalysis sl, ir::analyze_loops(sg));
+      const std::string name = absl::StrCat("_train_step_stage", s);
+      absl::StrAppend(&out, "\ndef ", name, "(model, extern_data):\n");
+      out += train_step_body(sg, last ? t : *stage_dims[s], last ? loops : sl, any_coupled);
+      out += "\n";
+      steps.push_back(PyValue::ref(name));
     }
+    out += "\n";
+    out += stage_selector(stages);
+    out += "\n\ndef train_step(*, model, extern_data, **_kwargs):\n";
+    out += "    \"\"\"The step of the pretraining stage that trains this epoch.\"\"\"\n";
+    absl::StrAppend(&out, "    return ", PyValue::list(std::move(steps)).repr(),
+                    "[_stage_of(rf.get_run_ctx().epoch)](model, extern_data)\n");
   }
-  // The marked outputs: RETURNN ignores train_step's result; tests and tools read it.
-  PyValue outputs = PyValue::dict();
-  for (const ir::Mark& m : g.marks()) {
-    if (m.kind == ir::Mark::Kind::kOutput)
-      outputs.append(m.name, PyValue::ref(g.node(m.node).name));
-  }
-  absl::StrAppend(&out, "    return ", outputs.repr(), "\n");
   out += "\n\n";
   ConfigOptions own = opts;
   PyValue& optimizer = own.training.optimizer;

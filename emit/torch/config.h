@@ -21,4 +21,10 @@ absl::StatusOr<bool> naming(ir::Graph& g);
 /// Requires: a graph after pipeline(torch::target()).
 absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts);
 
+/// Pretraining stages: the model (get_model) holds the last stage's params
+/// throughout; train_step runs the step of the stage that trains the epoch
+/// (rf's run context), so a stage starts from the previous one's params.
+absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
+                                         const ConfigOptions& opts);
+
 }  // namespace retc::emit::torch

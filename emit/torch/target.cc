@@ -12,6 +12,9 @@ const Target& target() {
         [](ir::Graph& g) { return legalize(g); }},
        {"torch-naming", "give every node its Python name", [](ir::Graph& g) { return naming(g); }}},
       [](const ir::Graph& g, const ConfigOptions& opts) { return write_config(g, opts); },
+      [](const std::vector<StageGraph>& stages, const ConfigOptions& opts) {
+        return write_config(stages, opts);
+      },
   };
   return kTarget;
 }
