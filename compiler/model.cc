@@ -1,5 +1,7 @@
 #include "compiler/model.h"
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/error.h"
 
@@ -45,6 +47,16 @@ absl::Status select_task(ir::Graph& g, emit::Task task, const std::string& model
   }
   return absl::FailedPreconditionError(
       absl::StrCat("model '", model_name, "' has no loss and no output"));
+}
+
+absl::Status check_data_files(const ModelDef& def) {
+  for (const std::string& f : def.data_files) {
+    std::error_code ec;
+    if (std::filesystem::exists(f, ec)) continue;
+    return absl::NotFoundError(absl::StrCat("model '", def.name, "' reads ", f,
+                                            ", which does not exist: ", def.how_to_make));
+  }
+  return absl::OkStatus();
 }
 
 int stage_of_epoch(const ModelDef& def, int64_t epoch) {

@@ -32,7 +32,14 @@ struct ModelDef {
   /// params by name, and each stage's params are among the last stage's with
   /// the same shapes (the network grows). Empty: one network.
   std::vector<int64_t> stage_epochs;
+  /// Files the datasets read (e.g. an audio corpus), checked before RETURNN
+  /// runs: a missing one is a one-line error that says `how_to_make` them.
+  std::vector<std::string> data_files;
+  std::string how_to_make;
 };
+
+/// OK, or NotFound naming the first missing data file and how to make it.
+absl::Status check_data_files(const ModelDef& def);
 
 /// The stage (an index into {1} + stage_epochs) that trains `epoch`.
 int stage_of_epoch(const ModelDef& def, int64_t epoch);

@@ -28,7 +28,8 @@ std::vector<ModelDef> bundled_models() {
           model_lstm_attention(),
           model_conformer_ctc(),
           model_conformer_ctc_grow(),
-          model_conformer_large()};
+          model_conformer_large(),
+          model_digits_ctc()};
 }
 
 }  // namespace retc::configs

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "compiler/model.h"
@@ -36,6 +37,11 @@ ModelDef model_conformer_ctc();
 /// conformer-ctc, grown from 2 to 4 blocks by pretraining (ModelDef::stage_epochs).
 ModelDef model_conformer_ctc_grow();
 ModelDef model_conformer_large();
+/// Speech: spoken digit strings (tools/make_digits.py) in digits_corpus_dir().
+ModelDef model_digits_ctc();
+/// $RETC_CORPUS_DIR/digits, else $XDG_CACHE_HOME/retc/corpora/digits, else
+/// ~/.cache/retc/corpora/digits.
+std::string digits_corpus_dir();
 /// The conformer-12x512 model with `blocks` blocks (benchmarks), optionally
 /// weight-normed on every Linear, optionally with dropout masks shared over
 /// batch and time (as rf's default).

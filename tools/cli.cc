@@ -69,7 +69,7 @@ const std::vector<Command>& commands() {
        "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
        "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
        "and keeps the finished epochs' checkpoints. The last line printed is the final\n"
-       "dev frame error."},
+       "dev error (frame error; label error for a model trained with CTC)."},
       {"eval",
        "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
        "                  [--device cpu|gpu]",
@@ -292,6 +292,18 @@ class TempDir {
   std::string path_;
 };
 
+// What the dev error counts: "label" (edit distance per target label) for a
+// model trained with CTC, else "frame" (frame error rate).
+std::string error_unit(const ModelDef& def) {
+  auto g = build_model(def);
+  if (!g.ok()) return "frame";
+  for (const ir::Mark& m : g->marks()) {
+    if (m.kind == ir::Mark::Kind::kLoss && g->node(m.node).kind == ir::NodeKind::kCtcLoss)
+      return "label";
+  }
+  return "frame";
+}
+
 int cmd_list(const std::vector<ModelDef>& models, const Args& a) {
   if (!a.positional.empty()) return usage_error("list takes no arguments");
   size_t w = 4;
@@ -441,6 +453,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (!m.ok()) return model_arg_error(m.status());
   auto backend = backend_arg(a);
   if (!backend.ok()) return usage_error(backend.status().message());
+  if (absl::Status s = check_data_files(**m); !s.ok()) return error(s);
   const std::string workdir = workdir_arg(a, **m, (*backend)->target);
   std::error_code ec;
   // One backend per workdir: RETURNN's learning_rates file would mix their scores.
@@ -494,7 +507,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (!dev_error)
     return error(absl::InternalError("RETURNN recorded no dev error for the last epoch"));
   std::cout << "retc: finished epoch " << r->last_epoch << " (" << dev_error->first << ")\n";
-  std::cout << "final dev frame error: " << dev_error->second << std::endl;
+  std::cout << "final dev " << error_unit(**m) << " error: " << dev_error->second << std::endl;
   return kOk;
 }
 
@@ -518,6 +531,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   if (!m.ok()) return model_arg_error(m.status());
   auto backend = backend_arg(a);
   if (!backend.ok()) return usage_error(backend.status().message());
+  if (absl::Status s = check_data_files(**m); !s.ok()) return error(s);
   const emit::Target& target = (*backend)->target;
   const std::string name(emit::task_name(task));
   auto out = a.flags.find("-o");
@@ -614,7 +628,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
     for (const auto& [k, v] : r->scores) std::cout << k << ": " << v << "\n";
     const std::pair<std::string, double>* main = main_error(r->scores, t.data_name);
     if (!main) return error(absl::InternalError("RETURNN reported no error for the dataset"));
-    std::cout << t.data_name << " frame error: " << main->second << std::endl;
+    std::cout << t.data_name << " " << error_unit(**m) << " error: " << main->second << std::endl;
   } else if (task == emit::Task::kForward) {
     std::cout << "retc: wrote " << final_out << " (epoch " << r->last_epoch << ")" << std::endl;
   } else {

@@ -9,6 +9,8 @@
 #   RETC_PYTHON   the Python 3 interpreter to embed and to make the venv from
 #                 (default: python3; it must have a shared libpython and headers)
 #   RETC_BUILD    the build directory (default: ./build)
+#   RETC_CORPUS_DIR  where corpora live (default: $XDG_CACHE_HOME/retc/corpora or
+#                 ~/.cache/retc/corpora); the digits corpus is made there once
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -16,7 +18,7 @@ root=$(pwd)
 say() { printf 'setup: %s\n' "$*"; }
 
 # --- Debian packages ----------------------------------------------------------
-pkgs=(g++ cmake make nlohmann-json3-dev libabsl-dev catch2 pybind11-dev graphviz)
+pkgs=(g++ cmake make nlohmann-json3-dev libabsl-dev catch2 pybind11-dev graphviz espeak-ng)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -85,4 +87,10 @@ fi
 say "building in $build"
 cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
 test -x "$build/retc" || { echo "setup: error: build failed" >&2; cmake --build "$build" -j1; exit 1; }
+# --- the digits corpus (digits-ctc's speech data) --------------------------------
+corpus=${RETC_CORPUS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/retc/corpora}/digits
+if [ ! -f "$corpus/dev.zip" ] || [ ! -f "$corpus/train.zip" ] || [ ! -f "$corpus/digits.vocab" ]; then
+  say "making the spoken-digits corpus in $corpus (espeak-ng; about a minute)"
+  "$venv/bin/python" tools/make_digits.py "$corpus"
+fi
 say "ready: $build/retc"

@@ -12,16 +12,16 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 
 # expect_final_error LOG BOUND MODEL: the last line of LOG is the final dev
-# frame error, at most BOUND; sets FINAL_ERROR.
+# error (frame error, or label error for CTC), at most BOUND; sets FINAL_ERROR.
 expect_final_error() {
   local last
   last=$(tail -n 1 "$1")
   echo "last line: $last"
-  [[ "$last" =~ ^final\ dev\ frame\ error:\ ([0-9.e+-]+)$ ]] || fail "$3: the last line is not the final dev frame error"
-  FINAL_ERROR=${BASH_REMATCH[1]}
+  [[ "$last" =~ ^final\ dev\ (frame|label)\ error:\ ([0-9.e+-]+)$ ]] || fail "$3: the last line is not the final dev error"
+  FINAL_ERROR=${BASH_REMATCH[2]}
   "$VENV/bin/python" -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$FINAL_ERROR" "$2" ||
-    fail "$3: final dev frame error $FINAL_ERROR > $2"
-  pass "$3 trains to dev frame error $FINAL_ERROR"
+    fail "$3: final dev error $FINAL_ERROR > $2"
+  pass "$3 trains to dev ${BASH_REMATCH[1]} error $FINAL_ERROR"
 }
 
 # expect_error CODE STDERR_PATTERN -- COMMAND...: the command exits with CODE

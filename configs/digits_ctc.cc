@@ -1,0 +1,106 @@
+// digits-ctc: speech recognition of spoken digit strings. A small Conformer
+// with SpecAugment and CTC on 40 log-mel features, which RETURNN's
+// OggZipDataset extracts from the audio (ExtractAudioFeatures, per-sequence
+// mean and variance normalization). The corpus (tools/make_digits.py:
+// espeak-ng voices; the dev voices are held out from training) lives outside
+// the repo, in digits_corpus_dir(); tools/setup.sh makes it.
+#include <cstdlib>
+
+#include "compiler/nn/audio.h"
+#include "compiler/nn/conformer.h"
+#include "configs/bundled.h"
+
+namespace retc::configs {
+namespace {
+
+using ir::Dim;
+
+class DigitsCtc : public nn::Module {
+ public:
+  DigitsCtc(Dim features, Dim model, Dim ff, Dim labels, const nn::ConformerOptions& opts)
+      : Module("digits_ctc") {
+    encoder = register_module("encoder",
+                              std::make_shared<nn::ConformerEncoder>(features, model, ff, opts));
+    out = register_module("out",
+                          std::make_shared<nn::Linear>(model, labels + Dim::feature("blank", 1)));
+  }
+  std::shared_ptr<nn::ConformerEncoder> encoder;
+  std::shared_ptr<nn::Linear> out;
+};
+
+void build(nn::Builder& b) {
+  const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
+  const Dim features = Dim::feature("log_mel", 40), digits = Dim::feature("digits", 10);
+  nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
+  nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, digits);
+  const auto opts = nn::ConformerOptions()
+                        .num_layers(3)
+                        .num_heads(4)
+                        .conv_kernel(15)
+                        .rel_pos_clipping(16)
+                        .dropout(0.1)
+                        .frontend_channels1(8)
+                        .frontend_channels2(16)
+                        .time_stride(4);
+  auto model = b.set_root(std::make_shared<DigitsCtc>(features, Dim::feature("model", 96),
+                                                      Dim::feature("ff", 192), digits, opts));
+  // A digit lasts 25 to 50 frames: time masks of at most 8 frames leave it audible.
+  nn::SpecAugmentOptions aug;
+  aug.max_time_mask_width = 8;
+  aug.steps = {0, 500, 1000};
+  nn::Tensor logits =
+      model->out->forward(model->encoder->forward(nn::specaugment(x, time, features, aug), time));
+  logits.mark_as_output();
+  const Dim enc_time = model->encoder->out_axis(time);
+  nn::ctc_loss(logits, y, enc_time).mark_as_loss("ctc");
+  nn::ctc_greedy_decode(logits, enc_time, Dim::spatial("hyp_time")).mark_as_search_output();
+}
+
+emit::PyValue ogg_zip(const std::string& dir, const std::string& part, bool train) {
+  emit::PyValue d =
+      emit::PyValue::dict({{"class", "OggZipDataset"}, {"path", dir + "/" + part + ".zip"}});
+  d.set("audio", emit::PyValue::dict({{"features", "log_mel_filterbank"},
+                                      {"num_feature_filters", 40},
+                                      {"window_len", 0.025},
+                                      {"step_len", 0.01},
+                                      {"norm_mean", "per_seq"},
+                                      {"norm_std_dev", "per_seq"}}));
+  d.set("targets", emit::PyValue::dict({{"class", "Vocabulary"},
+                                        {"vocab_file", dir + "/digits.vocab"},
+                                        {"unknown_label", emit::PyValue::none()}}));
+  d.set("seq_ordering", train ? "laplace:.100" : "sorted_reverse");
+  return d;
+}
+
+}  // namespace
+
+std::string digits_corpus_dir() {
+  if (const char* d = std::getenv("RETC_CORPUS_DIR"); d && *d) return std::string(d) + "/digits";
+  if (const char* c = std::getenv("XDG_CACHE_HOME"); c && *c)
+    return std::string(c) + "/retc/corpora/digits";
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/retc/corpora/digits";
+}
+
+ModelDef model_digits_ctc() {
+  ModelDef def;
+  def.name = "digits-ctc";
+  def.description = "speech: a Conformer with SpecAugment and CTC on spoken digit strings";
+  def.build = build;
+  const std::string dir = digits_corpus_dir();
+  emit::TrainingSetup& t = def.training;
+  t.train = ogg_zip(dir, "train", true);
+  t.dev = ogg_zip(dir, "dev", false);
+  t.batch_size = 8000;
+  t.max_seqs = 40;
+  t.learning_rate = 0.002;
+  t.learning_rates = emit::warmup_learning_rates(0.0005, 0.002, 2);
+  t.gradient_clip_global_norm = 5.0;
+  t.num_epochs = 5;
+  def.data_files = {dir + "/train.zip", dir + "/dev.zip", dir + "/digits.vocab"};
+  def.how_to_make =
+      "make the digits corpus with tools/setup.sh (or: python tools/make_digits.py " + dir + ")";
+  return def;
+}
+
+}  // namespace retc::configs

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The speech demo (argument: the backend, tf or torch): digits-ctc trains on
+# the spoken-digits corpus that tools/setup.sh made (OggZipDataset, RETURNN's
+# log-mel features) to a final dev label error of at most 0.15 (its last
+# line), and `retc search` decodes the dev set (voices held out from
+# training) to a label error of at most 0.15. Also: the corpus maker is
+# deterministic (two small corpora, byte for byte), and a missing corpus is a
+# one-line error that says how to make it.
+source "$(dirname "$0")/lib.sh"
+backend=${1:-tf}
+
+for run in 1 2; do
+  "$VENV/bin/python" "$RETC_SOURCE_DIR/tools/make_digits.py" "$TMP/small$run" --train 12 --dev 4 >/dev/null ||
+    fail "make_digits.py"
+done
+for f in train.zip dev.zip digits.vocab; do
+  cmp "$TMP/small1/$f" "$TMP/small2/$f" || fail "make_digits.py is not deterministic: $f"
+done
+pass "make_digits.py: the same bytes twice"
+
+RETC_CORPUS_DIR="$TMP/none" expect_error 1 "reads $TMP/none/digits/train.zip, which does not exist: make the digits corpus with tools/setup.sh" -- \
+  "$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/never"
+[ ! -e "$TMP/never" ] || fail "train made a workdir without its corpus"
+pass "a missing corpus: one line, how to make it"
+
+start=$SECONDS
+"$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" ||
+  { tail -n 30 "$TMP/log" "$TMP/err"; fail "train digits-ctc --backend $backend"; }
+expect_final_error "$TMP/log" 0.15 "digits-ctc on $backend"
+tail -n 1 "$TMP/log" | grep -E '^final dev label error: ' >/dev/null || fail "not a label error: $(tail -n 1 "$TMP/log")"
+pass "digits-ctc on $backend: final dev label error $FINAL_ERROR in $((SECONDS - start)) s"
+
+"$RETC" search digits-ctc --backend "$backend" --workdir "$TMP/work" -o "$TMP/hyps.py" >"$TMP/search" 2>"$TMP/err" ||
+  { tail -n 30 "$TMP/search" "$TMP/err"; fail "retc search digits-ctc --backend $backend"; }
+tail -n 3 "$TMP/search"
+last=$(tail -n 1 "$TMP/search")
+[[ "$last" =~ ^dev\ label\ error:\ ([0-9.e+-]+)$ ]] || fail "the last line is not the dev label error: $last"
+"$VENV/bin/python" -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 0.15 else 1)" "${BASH_REMATCH[1]}" ||
+  fail "dev label error ${BASH_REMATCH[1]} > 0.15"
+"$VENV/bin/python" - "$TMP/hyps.py" <<'PY' || fail "the hypotheses file"
+import sys
+hyps = eval(open(sys.argv[1]).read())
+assert len(hyps) == 200, len(hyps)  # the dev set: 200 utterances of held-out voices
+voices = {tag.rsplit("/", 1)[1] for tag in hyps}
+assert all(v.split("+")[0] in ("en-gb-scotland", "en-gb-x-gbclan") for v in voices), voices
+for tag, hyp in hyps.items():
+    assert all(0 <= int(v) < 10 for v in hyp.split()), (tag, hyp)  # digits, no blank (10)
+print("%d hypotheses, voices %s" % (len(hyps), sorted(voices)))
+PY
+pass "retc search digits-ctc ($backend) on held-out voices: dev label error ${BASH_REMATCH[1]}"
