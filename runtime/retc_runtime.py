@@ -176,10 +176,12 @@ def _check_device(config_path):
 
 
 def _scores(lrc):
-    """(last epoch, [(key, value)] of its scores) from RETURNN's learning-rate control."""
-    if not lrc.epoch_data:
+    """(last epoch, [(key, value)] of its scores) from RETURNN's learning-rate control: the
+    last epoch with scores (a `learning_rates` list gives later epochs entries in advance)."""
+    scored = [e for e, d in lrc.epoch_data.items() if d.error]
+    if not scored:
         raise RuntimeError("RETURNN recorded no epoch")
-    last = max(lrc.epoch_data)
+    last = max(scored)
     return last, sorted((k, float(v)) for k, v in (lrc.epoch_data[last].error or {}).items())
 
 

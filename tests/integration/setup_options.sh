@@ -33,3 +33,11 @@ assert all(0.001 <= lrs[e] <= 0.006 + 1e-9 for e in (3, 4)), "the control's rate
 assert steps and min(steps) > 150, "chunks: %s steps per epoch" % steps
 PY
 pass "$backend: warm-up rates, the control's rates within bounds, chunked batches"
+
+# Fewer epochs than the warm-up lists: RETURNN's learning-rate file has the
+# listed epochs in advance; the final line is the last trained epoch's error.
+"$RETC_TEST_MODELS" train setup-options --backend "$backend" --workdir "$TMP/w1" --epochs 1 >"$TMP/log1" 2>"$TMP/err1" ||
+  { tail -n 30 "$TMP/log1" "$TMP/err1"; fail "retc train setup-options --epochs 1"; }
+grep -Fx "retc: finished epoch 1 ($(tail -n 2 "$TMP/log1" | head -n 1 | sed -E 's/.*\((.*)\)$/\1/'))" "$TMP/log1" >/dev/null ||
+  fail "not epoch 1: $(tail -n 2 "$TMP/log1")"
+expect_final_error "$TMP/log1" 0.5 "setup-options, 1 epoch ($backend)"
