@@ -77,6 +77,16 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
             {"search_output_layer", hyps->name},
             {"search_do_eval", false}};
   }
+  // A checkpoint converted from torch lacks the state variables of RETURNN's
+  // random layers (not params: retc's runtime has checked every param is in
+  // it); they keep their seeded initial state.
+  if (opts.task.task != Task::kTrain) {
+    for (const ir::Node& n : g.nodes()) {
+      if (n.kind != ir::NodeKind::kFreshRandom) continue;
+      task.emplace_back("load_ignore_missing_vars", true);
+      break;
+    }
+  }
   out += task_entries(opts, task);
   return out;
 }
