@@ -239,36 +239,26 @@ absl::Status apply_device(const Args& a, emit::ConfigOptions& opts) {
   return absl::OkStatus();
 }
 
-absl::Status apply_epochs(const Args& a, emit::ConfigOptions& opts) {
-  if (absl::Status s = apply_device(a, opts); !s.ok()) return s;
-  auto it = a.flags.find("--epochs");
+// Sets `out` to the integer value of flag `name` if given; at least `min`.
+absl::Status int_flag(const Args& a, const std::string& name, int64_t min, int64_t& out) {
+  auto it = a.flags.find(name);
   if (it == a.flags.end()) return absl::OkStatus();
   int64_t n = 0;
-  if (!absl::SimpleAtoi(it->second, &n) || n < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--epochs needs a positive integer, got '", it->second, "'"));
+  if (!absl::SimpleAtoi(it->second, &n) || n < min) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " needs a ",
+                                                   min == 0 ? "non-negative" : "positive",
+                                                   " integer, got '", it->second, "'"));
   }
-  opts.training.num_epochs = n;
+  out = n;
   return absl::OkStatus();
 }
 
-// --seed N: the config's random_seed (fresh random numbers, dataset order).
-absl::Status apply_seed(const Args& a, emit::ConfigOptions& opts) {
-  auto it = a.flags.find("--seed");
-  if (it == a.flags.end()) return absl::OkStatus();
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(it->second, &n) || n < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--seed needs a non-negative integer, got '", it->second, "'"));
-  }
-  opts.training.random_seed = n;
-  return absl::OkStatus();
-}
-
-// The options compile and train share: --device, --epochs, --seed.
+// The options compile and train share: --device, --epochs, --seed (the
+// config's random_seed: fresh random numbers, dataset order).
 absl::Status apply_setup_flags(const Args& a, emit::ConfigOptions& opts) {
-  if (absl::Status s = apply_epochs(a, opts); !s.ok()) return s;
-  return apply_seed(a, opts);
+  if (absl::Status s = apply_device(a, opts); !s.ok()) return s;
+  if (absl::Status s = int_flag(a, "--epochs", 1, opts.training.num_epochs); !s.ok()) return s;
+  return int_flag(a, "--seed", 0, opts.training.random_seed);
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
