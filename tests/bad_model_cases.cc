@@ -504,20 +504,20 @@ std::vector<ModelDef> bad_model_cases() {
   std::vector<ModelDef> out;
   for (const Case& c : kCases) out.push_back(ModelDef{c.name, c.expected, c.build, {}});
   // Pretraining stages that do not grow: stage 0 has a layer the last lacks.
-  ModelDef shrinks{
-      "bad:stage-shrinks",
-      "which the last stage lacks: each stage's params must be",
-      [](Builder& b) {
-        Setup s(b);
-        auto root = std::make_shared<nn::Module>("net");
-        if (b.stage() == 0)
-          root->register_module(
-              "extra", std::make_shared<nn::Linear>(s.in, s.in));  // MISTAKE: bad:stage-shrinks
-        auto out = root->register_module("out", std::make_shared<nn::Linear>(s.in, s.out));
-        b.set_root(root);
-        nn::softmax_cross_entropy(out->forward(s.x), s.y).mark_as_loss("ce");
-      },
-      {}};
+  ModelDef shrinks{"bad:stage-shrinks",
+                   "which the last stage lacks: each stage's params must be",
+                   [](Builder& b) {
+                     Setup s(b);
+                     auto root = std::make_shared<nn::Module>("net");
+                     auto extra = std::make_shared<nn::Linear>(s.in, s.in);
+                     if (b.stage() == 0)
+                       root->register_module("extra", extra);  // MISTAKE: bad:stage-shrinks
+                     auto out =
+                         root->register_module("out", std::make_shared<nn::Linear>(s.in, s.out));
+                     b.set_root(root);
+                     nn::softmax_cross_entropy(out->forward(s.x), s.y).mark_as_loss("ce");
+                   },
+                   {}};
   shrinks.stage_epochs = {2};
   out.push_back(std::move(shrinks));
   return out;

@@ -23,12 +23,36 @@ grep -q 'hidden_dim.copy(match_priority=1)' "$TMP/all/square.config" || fail "sq
 "$VENV/bin/python" - "$TMP/hostile.config" "$TMP"/all/*.config <<'PY'
 import ast, sys
 allowed_calls = {"FeatureDim", "SpatialDim"}
+# The one piece of code a TF config may hold: a model with pretraining stages
+# gets retc's fixed _stage_of and a get_network that indexes the stage nets.
+STAGE_OF = '''def _stage_of(epoch):
+    """The pretraining stage that trains `epoch` (0: the first); the log says when it changes."""
+    stage = sum(epoch >= first for first in _stage_epochs)
+    if _stage_shown != [stage]:
+        _stage_shown[:] = [stage]
+        print("retc: epoch %d: pretraining stage %d of %d" % (epoch, stage + 1, len(_stage_epochs) + 1), flush=True)
+    return stage'''
+staged = 0
 for path in sys.argv[1:]:
     src = open(path, encoding="ascii").read()  # ASCII only: non-ASCII is escaped
     tree = ast.parse(src)
     for stmt in tree.body:
         if isinstance(stmt, ast.ImportFrom):
             assert stmt.module.startswith("returnn"), (path, ast.dump(stmt))
+            continue
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "_stage_of":
+            assert ast.get_source_segment(src, stmt) == STAGE_OF, (path, ast.get_source_segment(src, stmt))
+            staged += 1
+            continue
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "get_network":
+            ret = stmt.body[-1]
+            assert len(stmt.body) == 2 and isinstance(stmt.body[0].value, ast.Constant), (path, ast.dump(stmt))
+            assert isinstance(ret, ast.Return) and isinstance(ret.value, ast.Subscript), (path, ast.dump(stmt))
+            nets = ret.value.value
+            assert isinstance(nets, ast.List) and all(
+                isinstance(n, ast.Name) and (n.id == "network" or n.id.startswith("network_stage"))
+                for n in nets.elts), (path, ast.dump(nets))
+            assert ast.dump(ret.value.slice) == ast.dump(ast.parse("_stage_of(epoch)", mode="eval").body), path
             continue
         assert isinstance(stmt, ast.Assign), (path, ast.dump(stmt))
         assert len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name), path
@@ -54,6 +78,7 @@ for path in sys.argv[1:]:
         train = next(s.value for s in tree.body if isinstance(s, ast.Assign) and s.targets[0].id == "train")
         d = ast.literal_eval(train)
         assert d["comment\"'\\\n"] == "x\"; import os; os.system('true') #", d
-print("%d configs are plain data" % (len(sys.argv) - 2))
+assert staged >= 1, "no config with pretraining stages was checked"
+print("%d configs are plain data (%d with retc's fixed stage selection)" % (len(sys.argv) - 2, staged))
 PY
-pass "emitted configs hold only imports from returnn, assignments, Dim constructions and literals"
+pass "emitted configs hold only imports from returnn, assignments, Dim constructions and literals (and a staged model's fixed get_network)"
