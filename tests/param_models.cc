@@ -58,8 +58,9 @@ void build_inits(nn::Builder& b) {
   io.y = b.extern_data("targets", {Dim::batch(), io.time}, ir::DType::kInt32, io.classes);
   b.set_root(m);
   // A user's param-init subgraph: 2·N(0, 1) + 1.
-  nn::Tensor init = nn::seeded_random_normal(b, {fan_in, fan_out}, 0.0, 1.0, 7) * nn::constant(b, 2.0) +
-                    nn::constant(b, 1.0);
+  nn::Tensor init =
+      nn::seeded_random_normal(b, {fan_in, fan_out}, 0.0, 1.0, 7) * nn::constant(b, 2.0) +
+      nn::constant(b, 1.0);
   m->subgraph->weight().set_initial(init);
   io.finish(m->out->forward(io.x));
 }
