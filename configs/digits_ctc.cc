@@ -90,6 +90,9 @@ ModelDef model_digits_ctc() {
   const std::string dir = digits_corpus_dir();
   emit::TrainingSetup& t = def.training;
   t.train = ogg_zip(dir, "train", true);
+  // A curriculum: the first epoch trains on the shorter utterances (a mean
+  // of at most 0.8 s; the corpus's mean is about 1.4 s).
+  t.train.set("epoch_wise_filter", emit::epoch_wise_filter({{1, 1, 80.0}}));
   t.dev = ogg_zip(dir, "dev", false);
   t.batch_size = 8000;
   t.max_seqs = 40;

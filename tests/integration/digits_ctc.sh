@@ -4,7 +4,8 @@
 # utterances, 200 dev utterances of held-out voices; the bundled corpus of
 # tools/setup.sh has 3000) through OggZipDataset with RETURNN's log-mel
 # features, to a final dev label error of at most 0.15 (its last line), and
-# `retc search` decodes the dev set to a label error of at most 0.15. Also:
+# `retc search` decodes the dev set to a label error of at most 0.15; its
+# curriculum (epoch_wise_filter) shortens epoch 1. Also:
 # the corpus maker is deterministic (two tiny corpora, byte for byte), and a
 # missing corpus is a one-line error that says how to make it.
 source "$(dirname "$0")/lib.sh"
@@ -31,6 +32,16 @@ start=$SECONDS
 "$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "train digits-ctc --backend $backend"; }
 expect_final_error "$TMP/log" 0.15 "digits-ctc on $backend"
+# The curriculum (epoch_wise_filter: epoch 1 on utterances of a mean of at
+# most 0.8 s) makes epoch 1 shorter than epoch 2.
+if [ "$backend" = torch ]; then
+  mapfile -t steps < <(grep -oE '^Epoch [12]: Trained [0-9]+ steps' "$TMP/log" | awk '{print $4}')
+else
+  mapfile -t steps < <(grep -oE '^train epoch [12], finished after [0-9]+ steps' "$TMP/log" | awk '{print $6}')
+fi
+[ "${#steps[@]}" -eq 2 ] && [ $((steps[0] * 3)) -lt $((steps[1] * 2)) ] ||
+  fail "epoch_wise_filter: steps in epochs 1 and 2: ${steps[*]}"
+pass "the curriculum: ${steps[0]} steps in epoch 1, ${steps[1]} in epoch 2"
 tail -n 1 "$TMP/log" | grep -E '^final dev label error: ' >/dev/null || fail "not a label error: $(tail -n 1 "$TMP/log")"
 pass "digits-ctc on $backend: final dev label error $FINAL_ERROR in $((SECONDS - start)) s"
 
