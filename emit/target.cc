@@ -1,6 +1,7 @@
 #include "emit/target.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "ir/status_macros.h"
 
 namespace retc::emit {
@@ -20,12 +21,29 @@ std::vector<int64_t> sizes(const std::vector<ir::Dim>& dims) {
   return out;
 }
 
-// Each earlier stage's params are among the last stage's, with the same
-// shapes and dtypes: a stage starts from the previous one's params by name,
-// and the torch target's model holds the last stage's params throughout.
+// The extern data a graph reads: key, dims (by kind, name and size), dtype, sparse dim.
+std::vector<std::string> data_signature(const ir::Graph& g) {
+  std::vector<std::string> out;
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind != ir::NodeKind::kData) continue;
+    out.push_back(absl::StrCat(*n.attrs.get<std::string>("key"), " ", n.type.describe()));
+  }
+  return out;
+}
+
+// Each earlier stage reads the last stage's extern data, and its params are
+// among the last stage's, with the same shapes and dtypes: a stage starts
+// from the previous one's params by name, and the torch target's model holds
+// the last stage's params throughout.
 absl::Status check_stages_grow(const ModelDef& def, const std::vector<ir::Graph>& graphs) {
   const ir::Graph& last = graphs.back();
   for (size_t s = 0; s + 1 < graphs.size(); ++s) {
+    if (data_signature(graphs[s]) != data_signature(last)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model '", def.name, "': pretraining stage ", s, " reads other extern data (",
+          absl::StrJoin(data_signature(graphs[s]), ", "), ") than the last stage (",
+          absl::StrJoin(data_signature(last), ", "), "): every stage reads the same data"));
+    }
     for (const ir::Param& p : graphs[s].params()) {
       const ir::Param* q = nullptr;
       for (const ir::Param& c : last.params()) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "compiler/model.h"
+#include "compiler/nn/modules.h"
 #include "configs/bundled.h"
 #include "emit/target.h"
 #include "emit/tf/net_dict.h"
@@ -51,6 +52,22 @@ TEST_CASE("a model with pretraining stages: a network per stage on both targets,
       testing::check_golden("conformer-ctc-grow.torch.config", *a);
       CHECK_THAT(*a, Catch::Contains("[_train_step_stage0, _train_step_stage1]"));
     }
+  }
+  // Every stage reads the same extern data.
+  ModelDef other = m;
+  other.build = [](nn::Builder& b) {
+    const ir::Dim time = ir::Dim::spatial("time");
+    const ir::Dim in = ir::Dim::feature("in", b.stage() == 0 ? 4 : 5);
+    nn::Tensor x = b.extern_data("data", {ir::Dim::batch(), time, in});
+    auto lin = b.set_root(std::make_shared<nn::Linear>(in, ir::Dim::feature("out", 3)));
+    lin->forward(x).mark_as_output();
+  };
+  other.stage_epochs = {2};
+  for (const emit::Target* target : {&emit::tf::target(), &emit::torch::target()}) {
+    auto text = emit::compile_to_config(other, *target, options(other));
+    REQUIRE_FALSE(text.ok());
+    CHECK_THAT(std::string(text.status().message()),
+               Catch::Contains("pretraining stage 0 reads other extern data"));
   }
   // Inference compiles the last stage only.
   emit::ConfigOptions eval = options(m);

@@ -18,13 +18,8 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   const ir::DimTable last_dims(g);
   std::vector<NetDict> earlier;
   for (size_t s = 0; s + 1 < stages.size(); ++s) {
+    // (compile_to_config has checked that every stage reads the same extern data)
     ASSIGN_OR_RETURN(NetDict n, emit_net_dict(*stages[s].graph, &last_dims));
-    if (!(n.extern_data == net.extern_data)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model '", opts.model_name, "': pretraining stage ", s,
-                       " declares other extern data than the last stage (", n.extern_data.repr(),
-                       " vs ", net.extern_data.repr(), "): every stage reads the same data"));
-    }
     earlier.push_back(std::move(n));
   }
   std::string out = config_header(g, opts);
