@@ -96,6 +96,8 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
   if (direction != 1 && direction != -1) {
     return absl::InvalidArgumentError("lstm: direction must be 1 (forward) or -1 (backward)");
   }
+  if (in.size() != 4 && in.size() != 6)
+    return absl::InvalidArgumentError("lstm: needs x, W, W_re, b and optionally h0, c0");
   const TensorType& x = g.node(in[0]).type;
   RETURN_IF_ERROR(require_float(x, "lstm input").status());
   const TensorType& w = g.node(in[1]).type;
@@ -130,8 +132,6 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
   }
   TensorType out = x;
   out.dims[in_pos] = out_dim;
-  if (in.size() != 4 && in.size() != 6)
-    return absl::InvalidArgumentError("lstm: needs x, W, W_re, b and optionally h0, c0");
   // The initial state: the output's dims without the axis.
   for (size_t k = 4; k < in.size(); ++k) {
     const TensorType& s = g.node(in[k]).type;

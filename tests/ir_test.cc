@@ -64,6 +64,12 @@ TEST_CASE("the factory infers types and rejects ill-typed nodes") {
   CHECK_THAT(std::string(drop.status().message()), Catch::Contains("[0, 1)"));
   auto dangling = g.add(NodeKind::kAdd, {x, NodeId{99}}, NodeSpec{});
   CHECK(!dangling.ok());
+  // A variadic kind with too few inputs is an error before any input is read
+  // (the parser fuzzer found an lstm with two).
+  auto lstm = g.add(NodeKind::kLstm, {x, w},
+                    NodeSpec{Attrs{{"axis", t}, {"out_dim", out}, {"direction", int64_t{1}}}});
+  REQUIRE(!lstm.ok());
+  CHECK_THAT(std::string(lstm.status().message()), Catch::Contains("needs x, W, W_re, b"));
 }
 
 TEST_CASE("elementwise ops broadcast by dim") {
