@@ -229,6 +229,9 @@ absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vecto
   ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
   if (!spec.attrs.get<bool>("causal"))
     return absl::InvalidArgumentError("self_attention needs attribute 'causal'");
+  if (const double* r = spec.attrs.get<double>("att_dropout"); r && !(*r >= 0 && *r < 1))
+    return absl::InvalidArgumentError(
+        absl::StrCat("self_attention: the attention dropout must be in [0, 1), got ", *r));
   const TensorType& x = g.node(in[0]).type;
   const TensorType& qkv = g.node(in[1]).type;
   RETURN_IF_ERROR(require_float(x, "self_attention input").status());
@@ -280,6 +283,10 @@ absl::Status check_loss_options(const NodeSpec& spec) {
   }
   if (const double* e = spec.attrs.get<double>("label_smoothing"); e && !(*e >= 0 && *e < 1)) {
     return absl::InvalidArgumentError(absl::StrCat("label smoothing must be in [0, 1), got ", *e));
+  }
+  if (const double* f = spec.attrs.get<double>("focal_loss_factor"); f && !(*f >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the focal loss factor must not be negative, got ", *f));
   }
   return absl::OkStatus();
 }
@@ -640,6 +647,107 @@ absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
   TensorType out = x;
   const size_t at = !out.dims.empty() && out.dims[0].is_batch() ? 1 : 0;
   out.dims.insert(out.dims.begin() + at, out_dim);
+  return out;
+}
+
+// The size along an axis after a transposed convolution (RETURNN's and
+// Keras' deconv length): "valid" n * stride + max(window - stride, 0),
+// "same" n * stride.
+int64_t transposed_size(int64_t n, int64_t window, int64_t stride, const std::string& padding) {
+  return n * stride + (padding == "valid" ? std::max<int64_t>(window - stride, 0) : 0);
+}
+
+absl::StatusOr<TensorType> infer_transposed_conv(const Graph& g, const std::vector<NodeId>& in,
+                                                 const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kTransposedConv;
+  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
+  ASSIGN_OR_RETURN(auto out_axes, attr<std::vector<Dim>>(spec, kKind, "out_axes"));
+  ASSIGN_OR_RETURN(auto strides, attr<std::vector<int64_t>>(spec, kKind, "strides"));
+  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
+  auto err = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("transposed_conv: ", parts...));
+  };
+  if (in.size() != 2 && in.size() != 3) return err("takes x, the filter and optionally a bias");
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& w = g.node(in[1]).type;
+  RETURN_IF_ERROR(require_float(x, "transposed_conv input").status());
+  if (padding != "same" && padding != "valid")
+    return err("padding must be \"same\" or \"valid\", got \"", padding, "\"");
+  const size_t n = axes.size();
+  if (n == 0 || n > 2 || out_axes.size() != n || strides.size() != n)
+    return err("needs 1 or 2 spatial axes, with as many out axes and strides");
+  if (w.dims.size() != n + 2)
+    return err("the filter must be [", n, " kernel dims, out, in], got ", describe(w.dims));
+  const Dim& out_dim = w.dims[n];
+  const Dim& in_dim = w.dims[n + 1];
+  const int in_pos = index_of(x.dims, in_dim);
+  if (in_pos < 0)
+    return err("input ", x.describe(), " lacks the filter's in dim ", in_dim.describe());
+  if (in.size() == 3 && g.node(in[2]).type.dims != std::vector<Dim>{out_dim})
+    return err("the bias must be [out], got ", describe(g.node(in[2]).type.dims));
+  TensorType out = x;
+  out.dims[in_pos] = out_dim;
+  for (size_t i = 0; i < n; ++i) {
+    const Dim& a = axes[i];
+    const Dim& o = out_axes[i];
+    const std::optional<int64_t> k = w.dims[i].size();
+    if (!k) return err("kernel dims must be static, got ", describe(w.dims));
+    if (index_of(x.dims, a) < 0 || a.is_batch() || a == in_dim)
+      return err("the spatial axis ", a.describe(), " is not in the input ", x.describe());
+    if (strides[i] < 1) return err("strides must be positive");
+    // Torch's transposed convolution is shorter than TF's for a kernel
+    // smaller than the stride: one rule on both targets.
+    if (padding == "valid" && *k < strides[i])
+      return err("with \"valid\" padding the kernel (", *k, ") must be at least the stride (",
+                 strides[i], ")");
+    const bool keeps = strides[i] == 1 && (padding == "same" || *k == 1);
+    if (a.size()) {
+      const int64_t want = transposed_size(*a.size(), *k, strides[i], padding);
+      if (o.size() != want || (o != a && o.is_dynamic()))
+        return err("the out axis for ", a.describe(), " must be static of size ", want, ", got ",
+                   o.describe());
+    } else if (keeps ? o != a : (o == a || !o.is_dynamic())) {
+      return err("the out axis for the dynamic axis ", a.describe(), " must be ",
+                 keeps ? "the same axis (stride 1, same padding)" : "a new dynamic dim", ", got ",
+                 o.describe());
+    }
+    if (o != a && index_of(x.dims, o) >= 0)
+      return err("the input ", x.describe(), " already has the out axis ", o.describe());
+    out.dims[index_of(out.dims, a)] = o;
+  }
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<NodeId>& in,
+                                             const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kReplaceDim;
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  auto err = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("replace_dim: ", parts...));
+  };
+  if (in.empty() || in.size() > 2) return err("takes x and optionally a tensor with the new dim");
+  const TensorType& x = g.node(in[0]).type;
+  const int pos = index_of(x.dims, axis);
+  if (pos < 0 || axis.is_batch())
+    return err("the axis ", axis.describe(), " is not a non-batch axis of ", x.describe());
+  if (out_dim.is_batch() || (out_dim != axis && index_of(x.dims, out_dim) >= 0))
+    return err("the input ", x.describe(), " already has ", out_dim.describe());
+  if (in.size() == 2) {
+    const TensorType& like = g.node(in[1]).type;
+    if (index_of(like.dims, out_dim) < 0)
+      return err("the tensor giving the new dim ", like.describe(), " lacks ", out_dim.describe());
+  } else if (out_dim.is_dynamic()) {
+    return err("the new dynamic dim ", out_dim.describe(),
+               " needs the tensor that has it (its lengths)");
+  }
+  if (axis.is_dynamic() != out_dim.is_dynamic() ||
+      (!axis.is_dynamic() && axis.size() != out_dim.size()))
+    return err(axis.describe(), " and ", out_dim.describe(),
+               " must both be dynamic or static of one size");
+  TensorType out = x;
+  out.dims[pos] = out_dim;
+  if (out.sparse_dim == axis) out.sparse_dim = out_dim;
   return out;
 }
 
@@ -1005,6 +1113,10 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_self_attention(g, inputs, spec);
     case NodeKind::kConv:
       return infer_conv(g, inputs, spec);
+    case NodeKind::kTransposedConv:
+      return infer_transposed_conv(g, inputs, spec);
+    case NodeKind::kReplaceDim:
+      return infer_replace_dim(g, inputs, spec);
     case NodeKind::kPool:
       return infer_pool(g, inputs, spec);
     case NodeKind::kSlice:

@@ -148,7 +148,12 @@ struct KindFacts {
   X(LstmFinal, "lstm_final", KindFacts(1).step()) /* an lstm's state (attr state: h or c) after */ \
                                                     /* each sequence's last frame */              \
   X(Cond, "cond", KindFacts(3).step()) /* (pred, then, else): computes only the branch pred    */ \
-                   /* picks; the nodes with attrs cond = this one's, branch 0 (then) or 1 (else) */
+                   /* picks; the nodes with attrs cond = this one's, branch 0 (then) or 1 (else) */ \
+  X(TransposedConv, "transposed_conv", KindFacts(KindFacts::kVariadic).step()) /* x, W        */ \
+                   /* [kernels..., out, in][, b [out]]: attr axes upsampled by their strides  */ \
+  X(ReplaceDim, "replace_dim", KindFacts(KindFacts::kVariadic).step()) /* x[, like]: x's attr */ \
+                   /* axis becomes attr out_dim (a dim of like: its lengths; or a static one of */ \
+                   /* the same size); frames past the new lengths become padding            */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

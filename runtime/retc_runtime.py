@@ -481,10 +481,13 @@ def run_task(config_path, task, mapping, output_path):
             if backend == "torch":
                 rnn.execute_main_task()  # the forward task with the search writer
             else:
+                # The dataset first, as RETURNN's own tasks do: a DummyGenericDataset
+                # made from extern_data after the network resets the dims' lengths.
+                dataset = init_dataset(data_opts)
                 engine.use_search_flag = True
                 engine.use_eval_flag = False
                 engine.init_network_from_config(config)
-                _search_tf(engine, config, init_dataset(data_opts), output_path)
+                _search_tf(engine, config, dataset, output_path)
             last = engine.epoch
             with open(output_path) as f:
                 hyps = eval(f.read())

@@ -273,6 +273,24 @@ const Case kCases[] = {
        auto conv = b.set_root(std::make_shared<nn::Conv1d>(nn::Conv1dOptions(s.in, s.in, 3)));
        conv->forward(s.x, s.out).mark_as_output();  // MISTAKE: bad:conv-feature-axis
      }},
+    {"bad:transposed-conv-kernel", "the kernel (2) must be at least the stride (3)",
+     [](Builder& b) {
+       Setup s(b);
+       auto up = b.set_root(std::make_shared<nn::TransposedConv1d>(nn::TransposedConv1dOptions(s.in, s.in, 2).stride(3)));
+       up->forward(s.x, s.time).mark_as_output();  // MISTAKE: bad:transposed-conv-kernel
+     }},
+    {"bad:replace-dim-without-lengths", "needs the tensor that has it (its lengths)",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::replace_dim(s.x, s.time, Dim::spatial("other_time")).mark_as_output();  // MISTAKE: bad:replace-dim-without-lengths
+     }},
+    {"bad:focal-mse", "the focal loss factor applies to the cross-entropy loss only",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.in));
+       nn::mean_squared_error(lin->forward(s.x), s.x, {.focal_loss_factor = 2.0}).mark_as_loss("mse");  // MISTAKE: bad:focal-mse
+     }},
     {"bad:groups", "must divide into 3 groups",
      [](Builder& b) {
        Setup s(b);

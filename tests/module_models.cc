@@ -162,7 +162,7 @@ void build_conv(Builder& b) {
 
 // Loss options: a tagger whose CE loss is plain, scaled by 0.5 or label
 // smoothed (0.1), and a regression head with a mean squared error loss.
-enum class LossVariant { kPlain, kScaled, kSmoothed, kMse, kCustom, kNormalized };
+enum class LossVariant { kPlain, kScaled, kSmoothed, kMse, kCustom, kNormalized, kFocal };
 
 template <LossVariant kVariant>
 void build_loss(Builder& b) {
@@ -189,6 +189,7 @@ void build_loss(Builder& b) {
   if (kVariant == LossVariant::kScaled) opts.scale = 0.5;
   if (kVariant == LossVariant::kNormalized) opts.normalize = true;
   if (kVariant == LossVariant::kSmoothed) opts.label_smoothing = 0.1;
+  if (kVariant == LossVariant::kFocal) opts.focal_loss_factor = 2.0;
   nn::softmax_cross_entropy(logits, io.y, opts).mark_as_loss("ce");
 }
 
@@ -238,6 +239,38 @@ void build_conv_stride(Builder& b) {
   m->depthwise->forward(h, m->strided->out_axis(io.time)).mark_as_output("depthwise");
   nn::pool(io.x, "avg", {io.time}, {2}, {2}, "valid").mark_as_output("avg_pooled");
   io.finish(m->out_->forward(io.x));
+}
+
+// Transposed convolutions: a strided conv (time -> time_s2, 4 channels) and
+// back (kernel 2, stride 2: time_s2_t2), given x's time again (replace_dim)
+// and added to x; and one with a kernel wider than its stride (3 > 2) and
+// no bias over x's time ("wide", time_t2: 2n + 1 frames).
+void build_transposed_conv(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("tconv_net") {
+      Dim ch = Dim::feature("ch", 4);
+      down = register_module("down",
+                             std::make_shared<nn::Conv1d>(nn::Conv1dOptions(in, ch, 3).stride(2)));
+      up = register_module("up", std::make_shared<nn::TransposedConv1d>(
+                                     nn::TransposedConv1dOptions(ch, in, 2).stride(2)));
+      wide = register_module("wide",
+                             std::make_shared<nn::TransposedConv1d>(
+                                 nn::TransposedConv1dOptions(in, ch, 3).stride(2).bias(false)));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::Conv1d> down;
+    std::shared_ptr<nn::TransposedConv1d> up, wide;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  const Dim sub = m->down->out_axis(io.time);
+  Tensor up = m->up->forward(m->down->forward(io.x, io.time), sub);
+  up.mark_as_output("up");
+  Tensor back = nn::replace_dim(up, m->up->out_axis(sub), io.x, io.time);
+  back.mark_as_output("back");
+  m->wide->forward(io.x, io.time).mark_as_output("wide");
+  io.finish(m->out_->forward(back + io.x));
 }
 
 // Relative-positional self-attention (clipping 2), key 8, value 6, 2 heads.
@@ -508,6 +541,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conv1d", build_conv),
       def("mod-conv2d", build_conv2d),
       def("mod-conv-stride", build_conv_stride),
+      def("mod-transposed-conv", build_transposed_conv),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),
       def("mod-sequential", build_sequential),
@@ -525,6 +559,7 @@ std::vector<ModelDef> module_test_models() {
       def("loss-mse", build_loss<LossVariant::kMse>),
       def("loss-custom", build_loss<LossVariant::kCustom>),
       def("loss-normalized", build_loss<LossVariant::kNormalized>),
+      def("loss-focal", build_loss<LossVariant::kFocal>),
   };
 }
 

@@ -17,6 +17,7 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
       num_heads_(o.num_heads()),
       causal_(o.causal()),
       clipping_(o.rel_pos_clipping()),
+      att_dropout_(o.att_dropout()),
       heads_(ir::Dim::feature("heads", o.num_heads())),
       key_per_head_(ir::Dim::feature(
           "key_per_head", o.key_dim().size().value_or(0) / std::max<int64_t>(o.num_heads(), 1))),
@@ -39,7 +40,8 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
                                                                  std::max<int64_t>(num_heads, 1))},
                            ir::ParamKind::kWeight);
   }
-  proj = register_module("proj", std::make_shared<Linear>(value_dim, in_dim));
+  proj = register_module(
+      "proj", std::make_shared<Linear>(value_dim, o.out_dim().value_or(in_dim), o.proj_bias()));
 }
 
 Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
@@ -50,8 +52,9 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
     Builder& b = x.builder();
     Tensor rel_pos;
     if (clipping_ > 0) rel_pos = b.param(rel_pos_);
-    Tensor att = fused_self_attention(x, b.param(qkv_), clipping_ > 0 ? &rel_pos : nullptr, axis,
-                                      {num_heads_, key_dim_, value_dim_, causal_, clipping_}, loc);
+    Tensor att = fused_self_attention(
+        x, b.param(qkv_), clipping_ > 0 ? &rel_pos : nullptr, axis,
+        {num_heads_, key_dim_, value_dim_, causal_, clipping_, att_dropout_}, loc);
     return proj->forward(att, loc);
   });
 }
@@ -75,20 +78,21 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
     Tensor v =
         loop.cum_concat(slice(qkv, qkv_per_head_, 2 * kph, value_per_head_, loc), cached_, loc);
     Tensor weights = softmax(dot(q, k, {key_per_head_}, loc), cached_, loc);
+    if (att_dropout_ != 0.0) weights = dropout(weights, att_dropout_, {}, loc);
     Tensor att = dot(weights, v, {cached_}, loc);
     return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
   });
 }
 
 CrossAttention::CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim,
-                               ir::Dim value_dim, int64_t num_heads)
+                               ir::Dim value_dim, int64_t num_heads, double att_dropout)
     : Module("cross_attention"),
       key_dim_(key_dim),
       value_dim_(value_dim),
       heads_(ir::Dim::feature("heads", num_heads)),
       key_per_head_(ir::Dim::feature("key_per_head", key_dim.size().value_or(0) / num_heads)),
-      value_per_head_(
-          ir::Dim::feature("value_per_head", value_dim.size().value_or(0) / num_heads)) {
+      value_per_head_(ir::Dim::feature("value_per_head", value_dim.size().value_or(0) / num_heads)),
+      att_dropout_(att_dropout) {
   query = register_module("query", std::make_shared<Linear>(query_dim, key_dim, false));
   key = register_module("key", std::make_shared<Linear>(memory_dim, key_dim, false));
   value = register_module("value", std::make_shared<Linear>(memory_dim, value_dim, false));
@@ -114,6 +118,7 @@ Tensor CrossAttention::forward(const Tensor& input, const Tensor& memory,
     Tensor k = split_dims(key->forward(memory, loc), key_dim_, {heads_, key_per_head_}, loc);
     Tensor v = split_dims(value->forward(memory, loc), value_dim_, {heads_, value_per_head_}, loc);
     Tensor weights = softmax(dot(q, k, {key_per_head_}, loc), memory_axis, loc);
+    if (att_dropout_ != 0.0) weights = dropout(weights, att_dropout_, {}, loc);
     Tensor att = dot(weights, v, {memory_axis}, loc);
     return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
   });

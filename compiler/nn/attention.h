@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <source_location>
 
 #include "compiler/nn/layers.h"
@@ -23,12 +24,19 @@ struct SelfAttentionOptions {
   RETC_ARG(bool, causal) = false;
   /// > 0: relative positions up to this offset (see SelfAttention).
   RETC_ARG(int64_t, rel_pos_clipping) = 0;
+  /// Dropout on the attention weights in training (elementwise).
+  RETC_ARG(double, att_dropout) = 0.0;
+  /// The output projection's bias.
+  RETC_ARG(bool, proj_bias) = true;
+  /// The output projection's dim; default: in_dim.
+  RETC_ARG(std::optional<ir::Dim>, out_dim);
 };
 
 /// Multi-head self-attention over a dynamic axis (RETURNN's fused layer),
 /// plain or causal (each frame attends to itself and earlier frames), with
 /// an output projection. Params: qkv [in, 2*key + value] (queries, keys,
-/// values in that order), proj.weight [value, in], proj.bias [in].
+/// values in that order), proj.weight [value, out], proj.bias [out] (out:
+/// the option out_dim, default in; no bias with proj_bias(false)).
 ///
 /// With `rel_pos_clipping` > 0, relative positions (Shaw et al. 2018, as in
 /// RETURNN's Conformer): a learned table rel_pos [2*clipping + 1, key/heads]
@@ -46,6 +54,7 @@ class SelfAttention : public Module {
   Tensor step(const Tensor& x, Loop& loop,
               std::source_location loc = std::source_location::current()) const;
   Parameter& qkv() { return qkv_; }
+  const ir::Dim& out_dim() const { return proj->out_dim(); }
   std::shared_ptr<Linear> proj;
 
  private:
@@ -53,6 +62,7 @@ class SelfAttention : public Module {
   int64_t num_heads_;
   bool causal_;
   int64_t clipping_;
+  double att_dropout_;
   // The fused QKV's per-head layout [q | k | v] (RETURNN's), and the cache's dim.
   ir::Dim heads_, key_per_head_, value_per_head_, qkv_per_head_, cached_;
   Parameter qkv_, rel_pos_;
@@ -60,17 +70,19 @@ class SelfAttention : public Module {
 
 /// Multi-head attention of queries over a memory (encoder-decoder
 /// attention), from primitive ops: softmax over the memory axis, masked by
-/// its lengths. Params: query, key, value (Linear without bias) and proj.
+/// its lengths, with dropout on the weights in training (`att_dropout`).
+/// Params: query, key, value (Linear without bias) and proj.
 class CrossAttention : public Module {
  public:
   CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim, ir::Dim value_dim,
-                 int64_t num_heads);
+                 int64_t num_heads, double att_dropout = 0.0);
   Tensor forward(const Tensor& x, const Tensor& memory, const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<Linear> query, key, value, proj;
 
  private:
   ir::Dim key_dim_, value_dim_, heads_, key_per_head_, value_per_head_;
+  double att_dropout_;
 };
 
 }  // namespace retc::nn

@@ -7,8 +7,6 @@
 namespace retc::nn {
 namespace {
 
-Tensor swish(const Tensor& x, std::source_location loc) { return activation(x, "swish", loc); }
-
 // Dropout elementwise, or with the mask shared over all but the feature dims.
 Tensor drop(const Tensor& x, double rate, bool broadcast, std::source_location loc) {
   std::vector<ir::Dim> axes;
@@ -81,7 +79,9 @@ ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const Conforme
   self_att = register_module(
       "self_att", std::make_shared<SelfAttention>(
                       SelfAttentionOptions(model_dim, model_dim, model_dim, opts.num_heads())
-                          .rel_pos_clipping(opts.rel_pos_clipping())));
+                          .rel_pos_clipping(opts.rel_pos_clipping())
+                          .att_dropout(opts.att_dropout())
+                          .proj_bias(opts.att_proj_bias())));
   conv_norm = register_module("conv_norm", std::make_shared<LayerNorm>(model_dim));
   conv =
       register_module("conv", std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel()));

@@ -20,6 +20,10 @@ struct ConformerOptions {
   RETC_ARG(int64_t, conv_kernel) = 31;
   RETC_ARG(int64_t, rel_pos_clipping) = 16;
   RETC_ARG(double, dropout) = 0.1;
+  /// Dropout on the self-attention weights (SelfAttentionOptions::att_dropout).
+  RETC_ARG(double, att_dropout) = 0.0;
+  /// The self-attention's output projection has a bias.
+  RETC_ARG(bool, att_proj_bias) = true;
   /// Dropout masks vary along the feature dim only, shared over batch and
   /// time (RETURNN's historical default, rf's `rf_dropout_broadcast`);
   /// false: elementwise, as PyTorch.

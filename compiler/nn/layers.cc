@@ -213,6 +213,54 @@ Tensor Conv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
   });
 }
 
+TransposedConv::TransposedConv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim,
+                               std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                               std::string padding, bool with_bias)
+    : Module(std::move(type_name)),
+      in_dim_(in_dim),
+      out_dim_(out_dim),
+      kernel_(std::move(kernel)),
+      strides_(std::move(strides)),
+      padding_(std::move(padding)) {
+  std::vector<ir::Dim> dims;
+  for (size_t i = 0; i < kernel_.size(); ++i) {
+    dims.push_back(
+        ir::Dim::spatial(kernel_.size() == 1 ? "kernel" : absl::StrCat("kernel", i), kernel_[i]));
+  }
+  dims.push_back(out_dim);
+  dims.push_back(in_dim);
+  weight_ = register_parameter("weight", std::move(dims), ir::ParamKind::kWeight);
+  if (with_bias) bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias);
+}
+
+ir::Dim TransposedConv::out_axis(const ir::Dim& in_axis, size_t i) const {
+  for (const auto& [in, out] : out_axes_) {
+    if (in == in_axis) return out;
+  }
+  ir::Dim out = transposed_dim(in_axis, kernel_.at(i), strides_.at(i), padding_);
+  out_axes_.emplace_back(in_axis, out);
+  return out;
+}
+
+Tensor TransposedConv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
+                               std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    if (axes.size() != kernel_.size()) {
+      fail(l, absl::StrCat(describe(), ": needs ", kernel_.size(), " spatial axes, got ",
+                           axes.size()));
+    }
+    std::vector<ir::Dim> out_axes;
+    for (size_t i = 0; i < axes.size(); ++i) out_axes.push_back(out_axis(axes[i], i));
+    Builder& b = x.builder();
+    std::optional<Tensor> bias;
+    if (bias_.defined()) bias = b.param(bias_);
+    return transposed_conv(x, b.param(weight_), bias ? &*bias : nullptr,
+                           {axes, std::move(out_axes), strides_, padding_}, loc);
+  });
+}
+
 BatchNorm::BatchNorm(ir::Dim dim, double epsilon, double momentum)
     : Module("batch_norm"), dim_(dim), epsilon_(epsilon), momentum_(momentum) {
   scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);

@@ -210,6 +210,87 @@ class Conv2d : public Conv {
   }
 };
 
+/// Options of a transposed convolution over D spatial axes. Padding
+/// "valid" (the default; the kernel at least the stride) makes n frames
+/// n * stride + kernel - stride, "same" n * stride (tf target only: torch's
+/// has none). Example (3x upsampling in time, as the 2021 Switchboard
+/// hybrid setup): `TransposedConv1dOptions(d, d, 3).stride(3)`.
+template <size_t D>
+struct TransposedConvOptions {
+  TransposedConvOptions(ir::Dim in_dim, ir::Dim out_dim, std::array<int64_t, D> kernel_size)
+      : in_dim_(in_dim), out_dim_(out_dim), kernel_size_(kernel_size) {
+    stride_.fill(1);
+  }
+  TransposedConvOptions(ir::Dim in_dim, ir::Dim out_dim, int64_t kernel_size) requires(D == 1)
+      : TransposedConvOptions(in_dim, out_dim, std::array<int64_t, 1>{kernel_size}) {}
+  TransposedConvOptions& stride(int64_t s) requires(D == 1) {
+    stride_ = {s};
+    return *this;
+  }
+  RETC_ARG(ir::Dim, in_dim);
+  RETC_ARG(ir::Dim, out_dim);
+  RETC_ARG(std::array<int64_t RETC_COMMA D>, kernel_size);
+  RETC_ARG(std::array<int64_t RETC_COMMA D>, stride);
+  RETC_ARG(std::string, padding) = "valid";
+  RETC_ARG(bool, bias) = true;
+};
+using TransposedConv1dOptions = TransposedConvOptions<1>;
+using TransposedConv2dOptions = TransposedConvOptions<2>;
+
+/// Transposed convolution over 1 to 3 spatial axes (TransposedConv1d,
+/// TransposedConv2d). Params: weight [kernel dims..., out, in] (RETURNN's
+/// layout; TF's fans: fan_in = kernel volume * out), bias [out] (unless
+/// bias(false)). out_axis(in_axis): a dim made once per input axis.
+class TransposedConv : public Module {
+ public:
+  template <size_t D>
+  TransposedConv(std::string type_name, const TransposedConvOptions<D>& o)
+      : TransposedConv(std::move(type_name), o.in_dim(), o.out_dim(),
+                       std::vector<int64_t>(o.kernel_size().begin(), o.kernel_size().end()),
+                       std::vector<int64_t>(o.stride().begin(), o.stride().end()), o.padding(),
+                       o.bias()) {}
+  Tensor forward(const Tensor& x, const std::vector<ir::Dim>& axes,
+                 std::source_location loc = std::source_location::current()) const;
+  ir::Dim out_axis(const ir::Dim& in_axis, size_t i = 0) const;
+  const ir::Dim& in_dim() const { return in_dim_; }
+  const ir::Dim& out_dim() const { return out_dim_; }
+  Parameter& weight() { return weight_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  TransposedConv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim,
+                 std::vector<int64_t> kernel, std::vector<int64_t> strides, std::string padding,
+                 bool with_bias);
+
+  ir::Dim in_dim_, out_dim_;
+  std::vector<int64_t> kernel_, strides_;
+  std::string padding_;
+  Parameter weight_, bias_;
+  mutable std::vector<std::pair<ir::Dim, ir::Dim>> out_axes_;
+};
+
+/// 1-D transposed convolution over a spatial axis.
+class TransposedConv1d : public TransposedConv {
+ public:
+  explicit TransposedConv1d(const TransposedConv1dOptions& opts)
+      : TransposedConv("transposed_conv1d", opts) {}
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const {
+    return TransposedConv::forward(x, {axis}, loc);
+  }
+};
+
+/// 2-D transposed convolution over two spatial axes.
+class TransposedConv2d : public TransposedConv {
+ public:
+  explicit TransposedConv2d(const TransposedConv2dOptions& opts)
+      : TransposedConv("transposed_conv2d", opts) {}
+  Tensor forward(const Tensor& x, const ir::Dim& axis0, const ir::Dim& axis1,
+                 std::source_location loc = std::source_location::current()) const {
+    return TransposedConv::forward(x, {axis0, axis1}, loc);
+  }
+};
+
 /// Batch normalization over the feature `dim`: statistics over all other
 /// axes but padding frames. Training normalizes with the batch statistics
 /// and updates running ones (new = (1 - momentum) * old + momentum * batch);

@@ -1,5 +1,7 @@
 #include "compiler/nn/tensor.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
 #include "compiler/nn/error.h"
@@ -77,6 +79,7 @@ Tensor activation(const Tensor& x, std::string func, std::source_location loc) {
 Tensor relu(const Tensor& x, std::source_location loc) { return activation(x, "relu", loc); }
 Tensor tanh(const Tensor& x, std::source_location loc) { return activation(x, "tanh", loc); }
 Tensor sigmoid(const Tensor& x, std::source_location loc) { return activation(x, "sigmoid", loc); }
+Tensor swish(const Tensor& x, std::source_location loc) { return activation(x, "swish", loc); }
 
 Tensor dropout(const Tensor& x, double rate, std::vector<ir::Dim> axes, std::source_location loc) {
   Builder& b = builder_of(x, "dropout", L(loc));
@@ -407,6 +410,10 @@ ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::Sour
     if (!cross_entropy) fail(loc, "label smoothing applies to the cross-entropy loss only");
     a.set("label_smoothing", opts.label_smoothing);
   }
+  if (opts.focal_loss_factor != 0.0) {
+    if (!cross_entropy) fail(loc, "the focal loss factor applies to the cross-entropy loss only");
+    a.set("focal_loss_factor", opts.focal_loss_factor);
+  }
   return a;
 }
 
@@ -437,6 +444,8 @@ Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis
 Tensor custom_loss(const Tensor& value, LossOptions opts, std::source_location loc) {
   if (opts.label_smoothing != 0.0)
     fail(L(loc), "label smoothing applies to the cross-entropy loss only");
+  if (opts.focal_loss_factor != 0.0)
+    fail(L(loc), "the focal loss factor applies to the cross-entropy loss only");
   ir::Attrs attrs;
   if (opts.scale != 1.0) attrs.set("scale", opts.scale);
   if (opts.as_error) attrs.set("as_error", true);
@@ -485,6 +494,7 @@ Tensor fused_self_attention(const Tensor& x, const Tensor& qkv, const Tensor* re
                   {"key_dim", a.key_dim},
                   {"out_dim", a.value_dim},
                   {"causal", a.causal}};
+  if (a.att_dropout != 0.0) attrs.set("att_dropout", a.att_dropout);
   std::vector<Tensor> inputs{x, qkv};
   if (a.rel_pos_clipping > 0) {
     if (!rel_pos) fail(L(loc), "fused_self_attention: relative positions need their table");
@@ -493,6 +503,41 @@ Tensor fused_self_attention(const Tensor& x, const Tensor& qkv, const Tensor* re
   }
   return builder_of(x, "self_attention", L(loc))
       .add(ir::NodeKind::kSelfAttention, inputs, std::move(attrs), L(loc));
+}
+
+Tensor transposed_conv(const Tensor& x, const Tensor& weight, const Tensor* bias,
+                       const TransposedConvSpec& spec, std::source_location loc) {
+  std::vector<Tensor> inputs{x, weight};
+  if (bias) inputs.push_back(*bias);
+  return builder_of(x, "transposed_conv", L(loc))
+      .add(ir::NodeKind::kTransposedConv, inputs,
+           {{"axes", spec.axes},
+            {"out_axes", spec.out_axes},
+            {"strides", spec.strides},
+            {"padding", spec.padding}},
+           L(loc));
+}
+
+ir::Dim transposed_dim(const ir::Dim& axis, int64_t window, int64_t stride,
+                       const std::string& padding) {
+  if (stride == 1 && (padding == "same" || window == 1)) return axis;
+  std::string name = absl::StrCat(axis.name(), "_t", stride);
+  if (!axis.size()) return ir::Dim::spatial(name);
+  int64_t n =
+      *axis.size() * stride + (padding == "valid" ? std::max<int64_t>(window - stride, 0) : 0);
+  return axis.is_feature_like() ? ir::Dim::feature(name, n) : ir::Dim::spatial(name, n);
+}
+
+Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const Tensor& like, const ir::Dim& new_dim,
+                   std::source_location loc) {
+  return builder_of(x, "replace_dim", L(loc))
+      .add(ir::NodeKind::kReplaceDim, {x, like}, {{"axis", axis}, {"out_dim", new_dim}}, L(loc));
+}
+
+Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
+                   std::source_location loc) {
+  return builder_of(x, "replace_dim", L(loc))
+      .add(ir::NodeKind::kReplaceDim, {x}, {{"axis", axis}, {"out_dim", new_dim}}, L(loc));
 }
 
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvSpec& spec,

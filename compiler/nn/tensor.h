@@ -100,6 +100,8 @@ Tensor activation(const Tensor& x, std::string func,
 Tensor relu(const Tensor& x, std::source_location loc = std::source_location::current());
 Tensor tanh(const Tensor& x, std::source_location loc = std::source_location::current());
 Tensor sigmoid(const Tensor& x, std::source_location loc = std::source_location::current());
+/// x * sigmoid(x) (SiLU).
+Tensor swish(const Tensor& x, std::source_location loc = std::source_location::current());
 
 /// Dropout with drop probability `rate` (kept values scaled by 1/(1-rate)),
 /// applied in training only. The mask varies along `axes` and is shared
@@ -298,6 +300,8 @@ struct FusedAttention {
   bool causal = false;
   /// > 0: Shaw et al. relative positions from the table `rel_pos`.
   int64_t rel_pos_clipping = 0;
+  /// Dropout on the attention weights in training (elementwise).
+  double att_dropout = 0.0;
 };
 /// Multi-head self-attention over the dynamic `axis` with the fused
 /// qkv [in, 2*key + value] weight (and a rel_pos [2*clipping + 1, key/heads]
@@ -319,6 +323,38 @@ struct ConvSpec {
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvSpec& spec,
             std::source_location loc = std::source_location::current());
 
+/// What transposed_conv computes besides its operands.
+struct TransposedConvSpec {
+  std::vector<ir::Dim> axes, out_axes;
+  std::vector<int64_t> strides;
+  std::string padding = "valid";
+};
+/// Transposed convolution (upsampling; the gradient of a strided conv) of x
+/// over `spec.axes` with weight [kernel..., out, in] (RETURNN's layout) and
+/// bias [out] (or none). An axis of n frames becomes n * stride frames, plus
+/// kernel - stride with "valid" padding (whose kernel must be at least the
+/// stride). Frames past a sequence's end are zeroed first.
+Tensor transposed_conv(const Tensor& x, const Tensor& weight, const Tensor* bias,
+                       const TransposedConvSpec& spec,
+                       std::source_location loc = std::source_location::current());
+/// The axis after a transposed convolution of `axis` (a new dim; `axis`
+/// itself for stride 1 with "same" padding).
+ir::Dim transposed_dim(const ir::Dim& axis, int64_t window, int64_t stride,
+                       const std::string& padding);
+
+/// `x` with its `axis` replaced by `new_dim`, a dim of `like` whose lengths
+/// it takes (as RETURNN's reinterpret_data with size_base): frame t stays
+/// frame t, the axis is cut (or zero-padded) to the new dim's extent, and
+/// frames past the new lengths count as padding. Example: a transposed
+/// convolution back to the targets' frame rate, cut to their lengths:
+/// `nn::replace_dim(y, y_time, targets, time)`. (TF: a gather of x's frames
+/// at the new dim's positions; torch: rf.replace_dim_v2.)
+Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const Tensor& like, const ir::Dim& new_dim,
+                   std::source_location loc = std::source_location::current());
+/// A static axis renamed to another static dim of the same size.
+Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
+                   std::source_location loc = std::source_location::current());
+
 /// Batch normalization over the feature `axis` with running statistics
 /// (updated in training by `momentum`), scale and bias, all [axis].
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
@@ -329,6 +365,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 struct LossOptions {
   double scale = 1.0;            ///< multiplies the loss in the training objective
   double label_smoothing = 0.0;  ///< cross-entropy only
+  /// Cross-entropy only: the focal loss (Lin et al. 2017), each frame's loss
+  /// times (1 - p_target)^factor; 0: off. As RETURNN's focal_loss_factor.
+  double focal_loss_factor = 0.0;
   /// custom_loss only: report the value as the error (`<set>_error_<name>`)
   /// instead of training on it.
   bool as_error = false;

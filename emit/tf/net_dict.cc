@@ -353,6 +353,7 @@ PyValue lower_self_attention(const Lowering& l, PyValue& network) {
   layer.set("total_key_dim", *l.attr<ir::Dim>("key_dim").size());
   layer.set("out_dim", l.dim_attr("out_dim"));
   if (l.attr<bool>("causal")) layer.set("attention_left_only", true);
+  if (const double* r = n.attrs.get<double>("att_dropout")) layer.set("attention_dropout", *r);
   layer.set("reuse_params", reuse_params({{"QKV", l.ref(1)}}));
   if (n.inputs.size() == 3) {
     const std::string rel = rel_pos_layer_name(n);
@@ -401,13 +402,74 @@ PyValue lower_conv(const Lowering& l) {
   return layer;
 }
 
-PyValue lower_pool(const Lowering& l) {
+PyValue lower_transposed_conv(const Lowering& l) {
+  // RETURNN's transposed_conv with retc's filter [kernel..., out, in] (its
+  // own layout) and bias as layers; frames past the ends masked first.
+  const ir::Node& w = l.input(1);
+  const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
+  std::vector<int64_t> kernel;
+  for (size_t k = 0; k < axes.size(); ++k) kernel.push_back(*w.type.dims[k].size());
+  PyValue layer = l.layer_from("transposed_conv", 0);
+  layer.set("filter_size", ints_value(kernel));
+  layer.set("strides", ints_value(l.attr<std::vector<int64_t>>("strides")));
+  layer.set("padding", l.attr<std::string>("padding"));
+  if (std::any_of(axes.begin(), axes.end(), [](const ir::Dim& d) { return d.is_dynamic(); }))
+    layer.set("use_time_mask", true);
+  layer.set("in_spatial_dims", l.dims(axes));
+  layer.set("out_spatial_dims", l.dims_attr("out_axes"));
+  layer.set("in_dim", l.dim(w.type.dims[axes.size() + 1]));
+  layer.set("out_dim", l.dim(w.type.dims[axes.size()]));
+  layer.set("filter", l.ref(1));
+  if (l.node().inputs.size() == 3) {
+    layer.set("bias", l.ref(2));
+  } else {
+    layer.set("with_bias", false);
+  }
+  return layer;
+}
+
+PyValue lower_replace_dim(const Lowering& l) {
+  // A static dim of the same size: a new tag on the same values.
+  if (!l.attr<ir::Dim>("axis").is_dynamic()) {
+    PyValue layer = l.layer_from("reinterpret_data", 0);
+    layer.set("set_dim_tags", PyValue::map({{l.dim_attr("axis"), l.dim_attr("out_dim")}}));
+    return layer;
+  }
+  // A dynamic one: x's frames 0.. up to the new dim's extent (zero-padded
+  // past x's), with the new dim's lengths, as rf.replace_dim_v2 on torch.
+  PyValue layer = l.layer_from("slice_nd", 0);
+  layer.set("start", 0);
+  layer.set("size", l.dim_attr("out_dim"));
+  layer.set("axis", l.dim_attr("axis"));
+  return layer;
+}
+
+PyValue lower_pool(const Lowering& l, PyValue& network) {
   PyValue layer = l.layer_from("pool", 0);
   layer.set("mode", l.attr<std::string>("mode"));
   layer.set("pool_size", ints_value(l.attr<std::vector<int64_t>>("size")));
   layer.set("padding", l.attr<std::string>("padding"));
   set_windowed(layer, l);
-  return layer;
+  // Masked max pooling leaves the lowest float in the frames past a
+  // sequence's end, which the next op can overflow to -inf (dropout's
+  // 1 / (1 - rate)) and an LSTM then spreads as NaN: they become 0.
+  std::vector<ir::Dim> dynamic;
+  for (const ir::Dim& d : l.attr<std::vector<ir::Dim>>("out_axes")) {
+    if (d.is_dynamic()) dynamic.push_back(d);
+  }
+  if (l.attr<std::string>("mode") != "max" || dynamic.empty()) return layer;
+  std::string from = l.node().name + "_unmasked";
+  network.append(from, std::move(layer));
+  for (size_t k = 0; k < dynamic.size(); ++k) {
+    PyValue mask = PyValue::dict({{"class", "seq_len_mask"},
+                                  {"from", from},
+                                  {"axis", l.dim(dynamic[k])},
+                                  {"mask_value", 0.0}});
+    if (k + 1 == dynamic.size()) return mask;
+    from = absl::StrCat(l.node().name, "_masked", k);
+    network.append(from, std::move(mask));
+  }
+  return layer;  // not reached
 }
 
 PyValue lower_slice(const Lowering& l) {
@@ -505,6 +567,8 @@ PyValue lower_cross_entropy(const Lowering& l) {
   PyValue opts = PyValue::dict();
   if (const double* e = l.node().attrs.get<double>("label_smoothing"))
     opts.set("label_smoothing", *e);
+  if (const double* f = l.node().attrs.get<double>("focal_loss_factor"))
+    opts.set("focal_loss_factor", *f);
   set_loss_options(layer, l.node(), std::move(opts));
   return layer;
 }
@@ -539,7 +603,26 @@ PyValue lower_custom_loss(const Lowering& l) {
   return layer;
 }
 
-PyValue lower_loop_unstack(const Lowering& l) {
+PyValue lower_loop_unstack(const Lowering& l, PyValue& network) {
+  const ir::Node& in = l.input(0);
+  const ir::Dim& axis = l.attr<ir::Dim>("axis");
+  // Teacher forcing, x shifted by one frame along the loop's axis: RETURNN's
+  // own idiom, `prev:` of x's frame with the pad value before the first,
+  // instead of a shift_axis layer outside (which RETURNN's loss flattening
+  // mishandles when a layer moved out of the loop reads its frames).
+  if (in.kind == ir::NodeKind::kShiftAxis && *in.attrs.get<ir::Dim>("axis") == axis &&
+      *in.attrs.get<int64_t>("amount") == 1) {
+    const ir::NodeId src = l.facts().layer_of[in.inputs[0].index];
+    const std::string frame = l.node().name + "_frame";
+    const double* pad = in.attrs.get<double>("pad_value");
+    PyValue initial = in.type.sparse_dim ? PyValue(static_cast<int64_t>(pad ? *pad : 0.0))
+                                         : PyValue(pad ? *pad : 0.0);
+    network.append(frame, PyValue::dict({{"class", "rec_unstack"},
+                                         {"from", l.outside_ref(l.facts().g.node(src), src)},
+                                         {"axis", l.dim(axis)},
+                                         {"initial_output", std::move(initial)}}));
+    return PyValue::dict({{"class", "copy"}, {"from", "prev:" + frame}});
+  }
   PyValue layer = l.layer_from("rec_unstack", 0);
   layer.set("axis", l.dim_attr("axis"));
   return layer;
@@ -638,7 +721,11 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     case ir::NodeKind::kConv:
       return lower_conv(l);
     case ir::NodeKind::kPool:
-      return lower_pool(l);
+      return lower_pool(l, network);
+    case ir::NodeKind::kTransposedConv:
+      return lower_transposed_conv(l);
+    case ir::NodeKind::kReplaceDim:
+      return lower_replace_dim(l);
     case ir::NodeKind::kSlice:
       return lower_slice(l);
     case ir::NodeKind::kMaskedSelect:
@@ -698,7 +785,7 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     case ir::NodeKind::kCustomLoss:
       return lower_custom_loss(l);
     case ir::NodeKind::kLoopUnstack:
-      return lower_loop_unstack(l);
+      return lower_loop_unstack(l, network);
     case ir::NodeKind::kLoopNext:
       return lower_loop_next(l);
     case ir::NodeKind::kLoopStack: {
@@ -863,7 +950,9 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
       out.network.append(n.name, std::move(layer));
       continue;
     }
-    ASSIGN_OR_RETURN(std::optional<PyValue> layer, lower(l, out.network));
+    // Extra layers a lowering adds go where the node's layer goes.
+    ASSIGN_OR_RETURN(std::optional<PyValue> layer,
+                     lower(l, l.in_loop() >= 0 ? units[l.in_loop()] : out.network));
     if (!layer) continue;
     if (const int64_t* b = n.attrs.get<int64_t>("branch")) {
       branches[*n.attrs.get<int64_t>("cond")][*b].emplace_back(n.name, *std::move(layer));

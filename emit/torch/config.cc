@@ -91,6 +91,13 @@ std::string not_lowered(const ir::Node& n) {
       return rf_activation(*n.attrs.get<std::string>("func")).empty()
                  ? absl::StrCat("the activation ", ir::quote(*n.attrs.get<std::string>("func")))
                  : "";
+    case ir::NodeKind::kReplaceDim:
+      return "";
+    case ir::NodeKind::kTransposedConv:
+      // RETURNN's torch frontend has no "same" padding for it.
+      return *n.attrs.get<std::string>("padding") == "same"
+                 ? "a transposed convolution with \"same\" padding"
+                 : "";
     case ir::NodeKind::kWeightNorm:  // expand-parametrizations expanded it
       return absl::StrCat(node_kind_name(n.kind), " nodes");
   }
@@ -146,6 +153,14 @@ const ir::Dim& targets_axis(const ir::TensorType& type) {
 // and results whose IR type has it once are renamed back (_unprime).
 std::string occurrence_id(const ir::DimTable& t, const ir::Dim& d, int k) {
   return k == 1 ? t.id(d) : absl::StrCat(t.id(d), "__", k);
+}
+
+// The name of a weight's dim at position `i` as dims_value gives it (a
+// square conv's out dim: its second occurrence).
+std::string weight_dim_id(const ir::DimTable& t, const std::vector<ir::Dim>& dims, size_t i) {
+  int k = 1;
+  for (size_t j = 0; j < i; ++j) k += dims[j] == dims[i];
+  return occurrence_id(t, dims[i], k);
 }
 
 bool has_repeated_dim(const std::vector<ir::Dim>& dims) {
@@ -314,7 +329,8 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
                           ", allow_broadcast_all_sources=True)");
     case ir::NodeKind::kConcat:
       return absl::StrCat("rf.concat((", in(0), ", ", dim_attr("axis_a"), "), (", in(1), ", ",
-                          dim_attr("axis_b"), "), out_dim=", dim_attr("out_dim"), ")[0]");
+                          dim_attr("axis_b"), "), out_dim=", dim_attr("out_dim"),
+                          ", allow_broadcast=True)[0]");
     case ir::NodeKind::kGather:
       return absl::StrCat("rf.gather(", in(0), ", indices=", in(1), ", axis=", dim_attr("axis"),
                           ")");
@@ -343,15 +359,21 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
                           num("value"), ", allow_broadcast_all_sources=True)");
     case ir::NodeKind::kTrainFlag:
       return "rf.convert_to_tensor(rf.get_run_ctx().train_flag)";
-    case ir::NodeKind::kCrossEntropy:
+    case ir::NodeKind::kCrossEntropy: {
+      const std::string axis = t.id(*g.node(n.inputs[1]).type.sparse_dim);
+      std::string ce;
       if (const double* e = n.attrs.get<double>("label_smoothing"); e && *e != 0.0) {
-        return absl::StrCat("_label_smoothed_ce(", in(0), ", ", in(1),
-                            ", axis=", t.id(*g.node(n.inputs[1]).type.sparse_dim),
-                            ", label_smoothing=", PyValue(*e).repr(), ")");
+        ce = absl::StrCat("_label_smoothed_ce(", in(0), ", ", in(1), ", axis=", axis,
+                          ", label_smoothing=", PyValue(*e).repr(), ")");
+      } else {
+        ce = absl::StrCat("rf.cross_entropy(estimated=", in(0),
+                          ", estimated_type=\"logits\", target=", in(1), ", axis=", axis, ")");
       }
-      return absl::StrCat("rf.cross_entropy(estimated=", in(0),
-                          ", estimated_type=\"logits\", target=", in(1),
-                          ", axis=", t.id(*g.node(n.inputs[1]).type.sparse_dim), ")");
+      if (const double* f = n.attrs.get<double>("focal_loss_factor"); f && *f != 0.0)
+        return absl::StrCat("_focal(", ce, ", ", in(0), ", ", in(1), ", axis=", axis,
+                            ", factor=", PyValue(*f).repr(), ")");
+      return ce;
+    }
     case ir::NodeKind::kSelfAttention: {
       const ir::Node& qkv = g.node(n.inputs[1]);
       return absl::StrCat(
@@ -362,6 +384,9 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
           ", causal=", *n.attrs.get<bool>("causal") ? "True" : "False",
           n.inputs.size() == 3 ? absl::StrCat(", clipping=", *n.attrs.get<int64_t>("clipping"))
                                : "",
+          n.attrs.get<double>("att_dropout")
+              ? absl::StrCat(", att_dropout=", PyValue(*n.attrs.get<double>("att_dropout")).repr())
+              : "",
           ")");
     }
     case ir::NodeKind::kConv: {
@@ -372,13 +397,33 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       std::vector<ir::Dim> kernel(w.type.dims.begin(), w.type.dims.begin() + axes.size());
       return absl::StrCat("_conv(", in(0), ", ", in(1), ", ", in(2),
                           ", in_dim=", t.id(groups == 1 ? w_in : w_in.operands()[0]),
-                          ", out_dim=", t.id(w.type.dims.back()), ", axes=", dims_attr("axes"),
-                          ", out_axes=", dims_attr("out_axes"),
+                          ", out_dim=", weight_dim_id(t, w.type.dims, w.type.dims.size() - 1),
+                          ", axes=", dims_attr("axes"), ", out_axes=", dims_attr("out_axes"),
                           ", kernel=", dims_value(t, kernel).repr(),
                           ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")),
                           ", dilation=", *n.attrs.get<int64_t>("dilation"), ", groups=", groups,
                           ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(), ")");
     }
+    case ir::NodeKind::kTransposedConv: {
+      const ir::Node& w = g.node(n.inputs[1]);
+      const size_t axes = n.attrs.get<std::vector<ir::Dim>>("axes")->size();
+      std::vector<ir::Dim> kernel(w.type.dims.begin(), w.type.dims.begin() + axes);
+      return absl::StrCat(
+          "_transposed_conv(",
+          // A square filter's in dim is its second occurrence: x's is renamed.
+          w.type.dims[axes] == w.type.dims[axes + 1]
+              ? absl::StrCat("rf.replace_dim_v2(", in(0), ", in_dim=", t.id(w.type.dims[axes]),
+                             ", out_dim=", weight_dim_id(t, w.type.dims, axes + 1), ")")
+              : in(0),
+          ", ", in(1), ", ", n.inputs.size() == 3 ? in(2) : "None",
+          ", in_dim=", weight_dim_id(t, w.type.dims, axes + 1),
+          ", out_dim=", t.id(w.type.dims[axes]), ", axes=", dims_attr("axes"),
+          ", out_axes=", dims_attr("out_axes"), ", kernel=", dims_value(t, kernel).repr(),
+          ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")), ")");
+    }
+    case ir::NodeKind::kReplaceDim:
+      return absl::StrCat("rf.replace_dim_v2(", in(0), ", in_dim=", dim_attr("axis"),
+                          ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kPool:
       return absl::StrCat("_pool(", in(0),
                           ", mode=", PyValue(*n.attrs.get<std::string>("mode")).repr(),
@@ -1006,9 +1051,23 @@ def _conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation
     return _windowed(y, computed, out_axes, in_axes, strides if padding == "same" else None)
 
 
+def _transposed_conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides):
+    """RETURNN's TF transposed_conv ("valid" padding, filter [kernel..., out,
+    in]): frames past a sequence's end are 0 (masked); the model's out axes."""
+    x = x.copy_masked(0.0, dims=[d for d in axes if d.dimension is None])
+    y, computed = rf.transposed_conv(x, in_dim=in_dim, out_dim=out_dim, in_spatial_dims=axes, filter=w,
+                                     filter_size=kernel, padding="valid", strides=strides, bias=b,
+                                     use_mask=False)
+    for i, c in enumerate(computed):  # the lengths of a dynamic axis: n * stride + kernel - stride
+        if c.dimension is None:
+            c.dyn_size_ext = axes[i].dyn_size_ext * strides[i] + max(kernel[i].dimension - strides[i], 0)
+    return _windowed(y, computed, out_axes, axes)
+
+
 def _pool(x, *, mode, size, strides, padding, axes, out_axes):
     """RETURNN's TF pool layer: max pooling masks frames past a sequence's end
-    (avg does not, as on TF); "same" pads as TF does, and avg pooling then
+    (avg does not, as on TF) and sets them to 0 in its output; "same" pads as
+    TF does, and avg pooling then
     averages over the window's frames within the tensor only (as TF)."""
     if mode == "max":
         x = x.copy_masked(float("-inf"), dims=[d for d in axes if d.dimension is None])
@@ -1027,7 +1086,10 @@ def _pool(x, *, mode, size, strides, padding, axes, out_axes):
                           use_mask=False)
     if count is not None:
         y = y / count
-    return _windowed(y, computed, out_axes, in_axes, strides if padding == "same" else None)
+    y = _windowed(y, computed, out_axes, in_axes, strides if padding == "same" else None)
+    if mode == "max":  # frames past the end: 0, not -inf (as on TF)
+        y = y.copy_masked(0.0, dims=[d for d in out_axes if d.dimension is None])
+    return y
 
 
 def _frames(axis):
@@ -1110,6 +1172,12 @@ def _label_smoothed_ce(logits, targets, *, axis, label_smoothing):
     return ce - normalizing
 
 
+def _focal(ce, logits, targets, *, axis, factor):
+    """RETURNN's focal loss: each frame's loss times (1 - p_target)^factor."""
+    p = rf.gather(rf.softmax(logits, axis=axis), indices=targets, axis=axis)
+    return ce * (1.0 - p) ** factor
+
+
 def _ctc_loss(logits, targets, *, axis, targets_axis, classes):
     """RETURNN's CTC loss per sequence, the blank last in `classes`; a
     sequence whose labels cannot align with its frames adds 0 (as on TF)."""
@@ -1127,12 +1195,13 @@ def _ctc_error(logits, targets, *, axis, targets_axis, classes):
 
 
 def _self_attention(x, qkv_weight, rel_table, *, axis, in_dim, key_dim, out_dim, num_heads, causal,
-                    clipping=0):
+                    clipping=0, att_dropout=0.0):
     """RETURNN's TF self_attention layer, op for op: one matmul with the QKV
     weight, whose columns are per head [query | key | value]; queries scaled by
     key_dim_per_head^-0.5; relative positions (key_shift) from rel_table rows
     clip(j - i, -clipping, clipping) + clipping; keys past a sequence's end
-    masked (causal: later keys); softmax over the keys."""
+    masked (causal: later keys); softmax over the keys; in training dropout on
+    the weights (att_dropout, elementwise)."""
     qkv_dim = qkv_weight.dims[1]
     qkv = rf.matmul(x, qkv_weight, reduce=in_dim)
     heads = Dim(num_heads, name="heads")
@@ -1161,6 +1230,8 @@ def _self_attention(x, qkv_weight, rel_table, *, axis, in_dim, key_dim, out_dim,
         mask = rf.sequence_mask(keys)
     energy = rf.where(mask, energy, float("-inf"), allow_broadcast_all_sources=True)
     weights = rf.softmax(energy, axis=keys, use_mask=False)
+    if att_dropout:
+        weights = rf.dropout(weights, att_dropout, axis=weights.dims)
     y = rf.matmul(weights, v, reduce=keys, use_mask=False)  # masked keys have weight 0
     return rf.merge_dims(y, dims=[heads, value_per_head], out_dim=out_dim)[0]
 
@@ -1431,6 +1502,11 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
     PyValue d = PyValue::dict(
         {{"dims", dims_value(t, n.type.dims)}, {"dtype", std::string(dtype_name(n.type.dtype))}});
     if (n.type.sparse_dim) d.set("sparse_dim", dim_ref(t, *n.type.sparse_dim));
+    // Dense data's static last dim as its feature dim: RETURNN's dataset API
+    // (DummyGenericDataset's data_template) reads the data's dimension.
+    if (!n.type.sparse_dim && !n.type.dims.empty() && n.type.dims.back().is_feature_like() &&
+        n.type.dims.back().size())
+      d.set("feature_dim", dim_ref(t, n.type.dims.back()));
     const std::string& key = *n.attrs.get<std::string>("key");
     if (key != "data" && !is_target[i]) d.set("available_for_inference", true);
     extern_data.append(key, std::move(d));

@@ -293,6 +293,38 @@ def test_conv1d():
     print("conv1d (kernel 3, dilation 2, same padding) matches numpy")
 
 
+def test_transposed_conv():
+    """Transposed conv (kernel 3, stride 2, valid, no bias): y[2t + k] += x[t] W[k]^T, 2n + 1 frames
+    per sequence of n; strided down and back up (kernel 2) and given x's time by replace_dim: the
+    same frames, x's extent and lengths."""
+    net = Net(compile_model("mod-transposed-conv"), train_flag=False)
+    feed = net.feed(3)
+    x = net.layer("data:data", feed).astype("float64")
+    lens = seq_lens(net, feed)
+    w = net.variable("wide/weight/param:0").astype("float64")  # [3, out 4, in 5]
+    for b, n in enumerate(lens):
+        x[b, n:] = 0
+    wide = net.layer("wide", feed)
+    want = numpy.zeros((x.shape[0], 2 * x.shape[1] + 1, w.shape[1]))
+    for t in range(x.shape[1]):
+        for k in range(3):
+            want[:, 2 * t + k] += x[:, t] @ w[k].T
+    for b, n in enumerate(lens):
+        close(wide[b, :2 * n + 1], want[b, :2 * n + 1], 1e-4, "transposed conv, sequence %d" % b)
+    with net.graph.as_default():
+        wide_lens = net.net.get_layer("wide").output.get_time_dim_tag().dyn_size_ext.placeholder
+        back_out = net.net.get_layer("back").output
+        back_lens = back_out.get_time_dim_tag().dyn_size_ext.placeholder
+    assert list(net.run(wide_lens, feed)) == [2 * n + 1 for n in lens], net.run(wide_lens, feed)
+    up, back = net.layer("up", feed), net.layer("back", feed)
+    assert back.shape[1] == x.shape[1], (back.shape, x.shape)
+    assert list(net.run(back_lens, feed)) == list(lens)
+    for b, n in enumerate(lens):
+        close(back[b, :n], up[b, :n], 1e-6, "replace_dim keeps the frames")
+    print("transposed conv matches numpy (lengths 2n + 1); replace_dim: x's extent %d and lengths %s" % (
+        x.shape[1], list(lens)))
+
+
 def _objective_and_logits(model, seed=5):
     net = Net(compile_model(model), train_flag=True)
     feed = net.feed(seed)
@@ -339,8 +371,19 @@ def test_loss_options():
     want_err = sum(f.max(-1).sum() for f in frames)
     assert "max_logit" in errors, errors
     close(float(errors["max_logit"]), want_err, 1e-3, "as_error: the summed value, reported as the error")
-    print("loss scale 0.5: %.4f = 0.5 x %.4f; label smoothing, MSE and custom losses match their formulas" % (
-        scaled, plain))
+    # focal loss (factor 2): each frame's CE times (1 - p_target)^2
+    net, feed, focal, lens = _objective_and_logits("loss-focal")
+    logits = net.layer("output", feed).astype("float64")
+    y = net.layer("data:classes", feed)
+    logp = logits - numpy.log(numpy.exp(logits).sum(-1, keepdims=True))
+    want = 0.0
+    for b in range(len(lens)):
+        for t in range(lens[b]):
+            lp = logp[b, t, y[b, t]]
+            want += -lp * (1 - numpy.exp(lp)) ** 2
+    close(focal, want, 1e-4, "focal loss")
+    print("loss scale 0.5: %.4f = 0.5 x %.4f; label smoothing, focal, MSE and custom losses match their "
+          "formulas" % (scaled, plain))
 
 
 
