@@ -29,7 +29,9 @@ std::vector<ModelDef> bundled_models() {
           model_conformer_ctc(),
           model_conformer_ctc_grow(),
           model_conformer_large(),
-          model_digits_ctc()};
+          model_digits_ctc(),
+          model_librispeech_att(),
+          model_swb_conformer_hybrid()};
 }
 
 }  // namespace retc::configs

@@ -42,6 +42,9 @@ ModelDef model_digits_ctc();
 /// $RETC_CORPUS_DIR/digits, else $XDG_CACHE_HOME/retc/corpora/digits, else
 /// ~/.cache/retc/corpora/digits.
 std::string digits_corpus_dir();
+/// Published setups, written with retc's modules (rwth-i6/returnn-experiments).
+ModelDef model_librispeech_att();
+ModelDef model_swb_conformer_hybrid();
 /// The conformer-12x512 model with `blocks` blocks (benchmarks), optionally
 /// weight-normed on every Linear, optionally with dropout masks shared over
 /// batch and time (as rf's default).
