@@ -718,6 +718,60 @@ absl::StatusOr<TensorType> infer_transposed_conv(const Graph& g, const std::vect
   return out;
 }
 
+absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
+                                          const std::vector<NodeId>& in, const NodeSpec& spec) {
+  const std::string name(node_kind_name(kind));
+  auto err = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", parts...));
+  };
+  const TensorType& x = g.node(in[0]).type;
+  if (kind == NodeKind::kLogicalNot) {
+    if (x.dtype != DType::kBool || x.sparse_dim)
+      return err("needs a bool input, got ", x.describe());
+    return x;
+  }
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+  const int pos = index_of(x.dims, axis);
+  if (pos < 0 || axis.is_batch())
+    return err("the axis ", axis.describe(), " is not a non-batch axis of ", x.describe());
+  if (x.sparse_dim) return err("needs a dense input, got ", x.describe());
+  if (kind == NodeKind::kCumsum) {
+    if (x.dtype == DType::kBool) return err("needs a number input, got ", x.describe());
+    return x;
+  }
+  TensorType out = x;
+  if (kind == NodeKind::kTopK) {
+    ASSIGN_OR_RETURN(auto k_dim, attr<Dim>(spec, kind, "k_dim"));
+    if (!spec.attrs.get<bool>("indices")) return err("needs attribute 'indices'");
+    RETURN_IF_ERROR(require_float(x, "top_k input").status());
+    if (!axis.size() || !k_dim.size() || k_dim.is_dynamic() || *k_dim.size() < 1 ||
+        *k_dim.size() > *axis.size() || index_of(x.dims, k_dim) >= 0)
+      return err("k_dim ", k_dim.describe(), " must be a new static dim of 1 to |", axis.describe(),
+                 "| entries (a static axis)");
+    out.dims[pos] = k_dim;
+    if (*spec.attrs.get<bool>("indices")) {
+      out.dtype = DType::kInt32;
+      out.sparse_dim = axis;
+    }
+    return out;
+  }
+  // kPad
+  ASSIGN_OR_RETURN(auto left, attr<int64_t>(spec, kind, "left"));
+  ASSIGN_OR_RETURN(auto right, attr<int64_t>(spec, kind, "right"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
+  if (!spec.attrs.get<double>("value")) return err("needs attribute 'value'");
+  if (left < 0 || right < 0) return err("the padding must not be negative");
+  if (axis.is_dynamic() ? !out_dim.is_dynamic() || out_dim == axis
+                        : out_dim.size() != *axis.size() + left + right || out_dim.is_dynamic())
+    return err("the out dim for ", axis.describe(), " padded by ", left, " and ", right,
+               " must be ", axis.is_dynamic() ? "a new dynamic dim" : "static of that size",
+               ", got ", out_dim.describe());
+  if (out_dim != axis && index_of(x.dims, out_dim) >= 0)
+    return err("the input ", x.describe(), " already has ", out_dim.describe());
+  out.dims[pos] = out_dim;
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<NodeId>& in,
                                              const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kReplaceDim;
@@ -1117,6 +1171,11 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_transposed_conv(g, inputs, spec);
     case NodeKind::kReplaceDim:
       return infer_replace_dim(g, inputs, spec);
+    case NodeKind::kLogicalNot:
+    case NodeKind::kCumsum:
+    case NodeKind::kTopK:
+    case NodeKind::kPad:
+      return infer_array_op(g, kind, inputs, spec);
     case NodeKind::kPool:
       return infer_pool(g, inputs, spec);
     case NodeKind::kSlice:

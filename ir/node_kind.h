@@ -153,7 +153,13 @@ struct KindFacts {
                    /* [kernels..., out, in][, b [out]]: attr axes upsampled by their strides  */ \
   X(ReplaceDim, "replace_dim", KindFacts(KindFacts::kVariadic).step()) /* x[, like]: x's attr */ \
                    /* axis becomes attr out_dim (a dim of like: its lengths; or a static one of */ \
-                   /* the same size); frames past the new lengths become padding            */
+                   /* the same size); frames past the new lengths become padding            */ \
+  X(LogicalNot, "logical_not", KindFacts(1).pure())  /* not x (bool)                            */ \
+  X(Cumsum, "cumsum", KindFacts(1).pure())  /* running sum along attr axis                     */ \
+  X(TopK, "top_k", KindFacts(1).pure()) /* the k largest along static attr axis into attr     */ \
+                   /* k_dim, descending: values, or with attr indices their int32 indices    */ \
+  X(Pad, "pad", KindFacts(1).pure()) /* attr axis padded by left / right frames of value into */ \
+                   /* attr out_dim (a dynamic axis: after each sequence's end)               */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

@@ -273,6 +273,23 @@ void build_transposed_conv(Builder& b) {
   io.finish(m->out_->forward(back + io.x));
 }
 
+// Array ops: cumsum over time, top 3 of the features (values and indices),
+// logical_not, pad of the features (static: 1 left, 2 right, value -1) and
+// of time (dynamic: 2 left, 1 right after each sequence's end, value 0.5).
+void build_array_ops(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  nn::cumsum(io.x, io.time).mark_as_output("cumsum");
+  auto [values, indices] = nn::top_k(io.x, io.in, Dim::feature("top3", 3));
+  values.mark_as_output("top_values");
+  indices.mark_as_output("top_indices");
+  Tensor positive = nn::compare(io.x, nn::constant(b, 0.0), "greater");
+  nn::cast(nn::logical_not(positive), ir::DType::kFloat32).mark_as_output("not_positive");
+  nn::pad(io.x, io.in, 1, 2, -1.0).mark_as_output("pad_feature");
+  nn::pad(io.x, io.time, 2, 1, 0.5).mark_as_output("pad_time");
+  io.finish(lin->forward(io.x));
+}
+
 // Relative-positional self-attention (clipping 2), key 8, value 6, 2 heads.
 void build_rel_pos_attention(Builder& b) {
   Io io(b);
@@ -542,6 +559,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conv2d", build_conv2d),
       def("mod-conv-stride", build_conv_stride),
       def("mod-transposed-conv", build_transposed_conv),
+      def("op-array", build_array_ops),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),
       def("mod-sequential", build_sequential),

@@ -534,6 +534,43 @@ Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const Tensor& like, con
       .add(ir::NodeKind::kReplaceDim, {x, like}, {{"axis", axis}, {"out_dim", new_dim}}, L(loc));
 }
 
+Tensor logical_not(const Tensor& x, std::source_location loc) {
+  return builder_of(x, "logical_not", L(loc)).add(ir::NodeKind::kLogicalNot, {x}, {}, L(loc));
+}
+
+Tensor cumsum(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return builder_of(x, "cumsum", L(loc)).add(ir::NodeKind::kCumsum, {x}, {{"axis", axis}}, L(loc));
+}
+
+std::pair<Tensor, Tensor> top_k(const Tensor& x, const ir::Dim& axis, const ir::Dim& k_dim,
+                                std::source_location loc) {
+  Builder& b = builder_of(x, "top_k", L(loc));
+  auto node = [&](bool indices) {
+    return b.add(ir::NodeKind::kTopK, {x}, {{"axis", axis}, {"k_dim", k_dim}, {"indices", indices}},
+                 L(loc));
+  };
+  return {node(false), node(true)};
+}
+
+Tensor pad(const Tensor& x, const ir::Dim& axis, int64_t left, int64_t right, double value,
+           std::optional<ir::Dim> out_dim, std::source_location loc) {
+  if (!out_dim) {
+    const std::string name = absl::StrCat(axis.name(), "_pad", left, "_", right);
+    out_dim = axis.is_dynamic() ? ir::Dim::spatial(name)
+              : axis.is_feature_like()
+                  ? ir::Dim::feature(name, axis.size().value_or(0) + left + right)
+                  : ir::Dim::spatial(name, axis.size().value_or(0) + left + right);
+  }
+  return builder_of(x, "pad", L(loc))
+      .add(ir::NodeKind::kPad, {x},
+           {{"axis", axis},
+            {"left", left},
+            {"right", right},
+            {"value", value},
+            {"out_dim", *out_dim}},
+           L(loc));
+}
+
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
                    std::source_location loc) {
   return builder_of(x, "replace_dim", L(loc))

@@ -351,6 +351,25 @@ ir::Dim transposed_dim(const ir::Dim& axis, int64_t window, int64_t stride,
 /// at the new dim's positions; torch: rf.replace_dim_v2.)
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const Tensor& like, const ir::Dim& new_dim,
                    std::source_location loc = std::source_location::current());
+/// Not x (bool).
+Tensor logical_not(const Tensor& x, std::source_location loc = std::source_location::current());
+/// The running sum along `axis`: y[t] = x[0] + ... + x[t].
+Tensor cumsum(const Tensor& x, const ir::Dim& axis,
+              std::source_location loc = std::source_location::current());
+/// The k = |k_dim| largest entries of `x` along the static `axis`, in
+/// descending order along the new static `k_dim`, and their indices (int32,
+/// sparse over `axis`). Example: `auto [v, i] = nn::top_k(logits, vocab, Dim::feature("k", 4));`
+std::pair<Tensor, Tensor> top_k(const Tensor& x, const ir::Dim& axis, const ir::Dim& k_dim,
+                                std::source_location loc = std::source_location::current());
+/// `x` padded along `axis` by `left` and `right` entries of `value`. A static
+/// axis of n entries becomes the static `out_dim` of n + left + right (made
+/// here by default); a dynamic one becomes a new dynamic dim whose lengths
+/// are the sequence's + left + right, the right padding after each
+/// sequence's end.
+Tensor pad(const Tensor& x, const ir::Dim& axis, int64_t left, int64_t right, double value = 0.0,
+           std::optional<ir::Dim> out_dim = std::nullopt,
+           std::source_location loc = std::source_location::current());
+
 /// A static axis renamed to another static dim of the same size.
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
                    std::source_location loc = std::source_location::current());

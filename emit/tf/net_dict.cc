@@ -428,6 +428,29 @@ PyValue lower_transposed_conv(const Lowering& l) {
   return layer;
 }
 
+PyValue lower_top_k(const Lowering& l, PyValue& network) {
+  PyValue layer = l.layer_from("top_k", 0);
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("k", *l.attr<ir::Dim>("k_dim").size());
+  layer.set("k_dim", l.dim_attr("k_dim"));
+  if (!l.attr<bool>("indices")) return layer;
+  // The indices: the top_k layer's sub-layer.
+  const std::string top_k = l.node().name + "_top_k";
+  network.append(top_k, std::move(layer));
+  return PyValue::dict({{"class", "copy"}, {"from", top_k + "/indices"}});
+}
+
+PyValue lower_pad(const Lowering& l) {
+  PyValue layer = l.layer_from("pad", 0);
+  layer.set("axes", l.dim_attr("axis"));
+  layer.set("padding",
+            PyValue::list({PyValue::tuple({l.attr<int64_t>("left"), l.attr<int64_t>("right")})}));
+  layer.set("out_dims", l.dim_attr("out_dim"));
+  layer.set("value", l.attr<double>("value"));
+  if (l.attr<ir::Dim>("axis").is_dynamic()) layer.set("handle_dynamic_dims", true);
+  return layer;
+}
+
 PyValue lower_replace_dim(const Lowering& l) {
   // A static dim of the same size: a new tag on the same values.
   if (!l.attr<ir::Dim>("axis").is_dynamic()) {
@@ -726,6 +749,21 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_transposed_conv(l);
     case ir::NodeKind::kReplaceDim:
       return lower_replace_dim(l);
+    case ir::NodeKind::kLogicalNot: {
+      PyValue layer = l.layer_from("compare", 0);
+      layer.set("kind", "equal");
+      layer.set("value", false);
+      return layer;
+    }
+    case ir::NodeKind::kCumsum: {
+      PyValue layer = l.layer_from("cumsum", 0);
+      layer.set("axis", l.dim_attr("axis"));
+      return layer;
+    }
+    case ir::NodeKind::kTopK:
+      return lower_top_k(l, network);
+    case ir::NodeKind::kPad:
+      return lower_pad(l);
     case ir::NodeKind::kSlice:
       return lower_slice(l);
     case ir::NodeKind::kMaskedSelect:

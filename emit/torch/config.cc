@@ -92,6 +92,10 @@ std::string not_lowered(const ir::Node& n) {
                  ? absl::StrCat("the activation ", ir::quote(*n.attrs.get<std::string>("func")))
                  : "";
     case ir::NodeKind::kReplaceDim:
+    case ir::NodeKind::kLogicalNot:
+    case ir::NodeKind::kCumsum:
+    case ir::NodeKind::kTopK:
+    case ir::NodeKind::kPad:
       return "";
     case ir::NodeKind::kTransposedConv:
       // RETURNN's torch frontend has no "same" padding for it.
@@ -421,6 +425,20 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
           ", out_axes=", dims_attr("out_axes"), ", kernel=", dims_value(t, kernel).repr(),
           ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")), ")");
     }
+    case ir::NodeKind::kLogicalNot:
+      return absl::StrCat("rf.logical_not(", in(0), ")");
+    case ir::NodeKind::kCumsum:
+      return absl::StrCat("rf.cumsum(", in(0), ", spatial_dim=", dim_attr("axis"), ")");
+    case ir::NodeKind::kTopK:
+      return absl::StrCat("rf.top_k(", in(0), ", axis=", dim_attr("axis"),
+                          ", k=", *n.attrs.get<ir::Dim>("k_dim")->size(),
+                          ", k_dim=", dim_attr("k_dim"), ")[",
+                          *n.attrs.get<bool>("indices") ? 1 : 0, "]");
+    case ir::NodeKind::kPad:
+      return absl::StrCat("_pad(", in(0), ", axis=", dim_attr("axis"),
+                          ", left=", *n.attrs.get<int64_t>("left"),
+                          ", right=", *n.attrs.get<int64_t>("right"), ", value=", num("value"),
+                          ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kReplaceDim:
       return absl::StrCat("rf.replace_dim_v2(", in(0), ", in_dim=", dim_attr("axis"),
                           ", out_dim=", dim_attr("out_dim"), ")");
@@ -1049,6 +1067,17 @@ def _conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation
                           padding="valid", strides=strides, dilation_rate=dilation, groups=groups, bias=b,
                           use_mask=False)
     return _windowed(y, computed, out_axes, in_axes, strides if padding == "same" else None)
+
+
+def _pad(x, *, axis, left, right, value, out_dim):
+    """x padded along axis (a dynamic one after each sequence's end, as TF's
+    pad with handle_dynamic_dims); the model's out dim, with this batch's
+    lengths (n + left + right)."""
+    y, (computed,) = rf.pad(x, axes=[axis], padding=[(left, right)], value=value, handle_dynamic_dims=True)
+    if out_dim.dimension is None:
+        out_dim.reset_eager()
+        out_dim.dyn_size_ext = axis.dyn_size_ext + (left + right)
+    return rf.replace_dim_v2(y, in_dim=computed, out_dim=out_dim)
 
 
 def _transposed_conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides):

@@ -293,6 +293,33 @@ def test_conv1d():
     print("conv1d (kernel 3, dilation 2, same padding) matches numpy")
 
 
+def test_array_ops():
+    """cumsum, top_k (values and indices), logical_not and pad (static; dynamic, after each
+    sequence's end) against numpy."""
+    net = Net(compile_model("op-array"), train_flag=False)
+    feed = net.feed(4)
+    x = net.layer("data:data", feed).astype("float64")
+    lens = seq_lens(net, feed)
+    cs, values, indices = net.layer("cumsum", feed), net.layer("top_values", feed), net.layer("top_indices", feed)
+    not_positive, pad_feature = net.layer("not_positive", feed), net.layer("pad_feature", feed)
+    pad_time = net.layer("pad_time", feed)
+    with net.graph.as_default():
+        pad_lens = net.net.get_layer("pad_time").output.get_time_dim_tag().dyn_size_ext.placeholder
+    assert list(net.run(pad_lens, feed)) == [n + 3 for n in lens], (net.run(pad_lens, feed), lens)
+    for b, n in enumerate(lens):
+        close(cs[b, :n], numpy.cumsum(x[b, :n], axis=0), 1e-5, "cumsum")
+        close(values[b, :n], -numpy.sort(-x[b, :n], axis=-1)[:, :3], 1e-6, "top_k values")
+        close(numpy.take_along_axis(x[b, :n], indices[b, :n].astype(int), -1), values[b, :n], 1e-6,
+              "top_k indices")
+        close(not_positive[b, :n], (x[b, :n] <= 0).astype("float64"), 0, "logical_not")
+        want = numpy.concatenate([numpy.full((n, 1), -1.0), x[b, :n], numpy.full((n, 2), -1.0)], -1)
+        close(pad_feature[b, :n], want, 1e-6, "pad of the features")
+        want = numpy.concatenate([numpy.full((2, 5), 0.5), x[b, :n], numpy.full((1, 5), 0.5)], 0)
+        close(pad_time[b, :n + 3], want, 1e-6, "pad of time, sequence %d" % b)
+    print("cumsum, top_k, logical_not, pad (features; time: lengths %s -> %s) match numpy" % (
+        list(lens), [n + 3 for n in lens]))
+
+
 def test_transposed_conv():
     """Transposed conv (kernel 3, stride 2, valid, no bias): y[2t + k] += x[t] W[k]^T, 2n + 1 frames
     per sequence of n; strided down and back up (kernel 2) and given x's time by replace_dim: the
