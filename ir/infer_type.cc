@@ -772,6 +772,55 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
   return out;
 }
 
+absl::StatusOr<TensorType> infer_stack(const Graph& g, const std::vector<NodeId>& in,
+                                       const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, NodeKind::kStack, "out_dim"));
+  if (in.empty()) return absl::InvalidArgumentError("stack needs at least one input");
+  const TensorType& x = g.node(in[0]).type;
+  for (NodeId i : in) {
+    const TensorType& t = g.node(i).type;
+    bool same =
+        t.dims.size() == x.dims.size() && t.dtype == x.dtype && t.sparse_dim == x.sparse_dim;
+    for (const Dim& d : t.dims) same = same && index_of(x.dims, d) >= 0;
+    if (!same) {
+      return absl::InvalidArgumentError(absl::StrCat("stack: the inputs ", x.describe(), " and ",
+                                                     t.describe(), " differ in type"));
+    }
+  }
+  if (out_dim.is_dynamic() || out_dim.size() != static_cast<int64_t>(in.size()) ||
+      index_of(x.dims, out_dim) >= 0 || out_dim.is_batch())
+    return absl::InvalidArgumentError(absl::StrCat("stack: the out dim ", out_dim.describe(),
+                                                   " must be a new static dim of ", in.size(),
+                                                   " entries (one per input)"));
+  TensorType out = x;
+  out.dims.push_back(out_dim);
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_window(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kWindow;
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto window_dim, attr<Dim>(spec, kKind, "window_dim"));
+  ASSIGN_OR_RETURN(auto out_axis, attr<Dim>(spec, kKind, "out_axis"));
+  ASSIGN_OR_RETURN(auto stride, attr<int64_t>(spec, kKind, "stride"));
+  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
+  const TensorType& x = g.node(in[0]).type;
+  if (x.sparse_dim)
+    return absl::InvalidArgumentError(
+        absl::StrCat("window: needs a dense input, got ", x.describe()));
+  if (!window_dim.size() || window_dim.is_dynamic() || index_of(x.dims, window_dim) >= 0)
+    return absl::InvalidArgumentError(absl::StrCat("window: the window dim ", window_dim.describe(),
+                                                   " must be a new static dim"));
+  RETURN_IF_ERROR(check_windowed_axes(kKind, x, {axis}, {out_axis}, {*window_dim.size()}, {stride},
+                                      1, padding));
+  TensorType out = x;
+  const int pos = index_of(out.dims, axis);
+  out.dims[pos] = out_axis;
+  out.dims.insert(out.dims.begin() + pos + 1, window_dim);
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<NodeId>& in,
                                              const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kReplaceDim;
@@ -1171,6 +1220,10 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_transposed_conv(g, inputs, spec);
     case NodeKind::kReplaceDim:
       return infer_replace_dim(g, inputs, spec);
+    case NodeKind::kStack:
+      return infer_stack(g, inputs, spec);
+    case NodeKind::kWindow:
+      return infer_window(g, inputs, spec);
     case NodeKind::kLogicalNot:
     case NodeKind::kCumsum:
     case NodeKind::kTopK:

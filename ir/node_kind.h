@@ -159,7 +159,12 @@ struct KindFacts {
   X(TopK, "top_k", KindFacts(1).pure()) /* the k largest along static attr axis into attr     */ \
                    /* k_dim, descending: values, or with attr indices their int32 indices    */ \
   X(Pad, "pad", KindFacts(1).pure()) /* attr axis padded by left / right frames of value into */ \
-                   /* attr out_dim (a dynamic axis: after each sequence's end)               */
+                   /* attr out_dim (a dynamic axis: after each sequence's end)               */ \
+  X(Stack, "stack", KindFacts(KindFacts::kVariadic).pure()) /* inputs of one type stacked  */ \
+                   /* along the new static attr out_dim (its size: their number), last     */ \
+  X(Window, "window", KindFacts(1).step()) /* the frames of attr axis around each (attr       */ \
+                   /* window_dim, after the axis; padding same: centered, or valid), every   */ \
+                   /* attr stride-th into attr out_axis                                      */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

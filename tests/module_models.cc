@@ -290,6 +290,22 @@ void build_array_ops(Builder& b) {
   io.finish(lin->forward(io.x));
 }
 
+// Stack (x, 2x, 3x), unstacked again; windows over time: 3 frames centered
+// ("same"), 4 frames with stride 2 ("same"), 2 frames "valid".
+void build_stack_window(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  const Dim three = Dim::spatial("three", 3);
+  Tensor stacked =
+      nn::stack({io.x, io.x * nn::constant(b, 2.0), io.x * nn::constant(b, 3.0)}, three);
+  stacked.mark_as_output("stacked");
+  nn::unstack(stacked, three)[1].mark_as_output("unstacked_1");
+  nn::window(io.x, io.time, Dim::spatial("win3", 3)).mark_as_output("window_same");
+  nn::window(io.x, io.time, Dim::spatial("win4", 4), 2).mark_as_output("window_strided");
+  nn::window(io.x, io.time, Dim::spatial("win2", 2), 1, "valid").mark_as_output("window_valid");
+  io.finish(lin->forward(io.x));
+}
+
 // Relative-positional self-attention (clipping 2), key 8, value 6, 2 heads.
 void build_rel_pos_attention(Builder& b) {
   Io io(b);
@@ -560,6 +576,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conv-stride", build_conv_stride),
       def("mod-transposed-conv", build_transposed_conv),
       def("op-array", build_array_ops),
+      def("op-stack-window", build_stack_window),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),
       def("mod-sequential", build_sequential),

@@ -534,6 +534,42 @@ Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const Tensor& like, con
       .add(ir::NodeKind::kReplaceDim, {x, like}, {{"axis", axis}, {"out_dim", new_dim}}, L(loc));
 }
 
+Tensor stack(const std::vector<Tensor>& xs, std::optional<ir::Dim> out_dim,
+             std::source_location loc) {
+  if (xs.empty()) fail(L(loc), "stack: needs at least one tensor");
+  if (!out_dim) out_dim = ir::Dim::spatial("stacked", static_cast<int64_t>(xs.size()));
+  return builder_of(xs[0], "stack", L(loc))
+      .add(ir::NodeKind::kStack, xs, {{"out_dim", *out_dim}}, L(loc));
+}
+
+std::vector<Tensor> unstack(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  if (!axis.size() || axis.is_dynamic() || ir::index_of(x.dims(), axis) < 0)
+    fail(L(loc), absl::StrCat("unstack: the axis ", axis.describe(), " must be a static axis of ",
+                              ir::describe(x.dims())));
+  // Entry i: the slice [i, i + 1) of the axis, summed over its one entry.
+  const ir::Dim one = ir::Dim::spatial(absl::StrCat(axis.name(), "_entry"), 1);
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < *axis.size(); ++i)
+    out.push_back(reduce(slice(x, axis, i, one, loc), "sum", {one}, loc));
+  return out;
+}
+
+Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, int64_t stride,
+              std::string padding, std::source_location loc) {
+  const int64_t w = window_dim.size().value_or(1);
+  const ir::Dim out_axis = windowed_dim(axis, w, stride, 1, padding);
+  // Frames past each sequence's end count as 0 in the windows (on both targets).
+  const Tensor in = axis.is_dynamic() ? mask_padding(x, axis, 0.0, loc) : x;
+  return builder_of(x, "window", L(loc))
+      .add(ir::NodeKind::kWindow, {in},
+           {{"axis", axis},
+            {"window_dim", window_dim},
+            {"out_axis", out_axis},
+            {"stride", stride},
+            {"padding", std::move(padding)}},
+           L(loc));
+}
+
 Tensor logical_not(const Tensor& x, std::source_location loc) {
   return builder_of(x, "logical_not", L(loc)).add(ir::NodeKind::kLogicalNot, {x}, {}, L(loc));
 }

@@ -370,6 +370,22 @@ Tensor pad(const Tensor& x, const ir::Dim& axis, int64_t left, int64_t right, do
            std::optional<ir::Dim> out_dim = std::nullopt,
            std::source_location loc = std::source_location::current());
 
+/// The tensors (of one type) stacked along the new static `out_dim` (of
+/// xs.size() entries; made here by default), the last dim.
+Tensor stack(const std::vector<Tensor>& xs, std::optional<ir::Dim> out_dim = std::nullopt,
+             std::source_location loc = std::source_location::current());
+/// The entries of `x` along its static `axis`, each without that axis.
+std::vector<Tensor> unstack(const Tensor& x, const ir::Dim& axis,
+                            std::source_location loc = std::source_location::current());
+/// Each frame's window of |window_dim| frames along `axis` (the new static
+/// `window_dim` right after the axis): "same" padding centers it (frames
+/// before the start and past each sequence's end count as 0), "valid" keeps
+/// only full windows; every `stride`-th frame (a new axis unless stride 1
+/// with "same": windowed_dim's). Example: `nn::window(x, time, Dim::spatial("w", 5))`.
+Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, int64_t stride = 1,
+              std::string padding = "same",
+              std::source_location loc = std::source_location::current());
+
 /// A static axis renamed to another static dim of the same size.
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
                    std::source_location loc = std::source_location::current());

@@ -440,6 +440,23 @@ PyValue lower_top_k(const Lowering& l, PyValue& network) {
   return PyValue::dict({{"class", "copy"}, {"from", top_k + "/indices"}});
 }
 
+PyValue lower_window(const Lowering& l) {
+  // "same": centered, as rf.window; the window's left and right written out.
+  PyValue layer = l.layer_from("window", 0);
+  const int64_t w = *l.attr<ir::Dim>("window_dim").size();
+  layer.set("window_dim", l.dim_attr("window_dim"));
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("padding", l.attr<std::string>("padding"));
+  if (l.attr<std::string>("padding") == "same") {
+    layer.set("window_left", (w - 1) / 2);
+    layer.set("window_right", w - 1 - (w - 1) / 2);
+  }
+  if (l.attr<int64_t>("stride") != 1) layer.set("stride", l.attr<int64_t>("stride"));
+  if (l.attr<ir::Dim>("out_axis") != l.attr<ir::Dim>("axis"))
+    layer.set("out_spatial_dim", l.dim_attr("out_axis"));
+  return layer;
+}
+
 PyValue lower_pad(const Lowering& l) {
   PyValue layer = l.layer_from("pad", 0);
   layer.set("axes", l.dim_attr("axis"));
@@ -762,6 +779,13 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     }
     case ir::NodeKind::kTopK:
       return lower_top_k(l, network);
+    case ir::NodeKind::kStack: {
+      PyValue layer = l.layer("stack");
+      layer.set("out_spatial_dim", l.dim_attr("out_dim"));
+      return layer;
+    }
+    case ir::NodeKind::kWindow:
+      return lower_window(l);
     case ir::NodeKind::kPad:
       return lower_pad(l);
     case ir::NodeKind::kSlice:

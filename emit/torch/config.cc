@@ -96,6 +96,8 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kCumsum:
     case ir::NodeKind::kTopK:
     case ir::NodeKind::kPad:
+    case ir::NodeKind::kStack:
+    case ir::NodeKind::kWindow:
       return "";
     case ir::NodeKind::kTransposedConv:
       // RETURNN's torch frontend has no "same" padding for it.
@@ -424,6 +426,21 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
           ", out_dim=", t.id(w.type.dims[axes]), ", axes=", dims_attr("axes"),
           ", out_axes=", dims_attr("out_axes"), ", kernel=", dims_value(t, kernel).repr(),
           ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")), ")");
+    }
+    case ir::NodeKind::kStack: {
+      std::vector<std::string> xs;
+      for (size_t k = 0; k < n.inputs.size(); ++k) xs.push_back(in(k));
+      return absl::StrCat("rf.stack([", absl::StrJoin(xs, ", "), "], out_dim=", dim_attr("out_dim"),
+                          ")[0]");
+    }
+    case ir::NodeKind::kWindow: {
+      const int64_t w = *n.attrs.get<ir::Dim>("window_dim")->size();
+      const bool same = *n.attrs.get<std::string>("padding") == "same";
+      return absl::StrCat(
+          "_window(", in(0), ", axis=", dim_attr("axis"), ", window_dim=", dim_attr("window_dim"),
+          ", out_axis=", dim_attr("out_axis"), ", stride=", *n.attrs.get<int64_t>("stride"),
+          ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(),
+          same ? absl::StrCat(", window_left=", (w - 1) / 2) : "", ")");
     }
     case ir::NodeKind::kLogicalNot:
       return absl::StrCat("rf.logical_not(", in(0), ")");
@@ -1067,6 +1084,15 @@ def _conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation
                           padding="valid", strides=strides, dilation_rate=dilation, groups=groups, bias=b,
                           use_mask=False)
     return _windowed(y, computed, out_axes, in_axes, strides if padding == "same" else None)
+
+
+def _window(x, *, axis, window_dim, out_axis, stride, padding, window_left=None):
+    """RETURNN's TF window layer: each frame's window (centered with "same"
+    padding), every stride-th; the model's out axis, with TF's lengths
+    (windowed_dim's: ceil(n / stride) for "same")."""
+    y, computed = rf.window(x, spatial_dim=axis, window_dim=window_dim, window_left=window_left,
+                            padding=padding, stride=stride)
+    return _windowed(y, [computed], [out_axis], [axis], [stride] if padding == "same" else None)
 
 
 def _pad(x, *, axis, left, right, value, out_dim):

@@ -320,6 +320,60 @@ def test_array_ops():
         list(lens), [n + 3 for n in lens]))
 
 
+def _named(net, feed, name):
+    """A layer's value with its axes as named: {dim description or "batch": axis}."""
+    with net.graph.as_default():
+        out = net.net.get_layer(name).output
+    value = net.run(out.placeholder, feed)
+    names = ["batch" if t.is_batch_dim() else t.description for t in out.dim_tags]
+    return value, names
+
+
+def test_stack_window():
+    """stack / unstack, and windows over time ("same": centered, zeros outside each sequence;
+    stride 2; "valid") against numpy."""
+    net = Net(compile_model("op-stack-window"), train_flag=False)
+    feed = net.feed(6)
+    x = net.layer("data:data", feed).astype("float64")
+    lens = seq_lens(net, feed)
+    for b, n in enumerate(lens):
+        x[b, n:] = 0
+    stacked, names = _named(net, feed, "stacked")
+    # RETURNN's stack names its own dim ("stacked:stack"), declared the same as the model's.
+    three = [d for d in names if d not in ("batch", "time", "input")][0]
+    stacked = numpy.moveaxis(stacked, [names.index(k) for k in ("batch", "time", "input", three)],
+                             [0, 1, 2, 3])
+    unstacked = net.layer("unstacked_1", feed)
+    T = x.shape[1]
+
+    def windows(w, left, stride, valid):
+        pad = numpy.zeros((x.shape[0], T + w, x.shape[2]))
+        start = 0 if valid else left
+        pad[:, start:start + T] = x
+        n_out = T - w + 1 if valid else T
+        return numpy.stack([pad[:, t:t + w] for t in range(0, n_out, stride)], 1)
+
+    for name, w, left, stride, valid in (("window_same", 3, 1, 1, False), ("window_strided", 4, 1, 2, False),
+                                         ("window_valid", 2, 0, 1, True)):
+        got, names = _named(net, feed, name)
+        want = windows(w, left, stride, valid)
+        win = [d for d in names if d.startswith("win")][0]
+        time = [d for d in names if d not in ("batch", "input", win)][0]
+        got = numpy.moveaxis(got, [names.index(k) for k in ("batch", time, win, "input")], [0, 1, 2, 3])
+        with net.graph.as_default():
+            tag = net.net.get_layer(name).output.dim_tags[names.index(time)]
+        out_lens = net.run(tag.dyn_size_ext.placeholder, feed)
+        for b, n in enumerate(lens):
+            want_n = (n - w + 1 if valid else (n + stride - 1) // stride)
+            assert out_lens[b] == want_n, (name, b, out_lens[b], want_n)
+            close(got[b, :want_n], want[b, :want_n], 1e-6, "%s, sequence %d" % (name, b))
+    for b, n in enumerate(lens):
+        for k in range(3):
+            close(stacked[b, :n, :, k], (k + 1) * x[b, :n], 1e-6, "stack")
+        close(unstacked[b, :n], 2 * x[b, :n], 1e-6, "unstack")
+    print("stack, unstack and windows (same, stride 2, valid) match numpy")
+
+
 def test_transposed_conv():
     """Transposed conv (kernel 3, stride 2, valid, no bias): y[2t + k] += x[t] W[k]^T, 2n + 1 frames
     per sequence of n; strided down and back up (kernel 2) and given x's time by replace_dim: the
