@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/graph.h"
 #include "ir/status_macros.h"
+#include "nlohmann/json.hpp"
 
 namespace retc::ir {
 namespace {
@@ -821,6 +822,28 @@ absl::StatusOr<TensorType> infer_window(const Graph& g, const std::vector<NodeId
   return out;
 }
 
+absl::StatusOr<TensorType> infer_raw_layer(const std::vector<NodeId>& in, const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kRawLayer;
+  ASSIGN_OR_RETURN(auto layer, attr<std::string>(spec, kKind, "layer"));
+  ASSIGN_OR_RETURN(auto out_dims, attr<std::vector<Dim>>(spec, kKind, "out_dims"));
+  ASSIGN_OR_RETURN(auto dtype_name, attr<std::string>(spec, kKind, "dtype"));
+  if (!spec.attrs.get<std::vector<Dim>>("layer_dims"))
+    return absl::InvalidArgumentError("raw_layer needs attribute 'layer_dims'");
+  auto err = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("raw_layer: ", parts...));
+  };
+  if (in.empty()) return err("needs at least one input");
+  const nlohmann::json j = nlohmann::json::parse(layer, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("class") || !j["class"].is_string())
+    return err("the layer must be a JSON object with a \"class\", got ", layer);
+  if (j.contains("from")) return err("the layer's \"from\" is its inputs: leave it out");
+  const std::optional<DType> dtype = parse_dtype(dtype_name);
+  if (!dtype) return err("unknown dtype '", dtype_name, "'");
+  TensorType out{out_dims, *dtype, std::nullopt};
+  if (const Dim* s = spec.attrs.get<Dim>("sparse_dim")) out.sparse_dim = *s;
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<NodeId>& in,
                                              const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kReplaceDim;
@@ -1222,6 +1245,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_replace_dim(g, inputs, spec);
     case NodeKind::kStack:
       return infer_stack(g, inputs, spec);
+    case NodeKind::kRawLayer:
+      return infer_raw_layer(inputs, spec);
     case NodeKind::kWindow:
       return infer_window(g, inputs, spec);
     case NodeKind::kLogicalNot:

@@ -164,7 +164,10 @@ struct KindFacts {
                    /* along the new static attr out_dim (its size: their number), last     */ \
   X(Window, "window", KindFacts(1).step()) /* the frames of attr axis around each (attr       */ \
                    /* window_dim, after the axis; padding same: centered, or valid), every   */ \
-                   /* attr stride-th into attr out_axis                                      */
+                   /* attr stride-th into attr out_axis                                      */ \
+  X(RawLayer, "raw_layer", KindFacts(KindFacts::kVariadic).step()) /* a RETURNN TF layer     */ \
+                   /* retc does not know: attr layer (JSON; "$k": attr layer_dims[k]) on the */ \
+                   /* inputs, of the declared attrs out_dims, dtype[, sparse_dim]            */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

@@ -306,6 +306,21 @@ void build_stack_window(Builder& b) {
   io.finish(lin->forward(io.x));
 }
 
+// Raw RETURNN layers: softsign (an activation retc lacks) and a mean over
+// the features (the axis given as "$0").
+void build_raw_layer(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  nn::raw_layer({io.x}, {.layer = R"({"class": "activation", "activation": "softsign"})",
+                         .out_dims = io.x.dims()})
+      .mark_as_output("softsign");
+  nn::raw_layer({io.x}, {.layer = R"({"class": "reduce", "mode": "mean", "axes": "$0"})",
+                         .layer_dims = {io.in},
+                         .out_dims = {Dim::batch(), io.time}})
+      .mark_as_output("feature_mean");
+  io.finish(lin->forward(io.x));
+}
+
 // Relative-positional self-attention (clipping 2), key 8, value 6, 2 heads.
 void build_rel_pos_attention(Builder& b) {
   Io io(b);
@@ -577,6 +592,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-transposed-conv", build_transposed_conv),
       def("op-array", build_array_ops),
       def("op-stack-window", build_stack_window),
+      def("op-raw-layer", build_raw_layer),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),
       def("mod-sequential", build_sequential),

@@ -570,6 +570,18 @@ Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, i
            L(loc));
 }
 
+Tensor raw_layer(const std::vector<Tensor>& inputs, const RawLayer& spec,
+                 std::source_location loc) {
+  if (inputs.empty()) fail(L(loc), "raw_layer: needs at least one input");
+  ir::Attrs attrs{{"layer", spec.layer},
+                  {"layer_dims", spec.layer_dims},
+                  {"out_dims", spec.out_dims},
+                  {"dtype", std::string(ir::dtype_name(spec.dtype))}};
+  if (spec.sparse_dim) attrs.set("sparse_dim", *spec.sparse_dim);
+  return builder_of(inputs[0], "raw_layer", L(loc))
+      .add(ir::NodeKind::kRawLayer, inputs, std::move(attrs), L(loc));
+}
+
 Tensor logical_not(const Tensor& x, std::source_location loc) {
   return builder_of(x, "logical_not", L(loc)).add(ir::NodeKind::kLogicalNot, {x}, {}, L(loc));
 }

@@ -386,6 +386,25 @@ Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, i
               std::string padding = "same",
               std::source_location loc = std::source_location::current());
 
+/// A RETURNN TF layer that retc does not know (the escape hatch): `layer` is
+/// its dict as JSON, without "from" (retc passes the inputs' layers); a
+/// string "$k" in it stands for `layer_dims[k]` (an axis). The value has the
+/// declared type (out_dims, dtype, sparse_dim); RETURNN checks the dims the
+/// layer makes against out_dims (its out_shape). TF target only: the torch
+/// target rejects it at build time. Its layer should have no params of its
+/// own (retc does not know them). Example:
+/// `nn::raw_layer({x}, {.layer = R"({"class": "activation", "activation": "softsign"})",
+///                      .out_dims = x.dims()})`.
+struct RawLayer {
+  std::string layer;
+  std::vector<ir::Dim> layer_dims;
+  std::vector<ir::Dim> out_dims;
+  ir::DType dtype = ir::DType::kFloat32;
+  std::optional<ir::Dim> sparse_dim;
+};
+Tensor raw_layer(const std::vector<Tensor>& inputs, const RawLayer& spec,
+                 std::source_location loc = std::source_location::current());
+
 /// A static axis renamed to another static dim of the same size.
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
                    std::source_location loc = std::source_location::current());

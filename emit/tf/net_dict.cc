@@ -10,6 +10,7 @@
 #include "ir/dim_table.h"
 #include "ir/loops.h"
 #include "ir/status_macros.h"
+#include "nlohmann/json.hpp"
 
 namespace retc::emit::tf {
 namespace {
@@ -440,6 +441,43 @@ PyValue lower_top_k(const Lowering& l, PyValue& network) {
   return PyValue::dict({{"class", "copy"}, {"from", top_k + "/indices"}});
 }
 
+// A JSON value of a raw layer as Python; "$k" strings: the k-th layer dim.
+PyValue raw_value(const Lowering& l, const nlohmann::json& j) {
+  const auto& dims = l.attr<std::vector<ir::Dim>>("layer_dims");
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s.size() > 1 && s[0] == '$' && std::all_of(s.begin() + 1, s.end(), ::isdigit)) {
+      const size_t k = std::stoul(s.substr(1));
+      if (k < dims.size()) return l.dim(dims[k]);
+    }
+    return PyValue(s);
+  }
+  if (j.is_boolean()) return PyValue(j.get<bool>());
+  if (j.is_number_integer()) return PyValue(j.get<int64_t>());
+  if (j.is_number()) return PyValue(j.get<double>());
+  if (j.is_array()) {
+    std::vector<PyValue> items;
+    for (const auto& e : j) items.push_back(raw_value(l, e));
+    return PyValue::list(std::move(items));
+  }
+  if (j.is_object()) {
+    PyValue d = PyValue::dict();
+    for (const auto& [k, v] : j.items()) d.set(k, raw_value(l, v));
+    return d;
+  }
+  return PyValue::none();
+}
+
+PyValue lower_raw_layer(const Lowering& l) {
+  // The user's layer on the inputs, with out_shape: RETURNN checks its dims.
+  PyValue layer = raw_value(l, nlohmann::json::parse(l.attr<std::string>("layer")));
+  layer.set("from", l.from());
+  std::vector<PyValue> shape;
+  for (const ir::Dim& d : l.attr<std::vector<ir::Dim>>("out_dims")) shape.push_back(l.dim(d));
+  layer.set("out_shape", PyValue::call("set", {PyValue::list(std::move(shape))}));
+  return layer;
+}
+
 PyValue lower_window(const Lowering& l) {
   // "same": centered, as rf.window; the window's left and right written out.
   PyValue layer = l.layer_from("window", 0);
@@ -786,6 +824,8 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     }
     case ir::NodeKind::kWindow:
       return lower_window(l);
+    case ir::NodeKind::kRawLayer:
+      return lower_raw_layer(l);
     case ir::NodeKind::kPad:
       return lower_pad(l);
     case ir::NodeKind::kSlice:

@@ -99,6 +99,8 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kStack:
     case ir::NodeKind::kWindow:
       return "";
+    case ir::NodeKind::kRawLayer:
+      return "raw_layer (a RETURNN TF net-dict layer)";
     case ir::NodeKind::kTransposedConv:
       // RETURNN's torch frontend has no "same" padding for it.
       return *n.attrs.get<std::string>("padding") == "same"
@@ -442,6 +444,8 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
           ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(),
           same ? absl::StrCat(", window_left=", (w - 1) / 2) : "", ")");
     }
+    case ir::NodeKind::kRawLayer:  // legalize rejected it
+      return "None";
     case ir::NodeKind::kLogicalNot:
       return absl::StrCat("rf.logical_not(", in(0), ")");
     case ir::NodeKind::kCumsum:
@@ -1392,6 +1396,11 @@ std::string used_helpers(absl::string_view code) {
 
 absl::StatusOr<bool> legalize(ir::Graph& g) {
   for (const ir::Node& n : g.nodes()) {
+    if (n.kind == ir::NodeKind::kRawLayer) {
+      return user_error(n,
+                        "a raw RETURNN layer is a layer of TF's net dict: the torch target has "
+                        "none (the tf target: --backend tf)");
+    }
     std::string why = not_lowered(n);
     if (!why.empty()) {
       return user_error(n, absl::StrCat("the torch target does not lower ", why,

@@ -14,7 +14,7 @@ import sys
 
 import numpy
 
-from returnn_probe import Net, close, compile_model
+from returnn_probe import TMP, Net, close, compile_model
 
 BIN = os.environ["RETC_TEST_MODELS"]
 
@@ -372,6 +372,24 @@ def test_stack_window():
             close(stacked[b, :n, :, k], (k + 1) * x[b, :n], 1e-6, "stack")
         close(unstacked[b, :n], 2 * x[b, :n], 1e-6, "unstack")
     print("stack, unstack and windows (same, stride 2, valid) match numpy")
+
+
+def test_raw_layer():
+    """raw_layer: RETURNN layers retc does not know (softsign; a reduce over "$0", the features),
+    their values as RETURNN computes them; the torch target rejects it at build time."""
+    net = Net(compile_model("op-raw-layer"), train_flag=False)
+    feed = net.feed(2)
+    x = net.layer("data:data", feed).astype("float64")
+    lens = seq_lens(net, feed)
+    softsign, mean = net.layer("softsign", feed), net.layer("feature_mean", feed)
+    for b, n in enumerate(lens):
+        close(softsign[b, :n], x[b, :n] / (1 + numpy.abs(x[b, :n])), 1e-6, "softsign")
+        close(mean[b, :n], x[b, :n].mean(-1), 1e-6, "mean over the features")
+    r = subprocess.run([os.environ["RETC_TEST_MODELS"], "compile", "op-raw-layer", "--backend", "torch", "-o",
+                        os.path.join(TMP, "raw.torch.config")], capture_output=True, text=True)
+    assert r.returncode != 0 and "a raw RETURNN layer is a layer of TF's net dict" in r.stderr, (r.returncode, r.stderr)
+    assert "module_models.cc" in r.stderr, r.stderr  # at the user's line
+    print("raw layers: softsign and a feature mean as numpy has them; torch: %s" % r.stderr.strip())
 
 
 def test_transposed_conv():
