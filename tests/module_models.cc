@@ -354,6 +354,29 @@ void build_sequential(Builder& b) {
   io.finish(seq->forward(io.x));
 }
 
+// A Sequential with named steps ("proj", "out") and a ParameterList of two
+// per-feature scales applied to the input.
+void build_named_sequential(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("named_net") {
+      seq = register_module("seq", std::make_shared<nn::Sequential>());
+      Dim hidden = Dim::feature("hidden", 6);
+      seq->append("proj", std::make_shared<nn::Linear>(in, hidden));
+      seq->append(nn::tanh);
+      seq->append("out", std::make_shared<nn::Linear>(hidden, out));
+      scales = register_module("scales", std::make_shared<nn::ParameterList>());
+      scales->append({in}, ir::ParamKind::kNormScale);
+      scales->append({in}, ir::ParamKind::kNormScale);
+    }
+    std::shared_ptr<nn::Sequential> seq;
+    std::shared_ptr<nn::ParameterList> scales;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor x = io.x * b.param(m->scales->at(0)) * b.param(m->scales->at(1));
+  io.finish(m->seq->forward(x));
+}
+
 // slice, split, split_dims, merge_dims, shift_right and mask_padding, with
 // their results as outputs for the numeric test.
 void build_shape_ops(Builder& b) {
@@ -596,6 +619,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),
       def("mod-sequential", build_sequential),
+      def("mod-named-sequential", build_named_sequential),
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),

@@ -45,6 +45,26 @@ TEST_CASE("named_parameters: own params first, then children's, with dotted path
   CHECK(mods == std::vector<std::string>{"", "first", "first.ff", "second", "second.ff"});
 }
 
+TEST_CASE("Sequential names modules by index or by the name given; ParameterList by index") {
+  const Dim a = Dim::feature("a", 3), c = Dim::feature("c", 2);
+  Sequential seq;
+  seq.append(std::make_shared<Linear>(a, a));
+  seq.append(relu);
+  seq.append("out", std::make_shared<Linear>(a, c));
+  std::vector<std::string> names;
+  for (const auto& [n, p] : seq.named_parameters()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"0.weight", "0.bias", "out.weight", "out.bias"});
+  ParameterList list;
+  list.append({a}, ir::ParamKind::kNormScale);
+  Parameter& second = list.append({a, c});
+  CHECK(list.size() == 2);
+  CHECK(second.dims() == std::vector<Dim>{a, c});
+  CHECK(list.at(0).kind() == ir::ParamKind::kNormScale);
+  names.clear();
+  for (const auto& [n, p] : list.named_parameters()) names.push_back(n);
+  CHECK(names == std::vector<std::string>{"0", "1"});
+}
+
 TEST_CASE("apply visits modules post-order and can change param options") {
   Net net(Dim::feature("d", 4));
   std::vector<std::string> order;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <source_location>
@@ -321,8 +322,9 @@ class Dropout : public Module {
 };
 
 /// Modules (or functions) applied in order, each to the previous output;
-/// modules are registered as "0", "1", ... Example:
-/// `seq->append(lin1); seq->append(nn::relu); seq->append(lin2);`
+/// modules are registered as "0", "1", ... or by the name given (as
+/// torch::nn::Sequential's named modules). Example:
+/// `seq->append(lin1); seq->append(nn::relu); seq->append("out", lin2);`
 class Sequential : public Module {
  public:
   Sequential() : Module("sequential") {}
@@ -331,6 +333,14 @@ class Sequential : public Module {
   std::shared_ptr<M> append(std::shared_ptr<M> m,
                             std::source_location loc = std::source_location::current()) {
     register_module(std::to_string(steps_.size()), m, loc);
+    steps_.push_back([m](const Tensor& x, std::source_location l) { return m->forward(x, l); });
+    return m;
+  }
+  /// A module registered as `name` (its params: `name.weight`, ...).
+  template <class M>
+  std::shared_ptr<M> append(std::string name, std::shared_ptr<M> m,
+                            std::source_location loc = std::source_location::current()) {
+    register_module(std::move(name), m, loc);
     steps_.push_back([m](const Tensor& x, std::source_location l) { return m->forward(x, l); });
     return m;
   }
@@ -363,6 +373,28 @@ class ModuleList : public Module {
 
  private:
   std::vector<std::shared_ptr<Module>> items_;
+};
+
+/// Params registered as "0", "1", ... (torch::nn::ParameterList), for a
+/// module that holds a list of them. Example:
+/// `auto scales = register_module("scales", std::make_shared<nn::ParameterList>());`
+/// `scales->append({dim}, ir::ParamKind::kNormScale);  // scales.0`
+class ParameterList : public Module {
+ public:
+  ParameterList() : Module("parameter_list") {}
+  /// A new param of these dims (the kind's default initial value).
+  Parameter& append(std::vector<ir::Dim> dims, ir::ParamKind kind = ir::ParamKind::kWeight,
+                    std::source_location loc = std::source_location::current()) {
+    params_.push_back(
+        register_parameter(std::to_string(params_.size()), std::move(dims), kind, loc));
+    return params_.back();
+  }
+  size_t size() const { return params_.size(); }
+  Parameter& at(size_t i) { return params_.at(i); }
+  const Parameter& at(size_t i) const { return params_.at(i); }
+
+ private:
+  std::deque<Parameter> params_;  // stable references
 };
 
 /// A lookup table: forward(ids) gathers rows of weight [vocab, dim] by the
