@@ -377,6 +377,24 @@ void build_named_sequential(Builder& b) {
   io.finish(m->seq->forward(x));
 }
 
+// A zoneout LSTM (cell 0.15, output 0.05) over time, its outputs projected.
+void build_zoneout_lstm(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("zoneout_net") {
+      Dim hidden = Dim::feature("hidden", 4);
+      lstm = register_module("lstm", std::make_shared<nn::ZoneoutLstm>(in, hidden));
+      out_ = register_module("out", std::make_shared<nn::Linear>(hidden, out));
+    }
+    std::shared_ptr<nn::ZoneoutLstm> lstm;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor h = m->lstm->forward(io.x, io.time);
+  h.mark_as_output("zoneout_h");
+  io.finish(m->out_->forward(h));
+}
+
 // slice, split, split_dims, merge_dims, shift_right and mask_padding, with
 // their results as outputs for the numeric test.
 void build_shape_ops(Builder& b) {
@@ -620,6 +638,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-rel-pos-attention", build_rel_pos_attention),
       def("mod-sequential", build_sequential),
       def("mod-named-sequential", build_named_sequential),
+      def("mod-zoneout-lstm", build_zoneout_lstm),
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),

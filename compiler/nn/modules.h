@@ -18,3 +18,4 @@
 #include "compiler/nn/conformer.h"
 #include "compiler/nn/layers.h"
 #include "compiler/nn/transformer.h"
+#include "compiler/nn/zoneout.h"

@@ -392,6 +392,42 @@ def test_raw_layer():
     print("raw layers: softsign and a feature mean as numpy has them; torch: %s" % r.stderr.strip())
 
 
+def test_zoneout_lstm():
+    """ZoneoutLstm in evaluation: NativeLstm2's step (gates j, i, f, o), then each state the
+    expectation z * previous + (1 - z) * new (cell 0.15, output 0.05), against numpy; in training
+    its outputs differ from evaluation's (the random masks)."""
+    net = Net(compile_model("mod-zoneout-lstm"), train_flag=False)
+    feed = net.feed(7)
+    x = net.layer("data:data", feed).astype("float64")
+    lens = seq_lens(net, feed)
+    w = net.variable("lstm/cell/ff_weight/param:0").astype("float64")
+    r = net.variable("lstm/cell/rec_weight/param:0").astype("float64")
+    bias = net.variable("lstm/cell/bias/param:0").astype("float64")
+    got = net.layer("zoneout_h", feed)
+    sig = lambda v: 1 / (1 + numpy.exp(-v))  # noqa: E731
+    n_out = r.shape[0]
+    for b, n in enumerate(lens):
+        h, c = numpy.zeros(n_out), numpy.zeros(n_out)
+        for t in range(n):
+            z = x[b, t] @ w + h @ r + bias
+            j, i, f, o = (z[k * n_out:(k + 1) * n_out] for k in range(4))
+            c_new = sig(f) * c + sig(i) * numpy.tanh(j)
+            h_new = sig(o) * numpy.tanh(c_new)
+            c = 0.15 * c + 0.85 * c_new
+            h = 0.05 * h + 0.95 * h_new
+            close(got[b, t], h, 1e-5, "zoneout LSTM, sequence %d frame %d" % (b, t))
+    trained = Net(compile_model("mod-zoneout-lstm"), train_flag=True)
+    with trained.graph.as_default():
+        for v in trained.net.get_params_list():
+            if v.name in net.params():
+                v.load(net.params()[v.name], trained.session)
+    train_feed = trained.feed(7)
+    assert numpy.allclose(trained.layer("data:data", train_feed), x)
+    got_train = trained.layer("zoneout_h", train_feed)
+    assert not numpy.allclose(got_train[0, :lens[0]], got[0, :lens[0]]), "training equals evaluation"
+    print("zoneout LSTM (evaluation) matches numpy over %s frames; training differs" % list(lens))
+
+
 def test_transposed_conv():
     """Transposed conv (kernel 3, stride 2, valid, no bias): y[2t + k] += x[t] W[k]^T, 2n + 1 frames
     per sequence of n; strided down and back up (kernel 2) and given x's time by replace_dim: the
