@@ -863,7 +863,7 @@ absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<N
     const TensorType& like = g.node(in[1]).type;
     if (index_of(like.dims, out_dim) < 0)
       return err("the tensor giving the new dim ", like.describe(), " lacks ", out_dim.describe());
-  } else if (out_dim.is_dynamic()) {
+  } else if (out_dim.is_dynamic() && !axis.is_dynamic()) {
     return err("the new dynamic dim ", out_dim.describe(),
                " needs the tensor that has it (its lengths)");
   }
@@ -1044,8 +1044,8 @@ absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector
 
 const std::vector<absl::string_view>& activation_funcs() {
   static const std::vector<absl::string_view> kFuncs = {
-      "relu", "tanh", "sigmoid", "gelu",   "elu",      "swish",    "exp", "log",
-      "abs",  "sqrt", "rsqrt",   "square", "negative", "softplus", "silu"};
+      "relu", "tanh",  "sigmoid", "gelu",     "elu",      "swish", "exp", "log", "abs",
+      "sqrt", "rsqrt", "square",  "negative", "softplus", "silu",  "sin", "cos"};
   return kFuncs;
 }
 

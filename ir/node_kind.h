@@ -152,8 +152,9 @@ struct KindFacts {
   X(TransposedConv, "transposed_conv", KindFacts(KindFacts::kVariadic).step()) /* x, W        */ \
                    /* [kernels..., out, in][, b [out]]: attr axes upsampled by their strides  */ \
   X(ReplaceDim, "replace_dim", KindFacts(KindFacts::kVariadic).step()) /* x[, like]: x's attr */ \
-                   /* axis becomes attr out_dim (a dim of like: its lengths; or a static one of */ \
-                   /* the same size); frames past the new lengths become padding            */ \
+                   /* axis becomes attr out_dim (a dim of like: its lengths; without like a   */ \
+                   /* static one of the same size, or a new dynamic one with the axis's       */ \
+                   /* lengths); frames past the new lengths become padding                    */ \
   X(LogicalNot, "logical_not", KindFacts(1).pure())  /* not x (bool)                            */ \
   X(Cumsum, "cumsum", KindFacts(1).pure())  /* running sum along attr axis                     */ \
   X(TopK, "top_k", KindFacts(1).pure()) /* the k largest along static attr axis into attr     */ \

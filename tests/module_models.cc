@@ -395,6 +395,30 @@ void build_zoneout_lstm(Builder& b) {
   io.finish(m->out_->forward(h));
 }
 
+// Transformer-XL-style relative-positional self-attention: a Linear to 6
+// dims, then RelPosSelfAttention (key 6, value 4, 2 heads) over time.
+void build_rel_pos_xl(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("xl_net") {
+      Dim model = Dim::feature("model", 6);
+      in_ = register_module("in", std::make_shared<nn::Linear>(in, model));
+      att = register_module(
+          "att", std::make_shared<nn::RelPosSelfAttention>(nn::RelPosSelfAttentionOptions(
+                     model, Dim::feature("key", 6), Dim::feature("value", 4), 2)));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
+    }
+    std::shared_ptr<nn::Linear> in_, out_;
+    std::shared_ptr<nn::RelPosSelfAttention> att;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor h = m->in_->forward(io.x);
+  h.mark_as_output("att_in");
+  Tensor y = m->att->forward(h, io.time);
+  y.mark_as_output("att");
+  io.finish(m->out_->forward(y));
+}
+
 // slice, split, split_dims, merge_dims, shift_right and mask_padding, with
 // their results as outputs for the numeric test.
 void build_shape_ops(Builder& b) {
@@ -639,6 +663,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-sequential", build_sequential),
       def("mod-named-sequential", build_named_sequential),
       def("mod-zoneout-lstm", build_zoneout_lstm),
+      def("mod-rel-pos-xl", build_rel_pos_xl),
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),

@@ -84,6 +84,84 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
   });
 }
 
+RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
+    : Module("rel_pos_self_attention"),
+      in_dim_(o.in_dim()),
+      key_dim_(o.key_dim()),
+      value_dim_(o.value_dim()),
+      heads_(ir::Dim::feature("heads", o.num_heads())),
+      key_per_head_(ir::Dim::feature(
+          "key_per_head", o.key_dim().size().value_or(0) / std::max<int64_t>(o.num_heads(), 1))),
+      key_per_head_k_(ir::Dim::feature("key_per_head_k", *key_per_head_.size())),
+      value_per_head_(ir::Dim::feature("value_per_head", o.value_dim().size().value_or(0) /
+                                                             std::max<int64_t>(o.num_heads(), 1))),
+      qkv_per_head_(
+          ir::Dim::feature("qkv_per_head", 2 * *key_per_head_.size() + *value_per_head_.size())),
+      keys_(ir::Dim::spatial("keys")),
+      half_(ir::Dim::feature("pos_half", o.in_dim().size().value_or(0) / 2)),
+      half_s_(ir::Dim::feature("pos_half_sin", *half_.size())),
+      half_c_(ir::Dim::feature("pos_half_cos", *half_.size())),
+      att_dropout_(o.att_dropout()) {
+  qkv = register_module("qkv",
+                        std::make_shared<Linear>(in_dim_, 2 * key_dim_ + value_dim_, o.qkv_bias()));
+  linear_pos = register_module("linear_pos", std::make_shared<Linear>(in_dim_, key_dim_, false));
+  pos_bias_u_ = register_parameter("pos_bias_u", {heads_, key_per_head_}, ir::ParamKind::kWeight);
+  pos_bias_v_ = register_parameter("pos_bias_v", {heads_, key_per_head_}, ir::ParamKind::kWeight);
+  proj = register_module(
+      "proj", std::make_shared<Linear>(value_dim_, o.out_dim().value_or(in_dim_), o.proj_bias()));
+}
+
+Tensor RelPosSelfAttention::forward(const Tensor& input, const ir::Dim& axis,
+                                    std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    if (!axis.is_dynamic() || ir::index_of(x.dims(), axis) < 0)
+      fail(l, absl::StrCat(describe(), ": the axis ", axis.describe(),
+                           " must be a dynamic axis of ", ir::describe(x.dims())));
+    if (*in_dim_.size() % 2 != 0)
+      fail(l, absl::StrCat(describe(), ": the in dim ", in_dim_.describe(),
+                           " must be even (the sinusoidal encoding's halves)"));
+    Builder& b = x.builder();
+    Tensor h = split_dims(qkv->forward(x, loc), qkv->out_dim(), {heads_, qkv_per_head_}, loc);
+    std::vector<Tensor> qkv_parts =
+        split(h, qkv_per_head_, {key_per_head_, key_per_head_k_, value_per_head_}, loc);
+    const Tensor& q = qkv_parts[0];
+    // The keys and values along their own axis (the same lengths).
+    Tensor k = replace_dim(replace_dim(qkv_parts[1], key_per_head_k_, key_per_head_, loc), axis,
+                           keys_, loc);
+    Tensor v = replace_dim(qkv_parts[2], axis, keys_, loc);
+    Tensor content = dot(add(q, b.param(pos_bias_u_), loc), k, {key_per_head_}, loc);
+    // The position term: linear_pos folded into the query, then
+    // emb(j - i) . qw_i = sum_f sin(j w) A_i + cos(j w) B_i with
+    // A = cos(i w) qw_sin + sin(i w) qw_cos, B = cos(i w) qw_cos - sin(i w) qw_sin.
+    Tensor w = split_dims(b.param(linear_pos->weight()), key_dim_, {heads_, key_per_head_}, loc);
+    Tensor qw = dot(add(q, b.param(pos_bias_v_), loc), w, {key_per_head_}, loc);  // [.., heads, in]
+    std::vector<Tensor> halves = split(qw, in_dim_, {half_s_, half_c_}, loc);
+    Tensor qw_s = replace_dim(halves[0], half_s_, half_, loc);
+    Tensor qw_c = replace_dim(halves[1], half_c_, half_, loc);
+    const double step = -2.0 * std::log(1e4) / static_cast<double>(*in_dim_.size());
+    Tensor freq = activation(
+        mul(cast(range(b, half_, loc), ir::DType::kFloat32, loc), constant(b, step, {}, loc), loc),
+        "exp", loc);
+    auto angle = [&](const Tensor& t, const ir::Dim& d) {
+      return mul(cast(range_in_axis(t, d, loc), ir::DType::kFloat32, loc), freq, loc);
+    };
+    Tensor ang_q = angle(x, axis), ang_k = angle(k, keys_);
+    Tensor sin_q = activation(ang_q, "sin", loc), cos_q = activation(ang_q, "cos", loc);
+    Tensor a = add(mul(cos_q, qw_s, loc), mul(sin_q, qw_c, loc), loc);
+    Tensor bm = sub(mul(cos_q, qw_c, loc), mul(sin_q, qw_s, loc), loc);
+    Tensor position = add(dot(a, activation(ang_k, "sin", loc), {half_}, loc),
+                          dot(bm, activation(ang_k, "cos", loc), {half_}, loc), loc);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(*key_per_head_.size()));
+    Tensor weights =
+        softmax(mul(add(content, position, loc), constant(b, scale, {}, loc), loc), keys_, loc);
+    if (att_dropout_ != 0.0) weights = dropout(weights, att_dropout_, {}, loc);
+    Tensor att = dot(weights, v, {keys_}, loc);
+    return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
+  });
+}
+
 CrossAttention::CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim,
                                ir::Dim value_dim, int64_t num_heads, double att_dropout)
     : Module("cross_attention"),

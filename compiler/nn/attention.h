@@ -68,6 +68,52 @@ class SelfAttention : public Module {
   Parameter qkv_, rel_pos_;
 };
 
+/// Options of RelPosSelfAttention. Example:
+/// `RelPosSelfAttentionOptions(model, model, model, 8).att_dropout(0.1)`.
+struct RelPosSelfAttentionOptions {
+  RelPosSelfAttentionOptions(ir::Dim in_dim, ir::Dim key_dim, ir::Dim value_dim, int64_t num_heads)
+      : in_dim_(in_dim), key_dim_(key_dim), value_dim_(value_dim), num_heads_(num_heads) {}
+  RETC_ARG(ir::Dim, in_dim);
+  RETC_ARG(ir::Dim, key_dim);
+  RETC_ARG(ir::Dim, value_dim);
+  RETC_ARG(int64_t, num_heads);
+  /// Dropout on the attention weights in training (elementwise).
+  RETC_ARG(double, att_dropout) = 0.0;
+  /// Biases of the fused QKV and of the output projection (rf's defaults).
+  RETC_ARG(bool, qkv_bias) = true;
+  RETC_ARG(bool, proj_bias) = true;
+  /// The output projection's dim; default: in_dim.
+  RETC_ARG(std::optional<ir::Dim>, out_dim);
+};
+
+/// Transformer-XL-style relative-positional self-attention (Dai et al. 2019,
+/// section 3.3; ESPnet's and RETURNN rf's RelPosSelfAttention, with its
+/// defaults): the score of query i and key j is
+///   ((q_i + pos_bias_u) . k_j + (q_i + pos_bias_v) . linear_pos(emb(j - i))) / sqrt(key/heads),
+/// emb the sinusoidal encoding of the offset over in_dim features (rf's:
+/// sin(d w_f) in the first half, cos(d w_f) in the second, w_f =
+/// 10000^(-2f / in)); softmax over the keys (masked by the lengths), dropout
+/// on the weights, the values' mix per head, the output projection. Computed
+/// without the relative shift: sin and cos of j - i split into those of i and
+/// j, so no [T, 2T - 1] table is made. Params: qkv.weight [in, 2*key + value]
+/// (per head [q | k | v]) and qkv.bias, linear_pos.weight [in, key],
+/// pos_bias_u and pos_bias_v [heads, key/heads] (Glorot), proj.
+class RelPosSelfAttention : public Module {
+ public:
+  explicit RelPosSelfAttention(const RelPosSelfAttentionOptions& opts);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& pos_bias_u() { return pos_bias_u_; }
+  Parameter& pos_bias_v() { return pos_bias_v_; }
+  std::shared_ptr<Linear> qkv, linear_pos, proj;
+
+ private:
+  ir::Dim in_dim_, key_dim_, value_dim_, heads_, key_per_head_, key_per_head_k_, value_per_head_,
+      qkv_per_head_, keys_, half_, half_s_, half_c_;
+  double att_dropout_;
+  Parameter pos_bias_u_, pos_bias_v_;
+};
+
 /// Multi-head attention of queries over a memory (encoder-decoder
 /// attention), from primitive ops: softmax over the memory axis, masked by
 /// its lengths, with dropout on the weights in training (`att_dropout`).

@@ -405,7 +405,9 @@ struct RawLayer {
 Tensor raw_layer(const std::vector<Tensor>& inputs, const RawLayer& spec,
                  std::source_location loc = std::source_location::current());
 
-/// A static axis renamed to another static dim of the same size.
+/// The axis renamed: a static one to another static dim of the same size, a
+/// dynamic one to a new dynamic dim with the same lengths (two axes of one
+/// length in one tensor: self-attention's keys beside its queries).
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
                    std::source_location loc = std::source_location::current());
 

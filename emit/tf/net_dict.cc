@@ -507,8 +507,9 @@ PyValue lower_pad(const Lowering& l) {
 }
 
 PyValue lower_replace_dim(const Lowering& l) {
-  // A static dim of the same size: a new tag on the same values.
-  if (!l.attr<ir::Dim>("axis").is_dynamic()) {
+  // A static dim of the same size, or a new dynamic one with the axis's
+  // lengths (RETURNN copies them to the undefined tag): a new tag.
+  if (!l.attr<ir::Dim>("axis").is_dynamic() || l.node().inputs.size() == 1) {
     PyValue layer = l.layer_from("reinterpret_data", 0);
     layer.set("set_dim_tags", PyValue::map({{l.dim_attr("axis"), l.dim_attr("out_dim")}}));
     return layer;

@@ -24,7 +24,8 @@ absl::string_view rf_activation(absl::string_view func) {
       {"gelu", "rf.gelu"},     {"elu", "rf.elu"},      {"swish", "rf.swish"},
       {"silu", "rf.silu"},     {"exp", "rf.exp"},      {"log", "rf.log"},
       {"abs", "rf.abs"},       {"sqrt", "rf.sqrt"},    {"rsqrt", "rf.rsqrt"},
-      {"square", "rf.square"}, {"negative", "rf.neg"}, {"softplus", "_softplus"}};
+      {"square", "rf.square"}, {"negative", "rf.neg"}, {"softplus", "_softplus"},
+      {"sin", "rf.sin"},       {"cos", "rf.cos"}};
   for (const auto& [f, rf] : kFuncs) {
     if (f == func) return rf;
   }
@@ -461,6 +462,9 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
                           ", right=", *n.attrs.get<int64_t>("right"), ", value=", num("value"),
                           ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kReplaceDim:
+      if (n.inputs.size() == 1 && n.attrs.get<ir::Dim>("axis")->is_dynamic())
+        return absl::StrCat("_copy_dim(", in(0), ", in_dim=", dim_attr("axis"),
+                            ", out_dim=", dim_attr("out_dim"), ")");
       return absl::StrCat("rf.replace_dim_v2(", in(0), ", in_dim=", dim_attr("axis"),
                           ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kPool:
@@ -1097,6 +1101,16 @@ def _window(x, *, axis, window_dim, out_axis, stride, padding, window_left=None)
     y, computed = rf.window(x, spatial_dim=axis, window_dim=window_dim, window_left=window_left,
                             padding=padding, stride=stride)
     return _windowed(y, [computed], [out_axis], [axis], [stride] if padding == "same" else None)
+
+
+def _copy_dim(x, *, in_dim, out_dim):
+    """x with the dynamic in_dim renamed to out_dim, which gets its lengths
+    (once per batch: a second copy finds them set)."""
+    lengths = in_dim.dyn_size_ext
+    if out_dim.dyn_size_ext is None or out_dim.dyn_size_ext.raw_tensor is not lengths.raw_tensor:
+        out_dim.reset_eager()
+        out_dim.dyn_size_ext = lengths.copy()
+    return rf.replace_dim_v2(x, in_dim=in_dim, out_dim=out_dim)
 
 
 def _pad(x, *, axis, left, right, value, out_dim):

@@ -428,6 +428,36 @@ def test_zoneout_lstm():
     print("zoneout LSTM (evaluation) matches numpy over %s frames; training differs" % list(lens))
 
 
+def test_rel_pos_xl():
+    """RelPosSelfAttention against numpy computing rf's Transformer-XL attention directly: scores
+    ((q_i + u) . k_j + (q_i + v) . linear_pos(emb(j - i))) / sqrt(d), emb = [sin(d w), cos(d w)],
+    w_f = 10000^(-2f / F), softmax over the keys within each sequence."""
+    net = Net(compile_model("mod-rel-pos-xl"), train_flag=False)
+    feed = net.feed(8)
+    h = net.layer("att_in", feed).astype("float64")
+    lens = seq_lens(net, feed)
+    var = lambda name: net.variable("att/%s/param:0" % name).astype("float64")  # noqa: E731
+    wqkv, bqkv, wpos = var("qkv/weight"), var("qkv/bias"), var("linear_pos/weight")
+    u, v_bias, wproj, bproj = var("pos_bias_u"), var("pos_bias_v"), var("proj/weight"), var("proj/bias")
+    heads, dk, dv, F = 2, 3, 2, h.shape[-1]
+    freq = numpy.exp(numpy.arange(F // 2) * -(2.0 * numpy.log(1e4) / F))
+    got = net.layer("att", feed)
+    for b, n in enumerate(lens):
+        qkv = (h[b, :n] @ wqkv + bqkv).reshape(n, heads, 2 * dk + dv)
+        q, k, v = qkv[..., :dk], qkv[..., dk:2 * dk], qkv[..., 2 * dk:]
+        d = numpy.arange(n)[None, :] - numpy.arange(n)[:, None]  # j - i
+        emb = numpy.concatenate([numpy.sin(d[..., None] * freq), numpy.cos(d[..., None] * freq)], -1)
+        pos = (emb @ wpos).reshape(n, n, heads, dk)  # [i, j, h, dk]
+        ac = numpy.einsum("ihd,jhd->hij", q + u, k)
+        bd = numpy.einsum("ihd,ijhd->hij", q + v_bias, pos)
+        scores = (ac + bd) / numpy.sqrt(dk)
+        w = numpy.exp(scores - scores.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        att = numpy.einsum("hij,jhd->ihd", w, v).reshape(n, heads * dv)
+        close(got[b, :n], att @ wproj + bproj, 1e-4, "Transformer-XL attention, sequence %d" % b)
+    print("RelPosSelfAttention matches numpy's Transformer-XL attention over %s frames" % list(lens))
+
+
 def test_transposed_conv():
     """Transposed conv (kernel 3, stride 2, valid, no bias): y[2t + k] += x[t] W[k]^T, 2n + 1 frames
     per sequence of n; strided down and back up (kernel 2) and given x's time by replace_dim: the
