@@ -48,6 +48,12 @@ PyValue PyValue::tuple(std::vector<PyValue> items) {
   return v;
 }
 
+PyValue PyValue::set_of(std::vector<PyValue> items) {
+  PyValue v = list(std::move(items));
+  v.kind_ = Kind::kSet;
+  return v;
+}
+
 PyValue PyValue::dict(Items items) {
   PyValue v;
   v.kind_ = Kind::kDict;
@@ -144,6 +150,15 @@ std::string PyValue::repr() const {
       if (tuple && elements_.size() == 1) s += ",";
       return s + (tuple ? ")" : "]");
     }
+    case Kind::kSet: {
+      if (elements_.empty()) return "set()";
+      std::string s = "{";
+      for (size_t i = 0; i < elements_.size(); ++i) {
+        if (i) s += ", ";
+        s += elements_[i].repr();
+      }
+      return s + "}";
+    }
     case Kind::kDict: {
       std::string s = "{";
       for (size_t i = 0; i < items_.size(); ++i) {
@@ -207,6 +222,7 @@ class Printer {
         return static_cast<double>(v.repr().size()) + offset;
       case PyValue::Kind::kList:
       case PyValue::Kind::kTuple:
+      case PyValue::Kind::kSet:
         for (const PyValue& x : v.elements_) {
           offset = score(x, offset + kSpacing);
           if (offset > kSimplicityLimit) break;
@@ -261,6 +277,11 @@ class Printer {
         emit("[", false);
         emit_elements();
         return emit("]", true);
+      case PyValue::Kind::kSet:
+        if (obj.elements_.empty()) return emit("set()", true);
+        emit("{", false);
+        emit_elements();
+        return emit("}", true);
       case PyValue::Kind::kTuple:
         if (obj.elements_.empty()) return emit("()", true);
         if (obj.elements_.size() == 1) {

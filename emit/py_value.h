@@ -26,6 +26,7 @@ class PyValue {
     kStr,
     kList,
     kTuple,
+    kSet,
     kDict,
     kMap,
     kRef,
@@ -45,6 +46,8 @@ class PyValue {
   static PyValue none() { return PyValue(); }
   static PyValue list(std::vector<PyValue> items);
   static PyValue tuple(std::vector<PyValue> items);
+  /// `{a, b}` (`set()` when empty): RETURNN's out_shape.
+  static PyValue set_of(std::vector<PyValue> items);
   /// A dict with string keys, in the given order.
   static PyValue dict(Items items = {});
   /// A dict with any keys (e.g. tuples: RETURNN's epoch_wise_filter), in the given order.

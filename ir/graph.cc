@@ -57,6 +57,15 @@ void Graph::replace_all_uses(NodeId from, NodeId to) {
   }
 }
 
+void Graph::replace_input_uses(NodeId from, NodeId to) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (i == static_cast<size_t>(to.index)) continue;
+    for (NodeId& in : nodes_[i].inputs) {
+      if (in == from) in = to;
+    }
+  }
+}
+
 void Graph::compact(const std::vector<bool>& keep) {
   std::vector<int32_t> remap(nodes_.size(), -1);
   std::vector<Node> kept;

@@ -107,6 +107,9 @@ class Graph {
   /// Every use of `from` (inputs, marks, init references) now refers to `to`.
   /// Precondition: `to` precedes every user of `from`.
   void replace_all_uses(NodeId from, NodeId to);
+  /// Every input use of `from` (not its marks or init references), but
+  /// `to`'s own, now refers to `to`.
+  void replace_input_uses(NodeId from, NodeId to);
 
   /// Reorders nodes so that inputs precede users again after a rewrite
   /// appended nodes: among the nodes whose inputs are placed, the one created

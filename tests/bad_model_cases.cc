@@ -283,7 +283,7 @@ const Case kCases[] = {
      [](Builder& b) {
        Setup s(b);
        b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
-       nn::replace_dim(s.x, s.time, Dim::spatial("other_time")).mark_as_output();  // MISTAKE: bad:replace-dim-without-lengths
+       nn::replace_dim(s.x, s.in, Dim::spatial("other_time")).mark_as_output();  // MISTAKE: bad:replace-dim-without-lengths
      }},
     {"bad:focal-mse", "the focal loss factor applies to the cross-entropy loss only",
      [](Builder& b) {

@@ -419,6 +419,35 @@ void build_rel_pos_xl(Builder& b) {
   io.finish(m->out_->forward(y));
 }
 
+// Losses as values and on computed targets: the cross-entropy per frame,
+// marked as a loss and summed over time as an output; a cross-entropy
+// against the targets shifted by one frame (a computed target); CTC against
+// extra labels, marked and as an output per sequence.
+void build_loss_values(Builder& b) {
+  Io io(b);
+  const Dim label_time = Dim::spatial("label_time");
+  Tensor labels =
+      b.extern_data("labels", {Dim::batch(), label_time}, ir::DType::kInt32, io.classes);
+  struct Net : nn::Module {
+    Net(Dim in, Dim classes) : Module("loss_net") {
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, classes));
+      ctc = register_module("ctc",
+                            std::make_shared<nn::Linear>(in, classes + Dim::feature("blank", 1)));
+    }
+    std::shared_ptr<nn::Linear> out_, ctc;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor logits = m->out_->forward(io.x);
+  logits.mark_as_output();
+  Tensor ce = nn::softmax_cross_entropy(logits, io.y);
+  ce.mark_as_loss("ce");
+  nn::reduce(ce, "sum", {io.time}).mark_as_output("ce_sum");
+  nn::softmax_cross_entropy(logits, nn::shift_right(io.y, io.time)).mark_as_loss("ce_shifted");
+  Tensor ctc = nn::ctc_loss(m->ctc->forward(io.x), labels, io.time);
+  ctc.mark_as_loss("ctc");
+  (ctc * nn::constant(b, 1.0)).mark_as_output("ctc_value");
+}
+
 // slice, split, split_dims, merge_dims, shift_right and mask_padding, with
 // their results as outputs for the numeric test.
 void build_shape_ops(Builder& b) {
@@ -664,6 +693,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-named-sequential", build_named_sequential),
       def("mod-zoneout-lstm", build_zoneout_lstm),
       def("mod-rel-pos-xl", build_rel_pos_xl),
+      def("loss-values", build_loss_values),
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),

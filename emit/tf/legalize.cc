@@ -81,14 +81,16 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
     const ir::Node& n = g.nodes()[i];
     const ir::KindFacts& facts = ir::kind_facts(n.kind);
     if (facts.target_input >= 0) {
-      const ir::Node& target = g.node(n.inputs[facts.target_input]);
-      if (target.kind != ir::NodeKind::kData) {
-        return user_error(
-            n, absl::StrCat(n.kind == ir::NodeKind::kRegressionLoss ? "the target" : "targets",
-                            " must be extern data"));
-      }
-      if (!is_loss[i] || uses[i] > 0)
+      // Targets may be computed (RETURNN's "layer:" targets); cross-entropy
+      // and CTC are also values (their own layers), a regression loss is not.
+      if (n.kind == ir::NodeKind::kRegressionLoss && (!is_loss[i] || uses[i] > 0))
         return user_error(n, "the result may only be marked as a loss, not used further");
+      if (n.kind == ir::NodeKind::kCrossEntropy && (!is_loss[i] || uses[i] > 0) &&
+          (n.attrs.get<double>("label_smoothing") || n.attrs.get<double>("focal_loss_factor")))
+        return user_error(n,
+                          "a cross-entropy value (not only marked as a loss) with label smoothing "
+                          "or a focal loss factor: RETURNN's TF value layer has neither (the "
+                          "torch target has: --backend torch)");
     }
     if (n.kind == ir::NodeKind::kCrossEntropy) {
       // RETURNN's "ce" loss is a softmax over the one feature dim.
@@ -124,6 +126,23 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
   // Rewrites, after all checks passed.
   bool changed = false;
   const size_t n = g.size();
+  // A loss that is also a value: its users read an unmarked copy, which
+  // lowers to RETURNN's value layer (the marked one to its loss layer).
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = g.nodes()[i];
+    if ((node.kind != ir::NodeKind::kCrossEntropy && node.kind != ir::NodeKind::kCtcLoss) ||
+        !is_loss[i] || uses[i] == 0)
+      continue;
+    ir::NodeSpec spec;
+    spec.attrs = node.attrs;
+    spec.loc = node.loc;
+    spec.module_path = node.module_path;
+    const std::vector<ir::NodeId> inputs = node.inputs;
+    const ir::NodeKind kind = node.kind;
+    ASSIGN_OR_RETURN(ir::NodeId value, g.add(kind, inputs, spec));
+    g.replace_input_uses(g.id_of(i), value);
+    changed = true;
+  }
   for (size_t i = 0; i < n; ++i) {
     if (g.nodes()[i].kind != ir::NodeKind::kWhere || !outer_broadcast(g, g.nodes()[i])) continue;
     RETURN_IF_ERROR(broadcast_where(g, g.id_of(i)));

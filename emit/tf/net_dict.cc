@@ -185,11 +185,20 @@ void set_loss_options(PyValue& layer, const ir::Node& n, PyValue opts) {
 // RETURNN's loss on a softmax activation layer over the logits (input 0),
 // against the extern data of input 1: it uses the logits for a stable loss
 // and reports the loss's error (frame or label error rate).
+// A loss's target: extern data by its key, a computed one as "layer:NAME".
+std::string loss_target(const Lowering& l, size_t k) {
+  if (const std::string* key = l.input(k).attrs.get<std::string>("key");
+      key && l.input(k).kind == ir::NodeKind::kData)
+    return *key;
+  const ir::NodeId in = l.facts().layer_of[l.node().inputs[k].index];
+  return "layer:" + l.outside_ref(l.facts().g.node(in), in);
+}
+
 PyValue softmax_loss(const Lowering& l, absl::string_view loss) {
   PyValue layer = l.layer_from("activation", 0);
   layer.set("activation", "softmax");
   layer.set("loss", std::string(loss));
-  layer.set("target", *l.input(1).attrs.get<std::string>("key"));  // data (tf-legalize)
+  layer.set("target", loss_target(l, 1));
   return layer;
 }
 
@@ -474,7 +483,7 @@ PyValue lower_raw_layer(const Lowering& l) {
   layer.set("from", l.from());
   std::vector<PyValue> shape;
   for (const ir::Dim& d : l.attr<std::vector<ir::Dim>>("out_dims")) shape.push_back(l.dim(d));
-  layer.set("out_shape", PyValue::call("set", {PyValue::list(std::move(shape))}));
+  layer.set("out_shape", PyValue::set_of(std::move(shape)));
   return layer;
 }
 
@@ -642,6 +651,12 @@ PyValue lower_lstm(const Lowering& l) {
 }
 
 PyValue lower_cross_entropy(const Lowering& l) {
+  // Not marked as a loss: the value per frame (tf-legalize: plain CE only).
+  if (!l.facts().is_loss[l.index()]) {
+    return PyValue::dict({{"class", "sparse_softmax_cross_entropy_with_logits"},
+                          {"logits", l.ref(0)},
+                          {"targets", l.ref(1)}});
+  }
   PyValue layer = softmax_loss(l, "ce");
   PyValue opts = PyValue::dict();
   if (const double* e = l.node().attrs.get<double>("label_smoothing"))
@@ -650,6 +665,24 @@ PyValue lower_cross_entropy(const Lowering& l) {
     opts.set("focal_loss_factor", *f);
   set_loss_options(layer, l.node(), std::move(opts));
   return layer;
+}
+
+// CTC as a value per sequence: RETURNN's ctc_loss layer (blank last), 0
+// where the labels cannot align (inf), as the marked loss adds.
+PyValue lower_ctc_value(const Lowering& l, PyValue& network) {
+  const std::string name = l.node().name;
+  network.append(name + "_ctc", PyValue::dict({{"class", "ctc_loss"},
+                                               {"logits", l.ref(0)},
+                                               {"targets", l.ref(1)},
+                                               {"from", PyValue::list({})}}));
+  network.append(
+      name + "_finite",
+      PyValue::dict(
+          {{"class", "compare"}, {"from", name + "_ctc"}, {"kind", "less"}, {"value", 1e30}}));
+  return PyValue::dict({{"class", "switch"},
+                        {"condition", name + "_finite"},
+                        {"true_from", name + "_ctc"},
+                        {"false_from", 0.0}});
 }
 
 PyValue lower_ctc_loss(const Lowering& l) {
@@ -666,7 +699,7 @@ PyValue lower_ctc_loss(const Lowering& l) {
 PyValue lower_regression_loss(const Lowering& l) {
   PyValue layer = l.layer_from("copy", 0);
   layer.set("loss", l.attr<std::string>("mode"));
-  layer.set("target", *l.input(1).attrs.get<std::string>("key"));
+  layer.set("target", loss_target(l, 1));
   set_loss_options(layer, l.node(), PyValue::dict());
   return layer;
 }
@@ -882,7 +915,7 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     case ir::NodeKind::kCrossEntropy:
       return lower_cross_entropy(l);
     case ir::NodeKind::kCtcLoss:
-      return lower_ctc_loss(l);
+      return l.facts().is_loss[l.index()] ? lower_ctc_loss(l) : lower_ctc_value(l, network);
     case ir::NodeKind::kRegressionLoss:
       return lower_regression_loss(l);
     case ir::NodeKind::kCustomLoss:

@@ -65,7 +65,7 @@ for path in sys.argv[1:]:
                 for a in node.args:
                     assert isinstance(a, ast.Constant), (path, ast.dump(a))
             else:
-                assert isinstance(node, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Name, ast.Load,
+                assert isinstance(node, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Name, ast.Load,
                                          ast.BinOp, ast.Mult, ast.Add, ast.FloorDiv, ast.UnaryOp, ast.USub,
                                          ast.keyword, ast.Attribute)), (path, ast.dump(node))
     if "hostile" in path:

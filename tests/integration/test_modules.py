@@ -458,6 +458,29 @@ def test_rel_pos_xl():
     print("RelPosSelfAttention matches numpy's Transformer-XL attention over %s frames" % list(lens))
 
 
+def test_loss_values():
+    """Losses as values and on computed targets (TF): the cross-entropy marked as a loss and
+    summed as an output, a cross-entropy against the targets shifted by a frame, CTC marked and
+    as an output; the objective is their sum."""
+    net, feed, objective, lens = _objective_and_logits("loss-values", seed=3)
+    logits = net.layer("output", feed).astype("float64")
+    y = net.layer("data:classes", feed)
+    logp = logits - numpy.log(numpy.exp(logits).sum(-1, keepdims=True))
+    ce_sum = net.layer("ce_sum", feed)
+    ctc = net.layer("ctc_value", feed).astype("float64")
+    want_ce, want_shifted = [], []
+    for b, n in enumerate(lens):
+        want_ce.append(-sum(logp[b, t, y[b, t]] for t in range(n)))
+        shifted = [0] + list(y[b, :n - 1])
+        want_shifted.append(-sum(logp[b, t, shifted[t]] for t in range(n)))
+    close(ce_sum, numpy.array(want_ce), 1e-4, "the cross-entropy as a value")
+    assert numpy.isfinite(ctc).all(), ctc
+    close(objective, sum(want_ce) + sum(want_shifted) + ctc.sum(), 1e-3,
+          "CE + CE on computed targets + CTC")
+    print("CE as a value %s; CE on shifted targets; CTC values %s; objective %.4f" % (
+        numpy.round(ce_sum, 3).tolist(), numpy.round(ctc, 3).tolist(), objective))
+
+
 def test_transposed_conv():
     """Transposed conv (kernel 3, stride 2, valid, no bias): y[2t + k] += x[t] W[k]^T, 2n + 1 frames
     per sequence of n; strided down and back up (kernel 2) and given x's time by replace_dim: the
