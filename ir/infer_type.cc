@@ -443,11 +443,17 @@ int64_t windowed_size(int64_t n, int64_t window, int64_t dilation, int64_t strid
 }
 
 // Checks the out axes of a windowed op (conv, pool) over `axes` of `x`.
-absl::Status check_windowed_axes(NodeKind kind, const TensorType& x, const std::vector<Dim>& axes,
-                                 const std::vector<Dim>& out_axes,
-                                 const std::vector<int64_t>& windows,
-                                 const std::vector<int64_t>& strides, int64_t dilation,
-                                 const std::string& padding) {
+// The size after a transposed convolution (defined below).
+int64_t transposed_size(int64_t n, int64_t window, int64_t dilation, int64_t stride,
+                        const std::string& padding);
+
+// `size` gives an axis' size after the op (windowed_size: conv, pool, window;
+// transposed_size: a transposed conv).
+absl::Status check_windowed_axes(
+    NodeKind kind, const TensorType& x, const std::vector<Dim>& axes,
+    const std::vector<Dim>& out_axes, const std::vector<int64_t>& windows,
+    const std::vector<int64_t>& strides, int64_t dilation, const std::string& padding,
+    int64_t (*size)(int64_t, int64_t, int64_t, int64_t, const std::string&) = windowed_size) {
   auto err = [&](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
   };
@@ -467,7 +473,7 @@ absl::Status check_windowed_axes(NodeKind kind, const TensorType& x, const std::
     if (strides[i] < 1 || windows[i] < 1) return err("window sizes and strides must be positive");
     bool keeps = strides[i] == 1 && (padding == "same" || windows[i] == 1);
     if (a.size()) {
-      int64_t want = windowed_size(*a.size(), windows[i], dilation, strides[i], padding);
+      int64_t want = size(*a.size(), windows[i], dilation, strides[i], padding);
       if (want < 1) return err("the axis ", a.describe(), " is shorter than the window");
       if (o.size() != want || (o != a && o.is_dynamic())) {
         return err("the out axis for ", a.describe(), " must be static of size ", want, ", got ",
@@ -654,7 +660,8 @@ absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
 // The size along an axis after a transposed convolution (RETURNN's and
 // Keras' deconv length): "valid" n * stride + max(window - stride, 0),
 // "same" n * stride.
-int64_t transposed_size(int64_t n, int64_t window, int64_t stride, const std::string& padding) {
+int64_t transposed_size(int64_t n, int64_t window, int64_t /*dilation*/, int64_t stride,
+                        const std::string& padding) {
   return n * stride + (padding == "valid" ? std::max<int64_t>(window - stride, 0) : 0);
 }
 
@@ -672,8 +679,6 @@ absl::StatusOr<TensorType> infer_transposed_conv(const Graph& g, const std::vect
   const TensorType& x = g.node(in[0]).type;
   const TensorType& w = g.node(in[1]).type;
   RETURN_IF_ERROR(require_float(x, "transposed_conv input").status());
-  if (padding != "same" && padding != "valid")
-    return err("padding must be \"same\" or \"valid\", got \"", padding, "\"");
   const size_t n = axes.size();
   if (n == 0 || n > 2 || out_axes.size() != n || strides.size() != n)
     return err("needs 1 or 2 spatial axes, with as many out axes and strides");
@@ -686,36 +691,24 @@ absl::StatusOr<TensorType> infer_transposed_conv(const Graph& g, const std::vect
     return err("input ", x.describe(), " lacks the filter's in dim ", in_dim.describe());
   if (in.size() == 3 && g.node(in[2]).type.dims != std::vector<Dim>{out_dim})
     return err("the bias must be [out], got ", describe(g.node(in[2]).type.dims));
-  TensorType out = x;
-  out.dims[in_pos] = out_dim;
+  std::vector<int64_t> windows;
   for (size_t i = 0; i < n; ++i) {
-    const Dim& a = axes[i];
-    const Dim& o = out_axes[i];
     const std::optional<int64_t> k = w.dims[i].size();
     if (!k) return err("kernel dims must be static, got ", describe(w.dims));
-    if (index_of(x.dims, a) < 0 || a.is_batch() || a == in_dim)
-      return err("the spatial axis ", a.describe(), " is not in the input ", x.describe());
-    if (strides[i] < 1) return err("strides must be positive");
     // Torch's transposed convolution is shorter than TF's for a kernel
     // smaller than the stride: one rule on both targets.
-    if (padding == "valid" && *k < strides[i])
+    if (padding == "valid" && strides[i] >= 1 && *k < strides[i])
       return err("with \"valid\" padding the kernel (", *k, ") must be at least the stride (",
                  strides[i], ")");
-    const bool keeps = strides[i] == 1 && (padding == "same" || *k == 1);
-    if (a.size()) {
-      const int64_t want = transposed_size(*a.size(), *k, strides[i], padding);
-      if (o.size() != want || (o != a && o.is_dynamic()))
-        return err("the out axis for ", a.describe(), " must be static of size ", want, ", got ",
-                   o.describe());
-    } else if (keeps ? o != a : (o == a || !o.is_dynamic())) {
-      return err("the out axis for the dynamic axis ", a.describe(), " must be ",
-                 keeps ? "the same axis (stride 1, same padding)" : "a new dynamic dim", ", got ",
-                 o.describe());
-    }
-    if (o != a && index_of(x.dims, o) >= 0)
-      return err("the input ", x.describe(), " already has the out axis ", o.describe());
-    out.dims[index_of(out.dims, a)] = o;
+    if (axes[i] == in_dim)
+      return err("the spatial axis ", axes[i].describe(), " is the filter's in dim");
+    windows.push_back(*k);
   }
+  RETURN_IF_ERROR(
+      check_windowed_axes(kKind, x, axes, out_axes, windows, strides, 1, padding, transposed_size));
+  TensorType out = x;
+  out.dims[in_pos] = out_dim;
+  for (size_t i = 0; i < n; ++i) out.dims[index_of(out.dims, axes[i])] = out_axes[i];
   return out;
 }
 
