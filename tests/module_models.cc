@@ -448,6 +448,43 @@ void build_loss_values(Builder& b) {
   (ctc * nn::constant(b, 1.0)).mark_as_output("ctc_value");
 }
 
+// Attention dropout (0.5) in SelfAttention (fused, rel-pos, projection
+// without bias), RelPosSelfAttention and CrossAttention over time.
+void build_att_dropout(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("att_dropout_net") {
+      Dim model = Dim::feature("model", 4);
+      in_ = register_module("in", std::make_shared<nn::Linear>(in, model));
+      self_att = register_module("self_att", std::make_shared<nn::SelfAttention>(
+                                                 nn::SelfAttentionOptions(model, model, model, 2)
+                                                     .rel_pos_clipping(2)
+                                                     .att_dropout(0.5)
+                                                     .proj_bias(false)));
+      xl = register_module(
+          "xl", std::make_shared<nn::RelPosSelfAttention>(
+                    nn::RelPosSelfAttentionOptions(model, model, model, 2).att_dropout(0.5)));
+      cross = register_module(
+          "cross", std::make_shared<nn::CrossAttention>(model, model, model, model, 2, 0.5));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
+    }
+    std::shared_ptr<nn::Linear> in_, out_;
+    std::shared_ptr<nn::SelfAttention> self_att;
+    std::shared_ptr<nn::RelPosSelfAttention> xl;
+    std::shared_ptr<nn::CrossAttention> cross;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor h = m->in_->forward(io.x);
+  Tensor a = m->self_att->forward(h, io.time);
+  a.mark_as_output("self_att");
+  Tensor x = m->xl->forward(h, io.time);
+  x.mark_as_output("xl");
+  // Cross-attention of the mean frame over the sequence.
+  Tensor c = m->cross->forward(nn::reduce(h, "mean", {io.time}), h, io.time);
+  c.mark_as_output("cross");
+  io.finish(m->out_->forward(a + x + c));
+}
+
 // slice, split, split_dims, merge_dims, shift_right and mask_padding, with
 // their results as outputs for the numeric test.
 void build_shape_ops(Builder& b) {
@@ -694,6 +731,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-zoneout-lstm", build_zoneout_lstm),
       def("mod-rel-pos-xl", build_rel_pos_xl),
       def("loss-values", build_loss_values),
+      def("mod-att-dropout", build_att_dropout),
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),

@@ -481,6 +481,24 @@ def test_loss_values():
         numpy.round(ce_sum, 3).tolist(), numpy.round(ctc, 3).tolist(), objective))
 
 
+def test_att_dropout():
+    """Attention dropout (0.5) in SelfAttention, RelPosSelfAttention and CrossAttention: in
+    evaluation the outputs are deterministic (two runs equal); in training they vary between runs
+    (the weights' masks), and the projection without bias has no bias variable."""
+    net = Net(compile_model("mod-att-dropout"), train_flag=False)
+    feed = net.feed(9)
+    names = set(net.params())
+    assert "self_att/proj/weight/param:0" in names and "self_att/proj/bias/param:0" not in names, names
+    trained = Net(compile_model("mod-att-dropout"), train_flag=True)
+    train_feed = trained.feed(9)
+    for out in ("self_att", "xl", "cross"):
+        a, b = net.layer(out, feed), net.layer(out, feed)
+        assert numpy.array_equal(a, b), out
+        t1, t2 = trained.layer(out, train_feed), trained.layer(out, train_feed)
+        assert not numpy.allclose(t1, t2), "%s: training runs equal: no attention dropout" % out
+    print("attention dropout: evaluation deterministic, training varies, for self_att, xl and cross")
+
+
 def test_transposed_conv():
     """Transposed conv (kernel 3, stride 2, valid, no bias): y[2t + k] += x[t] W[k]^T, 2n + 1 frames
     per sequence of n; strided down and back up (kernel 2) and given x's time by replace_dim: the
