@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
@@ -166,6 +167,43 @@ Tensor Embedding::forward(const Tensor& ids, std::source_location loc) const {
   });
 }
 
+namespace {
+
+// A (transposed) convolution's kernel dims: "kernel", or "kernel0", "kernel1", ...
+std::vector<ir::Dim> kernel_dims(const std::vector<int64_t>& kernel) {
+  std::vector<ir::Dim> dims;
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    dims.push_back(
+        ir::Dim::spatial(kernel.size() == 1 ? "kernel" : absl::StrCat("kernel", i), kernel[i]));
+  }
+  return dims;
+}
+
+// The out axis for `in_axis`, made by `make` once per input axis (`cache`: in -> out).
+ir::Dim cached_out_axis(std::vector<std::pair<ir::Dim, ir::Dim>>& cache, const ir::Dim& in_axis,
+                        const std::function<ir::Dim()>& make) {
+  for (const auto& [in, out] : cache) {
+    if (in == in_axis) return out;
+  }
+  ir::Dim out = make();
+  cache.emplace_back(in_axis, out);
+  return out;
+}
+
+// The out axes of a module with `kernels` kernel dims over `axes`.
+std::vector<ir::Dim> windowed_out_axes(
+    const Module& m, const std::vector<ir::Dim>& axes, size_t kernels,
+    const std::function<ir::Dim(const ir::Dim&, size_t)>& out_axis, const ir::SourceLoc& l) {
+  if (axes.size() != kernels) {
+    fail(l, absl::StrCat(m.describe(), ": needs ", kernels, " spatial axes, got ", axes.size()));
+  }
+  std::vector<ir::Dim> out_axes;
+  for (size_t i = 0; i < axes.size(); ++i) out_axes.push_back(out_axis(axes[i], i));
+  return out_axes;
+}
+
+}  // namespace
+
 Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
            std::vector<int64_t> strides, int64_t dilation, std::string padding, int64_t groups)
     : Module(std::move(type_name)),
@@ -176,11 +214,7 @@ Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<i
       dilation_(dilation),
       padding_(std::move(padding)),
       groups_(groups) {
-  std::vector<ir::Dim> dims;
-  for (size_t i = 0; i < kernel_.size(); ++i) {
-    dims.push_back(
-        ir::Dim::spatial(kernel_.size() == 1 ? "kernel" : absl::StrCat("kernel", i), kernel_[i]));
-  }
+  std::vector<ir::Dim> dims = kernel_dims(kernel_);
   dims.push_back(groups_ == 1 ? in_dim : in_dim.floordiv(groups_));
   dims.push_back(out_dim);
   weight_ = register_parameter("weight", std::move(dims), ir::ParamKind::kWeight);
@@ -188,12 +222,9 @@ Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<i
 }
 
 ir::Dim Conv::out_axis(const ir::Dim& in_axis, size_t i) const {
-  for (const auto& [in, out] : out_axes_) {
-    if (in == in_axis) return out;
-  }
-  ir::Dim out = windowed_dim(in_axis, kernel_.at(i), strides_.at(i), dilation_, padding_);
-  out_axes_.emplace_back(in_axis, out);
-  return out;
+  return cached_out_axis(out_axes_, in_axis, [&] {
+    return windowed_dim(in_axis, kernel_.at(i), strides_.at(i), dilation_, padding_);
+  });
 }
 
 Tensor Conv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
@@ -201,12 +232,8 @@ Tensor Conv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
   return call(input, loc, [&](const Tensor& x) {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
-    if (axes.size() != kernel_.size()) {
-      fail(l, absl::StrCat(describe(), ": needs ", kernel_.size(), " spatial axes, got ",
-                           axes.size()));
-    }
-    std::vector<ir::Dim> out_axes;
-    for (size_t i = 0; i < axes.size(); ++i) out_axes.push_back(out_axis(axes[i], i));
+    std::vector<ir::Dim> out_axes = windowed_out_axes(
+        *this, axes, kernel_.size(), [&](const ir::Dim& a, size_t i) { return out_axis(a, i); }, l);
     Builder& b = x.builder();
     return conv(x, b.param(weight_), b.param(bias_),
                 {axes, std::move(out_axes), strides_, dilation_, padding_, groups_}, loc);
@@ -222,11 +249,7 @@ TransposedConv::TransposedConv(std::string type_name, ir::Dim in_dim, ir::Dim ou
       kernel_(std::move(kernel)),
       strides_(std::move(strides)),
       padding_(std::move(padding)) {
-  std::vector<ir::Dim> dims;
-  for (size_t i = 0; i < kernel_.size(); ++i) {
-    dims.push_back(
-        ir::Dim::spatial(kernel_.size() == 1 ? "kernel" : absl::StrCat("kernel", i), kernel_[i]));
-  }
+  std::vector<ir::Dim> dims = kernel_dims(kernel_);
   dims.push_back(out_dim);
   dims.push_back(in_dim);
   weight_ = register_parameter("weight", std::move(dims), ir::ParamKind::kWeight);
@@ -234,12 +257,9 @@ TransposedConv::TransposedConv(std::string type_name, ir::Dim in_dim, ir::Dim ou
 }
 
 ir::Dim TransposedConv::out_axis(const ir::Dim& in_axis, size_t i) const {
-  for (const auto& [in, out] : out_axes_) {
-    if (in == in_axis) return out;
-  }
-  ir::Dim out = transposed_dim(in_axis, kernel_.at(i), strides_.at(i), padding_);
-  out_axes_.emplace_back(in_axis, out);
-  return out;
+  return cached_out_axis(out_axes_, in_axis, [&] {
+    return transposed_dim(in_axis, kernel_.at(i), strides_.at(i), padding_);
+  });
 }
 
 Tensor TransposedConv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
@@ -247,12 +267,8 @@ Tensor TransposedConv::forward(const Tensor& input, const std::vector<ir::Dim>& 
   return call(input, loc, [&](const Tensor& x) {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
-    if (axes.size() != kernel_.size()) {
-      fail(l, absl::StrCat(describe(), ": needs ", kernel_.size(), " spatial axes, got ",
-                           axes.size()));
-    }
-    std::vector<ir::Dim> out_axes;
-    for (size_t i = 0; i < axes.size(); ++i) out_axes.push_back(out_axis(axes[i], i));
+    std::vector<ir::Dim> out_axes = windowed_out_axes(
+        *this, axes, kernel_.size(), [&](const ir::Dim& a, size_t i) { return out_axis(a, i); }, l);
     Builder& b = x.builder();
     std::optional<Tensor> bias;
     if (bias_.defined()) bias = b.param(bias_);

@@ -548,16 +548,18 @@ PyValue lower_pool(const Lowering& l, PyValue& network) {
   if (l.attr<std::string>("mode") != "max" || dynamic.empty()) return layer;
   std::string from = l.node().name + "_unmasked";
   network.append(from, std::move(layer));
-  for (size_t k = 0; k < dynamic.size(); ++k) {
-    PyValue mask = PyValue::dict({{"class", "seq_len_mask"},
-                                  {"from", from},
-                                  {"axis", l.dim(dynamic[k])},
-                                  {"mask_value", 0.0}});
-    if (k + 1 == dynamic.size()) return mask;
-    from = absl::StrCat(l.node().name, "_masked", k);
-    network.append(from, std::move(mask));
+  for (size_t k = 0; k + 1 < dynamic.size(); ++k) {
+    const std::string masked = absl::StrCat(l.node().name, "_masked", k);
+    network.append(masked, PyValue::dict({{"class", "seq_len_mask"},
+                                          {"from", from},
+                                          {"axis", l.dim(dynamic[k])},
+                                          {"mask_value", 0.0}}));
+    from = masked;
   }
-  return layer;  // not reached
+  return PyValue::dict({{"class", "seq_len_mask"},
+                        {"from", from},
+                        {"axis", l.dim(dynamic.back())},
+                        {"mask_value", 0.0}});
 }
 
 PyValue lower_slice(const Lowering& l) {
