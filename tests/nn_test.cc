@@ -65,6 +65,39 @@ TEST_CASE("Sequential names modules by index or by the name given; ParameterList
   CHECK(names == std::vector<std::string>{"0", "1"});
 }
 
+TEST_CASE("clone makes a module of the same type with params of its own and their options") {
+  const Dim a = Dim::feature("a", 3), c = Dim::feature("c", 2);
+  auto lin = make<Linear>(a, c);
+  lin->weight().set_weight_decay(0.5);
+  lin->bias().set_trainable(false);
+  int calls = 0;
+  lin->register_forward_hook([&calls](const Module&, const Tensor&, const Tensor& y) {
+    ++calls;
+    return y;
+  });
+  auto copy = clone(lin);
+  CHECK(copy != lin);
+  CHECK(copy->weight().identity() != lin->weight().identity());
+  CHECK(copy->weight().dims() == std::vector<Dim>{a, c});
+  CHECK(copy->weight().ir().options.weight_decay.value == 0.5);
+  CHECK_FALSE(copy->bias().ir().options.trainable);
+  auto twice = clone(copy);  // a clone clones too
+  CHECK(twice->weight().ir().options.weight_decay.value == 0.5);
+  // Not made by make: no constructor arguments to make another.
+  auto plain = std::make_shared<Linear>(a, c);
+  try {
+    clone(plain);
+    FAIL("expected an error");
+  } catch (const ModelError& e) {
+    CHECK_THAT(std::string(e.status().message()), Catch::Contains("was not made with nn::make"));
+    CHECK_THAT(std::string(e.status().message()), Catch::Contains("nn_test.cc:"));
+  }
+  // A module registered after the constructor is not part of what clone makes.
+  auto seq = make<Sequential>();
+  seq->append(std::make_shared<Linear>(a, a));
+  CHECK_THROWS_AS(clone(seq), ModelError);
+}
+
 TEST_CASE("apply visits modules post-order and can change param options") {
   Net net(Dim::feature("d", 4));
   std::vector<std::string> order;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/nn/builder.h"
 #include "compiler/nn/error.h"
 #include "ir/format.h"
@@ -145,6 +146,46 @@ bool Module::remove_hook(int handle) {
     return true;
   };
   return drop(pre_hooks_) || drop(hooks_);
+}
+
+std::shared_ptr<Module> clone_module(const Module& m, const ir::SourceLoc& loc) {
+  if (!m.factory_) {
+    fail(loc,
+         absl::StrCat("clone: ", m.describe(),
+                      " was not made with nn::make, which keeps its constructor's arguments "
+                      "for clone: make it with nn::make<",
+                      ir::printable(m.type_name()), "-class>(...) instead of std::make_shared"));
+  }
+  std::shared_ptr<Module> c = m.factory_();
+  c->factory_ = m.factory_;
+  auto from = m.named_parameters(), to = c->named_parameters();
+  auto names = [](const auto& ps) {
+    std::vector<std::string> out;
+    for (const auto& [n, p] : ps) out.push_back(n);
+    return absl::StrJoin(out, ", ");
+  };
+  bool same = from.size() == to.size();
+  for (size_t i = 0; same && i < from.size(); ++i) {
+    same = from[i].first == to[i].first && from[i].second.dims() == to[i].second.dims();
+  }
+  if (!same) {
+    fail(loc, absl::StrCat("clone: ", m.describe(), " has the params [", names(from),
+                           "] but its constructor makes [", names(to),
+                           "]: register its modules and params in the constructor to clone it"));
+  }
+  for (size_t i = 0; i < from.size(); ++i) {
+    const ParamState& src = state(from[i].second);
+    ParamState& dst = state(to[i].second);
+    dst.param.options = src.param.options;
+    dst.param.dtype = src.param.dtype;
+    dst.sources = src.sources;
+    dst.locs = src.locs;
+    dst.parametrizations = src.parametrizations;
+  }
+  c->pre_hooks_ = m.pre_hooks_;
+  c->hooks_ = m.hooks_;
+  c->next_hook_ = m.next_hook_;
+  return c;
 }
 
 Parameter* Module::find_parameter(const std::string& name) {

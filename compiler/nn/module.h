@@ -146,7 +146,44 @@ class Module {
   std::vector<std::pair<int, ForwardPreHook>> pre_hooks_;
   std::vector<std::pair<int, ForwardHook>> hooks_;
   int next_hook_ = 0;
+  /// How nn::make made this module (for nn::clone); empty otherwise.
+  std::function<std::shared_ptr<Module>()> factory_;
+
+  template <class M, class... Args>
+  friend std::shared_ptr<M> make(Args&&... args);
+  friend std::shared_ptr<Module> clone_module(const Module& m, const ir::SourceLoc& loc);
 };
+
+/// std::make_shared<M>(args...) that also keeps a copy of the arguments, so
+/// that nn::clone can construct another M from them.
+/// Example: `auto block = nn::make<Block>(model, ff);`
+template <class M, class... Args>
+std::shared_ptr<M> make(Args&&... args) {
+  auto factory = [... a = std::decay_t<Args>(args)]() -> std::shared_ptr<Module> {
+    return std::make_shared<M>(a...);
+  };
+  std::shared_ptr<M> m = std::static_pointer_cast<M>(factory());
+  m->factory_ = std::move(factory);
+  return m;
+}
+
+/// The implementation of nn::clone.
+std::shared_ptr<Module> clone_module(const Module& m, const ir::SourceLoc& loc);
+
+/// A copy of `m` (made by nn::make) with params of its own: the constructor
+/// runs again on the same arguments, then each param takes the options set
+/// on m's (initial value, weight decay, trainable, learning-rate factor,
+/// clipping, device, dtype, reparametrizations) and the copy m's hooks. The
+/// copy's params are new variables, so their random initial values differ
+/// from m's (returnn_common's deepcopy of a module; torch's Cloneable).
+/// Modules registered on m after its constructor are not copied: clone
+/// fails if m's params differ from those its constructor makes.
+/// Example: `for (int i = 0; i < 3; ++i) seq->append(nn::clone(layer));`
+template <class M>
+std::shared_ptr<M> clone(const std::shared_ptr<M>& m,
+                         std::source_location loc = std::source_location::current()) {
+  return std::static_pointer_cast<M>(clone_module(*m, ir::SourceLoc::from(loc)));
+}
 
 /// Whether `name` can name a param or child module: [A-Za-z0-9_]+, so that
 /// paths split unambiguously on '.' and map to TF variable scopes.
