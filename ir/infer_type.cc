@@ -605,6 +605,32 @@ absl::StatusOr<TensorType> infer_masked_select(const Graph& g, const std::vector
   return out;
 }
 
+absl::StatusOr<TensorType> infer_repeat(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kRepeat;
+  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& reps = g.node(in[1]).type;
+  const int pos = index_of(x.dims, axis);
+  if (pos < 0 || axis.is_batch() || !out_dim.is_dynamic() || out_dim.is_batch() ||
+      index_of(x.dims, out_dim) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repeat: the axis ", axis.describe(), " must be a spatial axis of ",
+                     x.describe(), " and the out dim ", out_dim.describe(), " a new dynamic dim"));
+  }
+  bool within = true;
+  for (const Dim& d : reps.dims) within &= d == axis || (d.is_batch() && index_of(x.dims, d) >= 0);
+  if (reps.dtype != DType::kInt32 || reps.sparse_dim || !within) {
+    return absl::InvalidArgumentError(absl::StrCat("repeat: the repetitions ", reps.describe(),
+                                                   " must be int32, a scalar or over ",
+                                                   axis.describe(), " (and the batch)"));
+  }
+  TensorType out = x;
+  out.dims[pos] = out_dim;
+  return out;
+}
+
 // length, loop_end, choice, cum_concat.
 absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
                                           const std::vector<NodeId>& in, const NodeSpec& spec) {
@@ -728,7 +754,7 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
   const int pos = index_of(x.dims, axis);
   if (pos < 0 || axis.is_batch())
     return err("the axis ", axis.describe(), " is not a non-batch axis of ", x.describe());
-  if (x.sparse_dim) return err("needs a dense input, got ", x.describe());
+  if (x.sparse_dim && kind != NodeKind::kPad) return err("needs a dense input, got ", x.describe());
   if (kind == NodeKind::kCumsum) {
     if (x.dtype == DType::kBool) return err("needs a number input, got ", x.describe());
     return x;
@@ -755,6 +781,13 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
   ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
   if (!spec.attrs.get<double>("value")) return err("needs attribute 'value'");
   if (left < 0 || right < 0) return err("the padding must not be negative");
+  if (x.sparse_dim) {  // labels padded with a label, e.g. BOS before a sequence
+    const double v = *spec.attrs.get<double>("value");
+    if (v != static_cast<double>(static_cast<int64_t>(v)) || v < 0 || !x.sparse_dim->size() ||
+        v >= static_cast<double>(*x.sparse_dim->size()))
+      return err("the value ", v, " that pads the labels ", x.describe(),
+                 " must be one of their labels 0 .. ", x.sparse_dim->size().value_or(0) - 1);
+  }
   if (axis.is_dynamic() ? !out_dim.is_dynamic() || out_dim == axis
                         : out_dim.size() != *axis.size() + left + right || out_dim.is_dynamic())
     return err("the out dim for ", axis.describe(), " padded by ", left, " and ", right,
@@ -1253,6 +1286,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_slice(g, inputs, spec);
     case NodeKind::kMaskedSelect:
       return infer_masked_select(g, inputs, spec);
+    case NodeKind::kRepeat:
+      return infer_repeat(g, inputs, spec);
     case NodeKind::kLength:
     case NodeKind::kLoopEnd:
     case NodeKind::kChoice:

@@ -166,6 +166,9 @@ struct KindFacts {
   X(Window, "window", KindFacts(1).step()) /* the frames of attr axis around each (attr       */ \
                    /* window_dim, after the axis; padding same: centered, or valid), every   */ \
                    /* attr stride-th into attr out_axis                                      */ \
+  X(Repeat, "repeat", KindFacts(2).step()) /* x, repetitions (int32 over attr axis, or a    */ \
+                   /* scalar): each frame of attr axis that many times, into the new dynamic */ \
+                   /* attr out_dim                                                            */ \
   X(RawLayer, "raw_layer", KindFacts(KindFacts::kVariadic).step()) /* a RETURNN TF layer     */ \
                    /* retc does not know: attr layer (JSON; "$k": attr layer_dims[k]) on the */ \
                    /* inputs, of the declared attrs out_dims, dtype[, sparse_dim]            */

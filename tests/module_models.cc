@@ -290,6 +290,22 @@ void build_array_ops(Builder& b) {
   io.finish(lin->forward(io.x));
 }
 
+// Each frame 3 times (a scalar count) and 1 or 2 times (a count per frame:
+// 2 where the frame's mean is positive); x plus a constant vector; the labels after a BOS label 0.
+void build_repeat_const(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  Tensor h = lin->forward(io.x);
+  nn::repeat(h, io.time, 3, Dim::spatial("thrice")).mark_as_output("repeat_3");
+  Tensor above = nn::compare(nn::reduce(io.x, "mean", {io.in}), nn::constant(b, 0.0), "greater");
+  Tensor reps =
+      nn::cast(above, ir::DType::kInt32) + nn::cast(nn::constant(b, 1.0), ir::DType::kInt32);
+  nn::repeat(h, io.time, reps, Dim::spatial("by_mean")).mark_as_output("repeat_by_mean");
+  (io.x + nn::constant(b, {0.0, 0.5, 1.0, 1.5, 2.0}, io.in)).mark_as_output("plus_vector");
+  nn::pad(io.y, io.time, 1, 0, 0.0).mark_as_output("bos_labels");
+  io.finish(h);
+}
+
 // Stack (x, 2x, 3x), unstacked again; windows over time: 3 frames centered
 // ("same"), 4 frames with stride 2 ("same"), 2 frames "valid".
 void build_stack_window(Builder& b) {
@@ -723,6 +739,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-transposed-conv", build_transposed_conv),
       def("op-array", build_array_ops),
       def("op-stack-window", build_stack_window),
+      def("op-repeat-const", build_repeat_const),
       def("op-raw-layer", build_raw_layer),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),

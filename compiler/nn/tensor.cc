@@ -117,6 +117,17 @@ Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape,
                L(loc));
 }
 
+Tensor constant(Builder& b, const std::vector<double>& values, const ir::Dim& dim,
+                std::source_location loc) {
+  if (!dim.size() || dim.is_dynamic() || *dim.size() != static_cast<int64_t>(values.size())) {
+    fail(L(loc), absl::StrCat("constant: ", values.size(), " values do not fit the dim ",
+                              dim.describe(), ", which needs a static size of as many"));
+  }
+  std::vector<Tensor> entries;
+  for (double v : values) entries.push_back(constant(b, v, {}, loc));
+  return stack(entries, dim, loc);
+}
+
 namespace {
 
 ir::Attrs random_attrs(std::vector<ir::Dim> shape, const std::string& distribution, double a,
@@ -347,6 +358,20 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
                      const ir::Dim& out_axis, std::source_location loc) {
   return builder_of(x, "masked_select", L(loc))
       .add(ir::NodeKind::kMaskedSelect, {x, mask}, {{"axis", axis}, {"out_dim", out_axis}}, L(loc));
+}
+
+Tensor repeat(const Tensor& x, const ir::Dim& axis, const Tensor& repetitions,
+              const ir::Dim& out_axis, std::source_location loc) {
+  return builder_of(x, "repeat", L(loc))
+      .add(ir::NodeKind::kRepeat, {x, repetitions}, {{"axis", axis}, {"out_dim", out_axis}},
+           L(loc));
+}
+
+Tensor repeat(const Tensor& x, const ir::Dim& axis, int64_t repetitions, const ir::Dim& out_axis,
+              std::source_location loc) {
+  Tensor reps =
+      cast(constant(x.builder(), static_cast<double>(repetitions)), ir::DType::kInt32, loc);
+  return repeat(x, axis, reps, out_axis, loc);
 }
 
 Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,

@@ -131,6 +131,11 @@ Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape = {},
 Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape,
                 const std::vector<Tensor>& sizes_from,
                 std::source_location loc = std::source_location::current());
+/// A constant vector over the static `dim`, one value per entry (as
+/// returnn_common's nn.constant of an array): the scalars stacked along dim.
+/// Example: `nn::constant(b, {0.0, 2.5, 5.0}, Dim::feature("f", 3))`.
+Tensor constant(Builder& b, const std::vector<double>& values, const ir::Dim& dim,
+                std::source_location loc = std::source_location::current());
 /// Seeded random values: the same values whenever evaluated (meant for
 /// initial values, see Parameter::set_initial). `seed` must differ between
 /// tensors that should differ. Static dims only.
@@ -260,6 +265,15 @@ Tensor length(const Tensor& x, const ir::Dim& axis,
 Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
                      const ir::Dim& out_axis,
                      std::source_location loc = std::source_location::current());
+/// Each frame of `x` along `axis` repeated `repetitions` times (int32: a
+/// scalar, or one count per frame over `axis` and the batch; 0 drops the
+/// frame), along the new dynamic `out_axis` (its lengths: the counts'
+/// sums within each sequence). Duration-based upsampling, e.g. in TTS.
+/// Example: `nn::repeat(phonemes, ph_time, durations, frames)`.
+Tensor repeat(const Tensor& x, const ir::Dim& axis, const Tensor& repetitions,
+              const ir::Dim& out_axis, std::source_location loc = std::source_location::current());
+Tensor repeat(const Tensor& x, const ir::Dim& axis, int64_t repetitions, const ir::Dim& out_axis,
+              std::source_location loc = std::source_location::current());
 /// Greedy CTC decoding of `logits` over the dynamic `axis` (class dim
 /// `classes + blank`, blank last, as nn::ctc_loss takes them): the best class
 /// of each frame, repeats collapsed and blanks removed, along the new dynamic
@@ -361,7 +375,8 @@ Tensor cumsum(const Tensor& x, const ir::Dim& axis,
 /// sparse over `axis`). Example: `auto [v, i] = nn::top_k(logits, vocab, Dim::feature("k", 4));`
 std::pair<Tensor, Tensor> top_k(const Tensor& x, const ir::Dim& axis, const ir::Dim& k_dim,
                                 std::source_location loc = std::source_location::current());
-/// `x` padded along `axis` by `left` and `right` entries of `value`. A static
+/// `x` padded along `axis` by `left` and `right` entries of `value` (sparse
+/// labels: a label, e.g. BOS before each sequence). A static
 /// axis of n entries becomes the static `out_dim` of n + left + right (made
 /// here by default); a dynamic one becomes a new dynamic dim whose lengths
 /// are the sequence's + left + right, the right padding after each

@@ -510,7 +510,12 @@ PyValue lower_pad(const Lowering& l) {
   layer.set("padding",
             PyValue::list({PyValue::tuple({l.attr<int64_t>("left"), l.attr<int64_t>("right")})}));
   layer.set("out_dims", l.dim_attr("out_dim"));
-  layer.set("value", l.attr<double>("value"));
+  const double value = l.attr<double>("value");
+  if (l.node().type.sparse_dim) {
+    layer.set("value", static_cast<int64_t>(value));  // tf.pad takes the labels' dtype
+  } else {
+    layer.set("value", value);
+  }
   if (l.attr<ir::Dim>("axis").is_dynamic()) layer.set("handle_dynamic_dims", true);
   return layer;
 }
@@ -868,6 +873,13 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_slice(l);
     case ir::NodeKind::kMaskedSelect:
       return lower_masked_select(l);
+    case ir::NodeKind::kRepeat: {
+      PyValue layer = l.layer_from("repeat", 0);
+      layer.set("repetitions", l.ref(1));
+      layer.set("axis", l.dim_attr("axis"));
+      layer.set("out_dim", l.dim_attr("out_dim"));
+      return layer;
+    }
     case ir::NodeKind::kLength: {
       PyValue layer = l.layer_from("length", 0);
       layer.set("axis", l.dim_attr("axis"));

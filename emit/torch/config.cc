@@ -61,6 +61,7 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kMergeDims:
     case ir::NodeKind::kSlice:
     case ir::NodeKind::kMaskedSelect:
+    case ir::NodeKind::kRepeat:
     case ir::NodeKind::kCond:
     case ir::NodeKind::kLstmFinal:
     case ir::NodeKind::kLength:
@@ -360,6 +361,9 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("rf.slice(", in(0), ", axis=", dim_attr("axis"),
                           ", start=", *n.attrs.get<int64_t>("start"),
                           ", size=", dim_attr("out_dim"), ")[0]");
+    case ir::NodeKind::kRepeat:
+      return absl::StrCat("_repeat(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
+                          ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kMaskedSelect:
       return absl::StrCat("_masked_select(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
                           ", out_dim=", dim_attr("out_dim"), ")");
@@ -457,10 +461,12 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
                           ", k_dim=", dim_attr("k_dim"), ")[",
                           *n.attrs.get<bool>("indices") ? 1 : 0, "]");
     case ir::NodeKind::kPad:
-      return absl::StrCat("_pad(", in(0), ", axis=", dim_attr("axis"),
-                          ", left=", *n.attrs.get<int64_t>("left"),
-                          ", right=", *n.attrs.get<int64_t>("right"), ", value=", num("value"),
-                          ", out_dim=", dim_attr("out_dim"), ")");
+      return absl::StrCat(
+          "_pad(", in(0), ", axis=", dim_attr("axis"), ", left=", *n.attrs.get<int64_t>("left"),
+          ", right=", *n.attrs.get<int64_t>("right"), ", value=",
+          n.type.sparse_dim ? absl::StrCat(static_cast<int64_t>(*n.attrs.get<double>("value")))
+                            : num("value"),
+          ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kReplaceDim:
       if (n.inputs.size() == 1 && n.attrs.get<ir::Dim>("axis")->is_dynamic())
         return absl::StrCat("_copy_dim(", in(0), ", in_dim=", dim_attr("axis"),
@@ -977,6 +983,18 @@ def _masked_select(x, mask, *, axis, out_dim):
     """The frames of x along `axis` where `mask` (within the lengths), packed per
     sequence into the model's dynamic `out_dim`, with this batch's lengths."""
     y, packed = rf.masked_select(x, mask=mask, dims=[axis])
+    out_dim.reset_eager()
+    out_dim.dyn_size_ext = packed.dyn_size_ext
+    return rf.replace_dim_v2(y, in_dim=packed, out_dim=out_dim)
+
+
+def _repeat(x, reps, *, axis, out_dim):
+    """Each frame of x along `axis` repeated reps times (a scalar, or per frame)
+    into the model's dynamic `out_dim`, with this batch's lengths."""
+    lens_dims = axis.dyn_size_ext.dims if axis.dyn_size_ext is not None else ()
+    for d in [d for d in lens_dims if d not in reps.dims] + ([axis] if axis not in reps.dims else []):
+        reps = rf.expand_dim(reps, d)  # a count per frame, over the axis's lengths' dims
+    y, packed = rf.repeat(x, in_spatial_dim=axis, repeats=reps)
     out_dim.reset_eager()
     out_dim.dyn_size_ext = packed.dyn_size_ext
     return rf.replace_dim_v2(y, in_dim=packed, out_dim=out_dim)

@@ -374,6 +374,33 @@ def test_stack_window():
     print("stack, unstack and windows (same, stride 2, valid) match numpy")
 
 
+def test_repeat_const():
+    """repeat (a scalar count; a count per frame: 2 where the frame's mean is positive, else 1),
+    a constant vector, labels padded with a BOS label, against numpy."""
+    net = Net(compile_model("op-repeat-const"), train_flag=False)
+    feed = net.feed(3)
+    x = net.layer("data:data", feed).astype("float64")
+    y = net.layer("data:classes", feed)
+    lens = seq_lens(net, feed)
+    h = net.layer("output", feed)
+    for name, counts in (("repeat_3", lambda b, n: [3] * n),
+                         ("repeat_by_mean", lambda b, n: [2 if x[b, t].mean() > 0 else 1 for t in range(n)])):
+        got = net.layer(name, feed)
+        with net.graph.as_default():
+            out = net.net.get_layer(name).output
+            tag = [t for t in out.dim_tags if t.dimension is None and not t.is_batch_dim()][0]
+        out_lens = net.run(tag.dyn_size_ext.placeholder, feed)
+        for b, n in enumerate(lens):
+            c = counts(b, n)
+            assert out_lens[b] == sum(c), (name, out_lens[b], c)
+            close(got[b, :sum(c)], numpy.repeat(h[b, :n], c, axis=0), 1e-6, "%s, sequence %d" % (name, b))
+    close(net.layer("plus_vector", feed), x + numpy.array([0.0, 0.5, 1.0, 1.5, 2.0]), 1e-6, "x + vector")
+    bos = net.layer("bos_labels", feed)
+    for b, n in enumerate(lens):
+        assert list(bos[b, :n + 1]) == [0] + list(y[b, :n]), (bos[b], y[b])
+    print("repeat (3 times; 1 or 2 times per frame), a constant vector and BOS-padded labels match numpy")
+
+
 def test_raw_layer():
     """raw_layer: RETURNN layers retc does not know (softsign; a reduce over "$0", the features),
     their values as RETURNN computes them; the torch target rejects it at build time."""
