@@ -291,6 +291,12 @@ const Case kCases[] = {
        auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.in));
        nn::mean_squared_error(lin->forward(s.x), s.x, {.focal_loss_factor = 2.0}).mark_as_loss("mse");  // MISTAKE: bad:focal-mse
      }},
+    {"bad:concat-dynamic-tf", "concat along the dynamic axis 'time'(dyn): RETURNN's TF concat layer puts the second part after the first part's padding",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.in));
+       nn::concat(lin->forward(s.x), s.time, s.x, s.time).mark_as_output();  // MISTAKE: bad:concat-dynamic-tf
+     }},
     {"bad:groups", "must divide into 3 groups",
      [](Builder& b) {
        Setup s(b);

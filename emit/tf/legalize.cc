@@ -92,6 +92,17 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
                           "or a focal loss factor: RETURNN's TF value layer has neither (the "
                           "torch target has: --backend torch)");
     }
+    if (n.kind == ir::NodeKind::kConcat && n.attrs.get<ir::Dim>("axis_a")->is_dynamic()) {
+      // tf.concat of the padded tensors: a shorter sequence's second part
+      // would start after the first part's padding, not after its end.
+      return user_error(
+          n,
+          absl::StrCat("concat along the dynamic axis ", n.attrs.get<ir::Dim>("axis_a")->describe(),
+                       ": RETURNN's TF concat layer puts the second part after the first "
+                       "part's padding, not after each sequence's end (the torch target "
+                       "concatenates per sequence: --backend torch); on TF, put a static axis "
+                       "first or use nn::pad"));
+    }
     if (n.kind == ir::NodeKind::kCrossEntropy) {
       // RETURNN's "ce" loss is a softmax over the one feature dim.
       const ir::Dim& classes = *g.node(n.inputs[1]).type.sparse_dim;
