@@ -44,11 +44,14 @@ const std::vector<Command>& commands() {
       {"list", "list", "Lists the models this binary knows, with a description."},
       {"compile",
        "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
-       "                  [--device cpu|gpu] [--seed N]",
+       "                  [--device cpu|gpu] [--seed N] [--task TASK] [--beam K]",
        "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
        "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
        "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs;\n"
        "--seed sets the config's random_seed (fresh random numbers, data order; default 42).\n"
+       "--task eval|forward|search writes the config that task runs on the dev set (as\n"
+       "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K, default\n"
+       "12); default train.\n"
        "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend)."},
       {"check", "check MODEL [--backend NAME]",
        "Compiles MODEL, constructs its network in RETURNN (tf: TFNetwork.construct_from_dict;\n"
@@ -304,6 +307,28 @@ int cmd_list(const std::vector<ModelDef>& models, const Args& a) {
   return kOk;
 }
 
+// --task: train (default), eval, forward or search.
+absl::StatusOr<emit::Task> task_arg(const Args& a) {
+  auto it = a.flags.find("--task");
+  if (it == a.flags.end()) return emit::Task::kTrain;
+  for (emit::Task t :
+       {emit::Task::kTrain, emit::Task::kEval, emit::Task::kForward, emit::Task::kSearch}) {
+    if (emit::task_name(t) == it->second) return t;
+  }
+  return absl::InvalidArgumentError("--task must be train, eval, forward or search");
+}
+
+// --beam: a positive integer (default 12).
+absl::StatusOr<int64_t> beam_arg(const Args& a) {
+  int64_t beam = 12;
+  if (auto it = a.flags.find("--beam"); it != a.flags.end()) {
+    if (!absl::SimpleAtoi(it->second, &beam) || beam < 1)
+      return absl::InvalidArgumentError(
+          absl::StrCat("--beam needs a positive integer, got '", it->second, "'"));
+  }
+  return beam;
+}
+
 int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return model_arg_error(m.status());
@@ -314,6 +339,17 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   auto dir = a.flags.find("--model-dir");
   emit::ConfigOptions opts = config_options(**m, dir == a.flags.end() ? "retc-model" : dir->second);
   if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
+  auto task = task_arg(a);
+  if (!task.ok()) return usage_error(task.status().message());
+  auto beam = beam_arg(a);
+  if (!beam.ok()) return usage_error(beam.status().message());
+  if (*task != emit::Task::kTrain) {
+    // What `retc eval/forward/search` runs, on the dev set, without a checkpoint to load.
+    opts.task.task = *task;
+    opts.task.data_name = "dev";
+    opts.task.data = opts.training.dev;
+    opts.task.beam = *beam;
+  }
   auto text = emit::compile_to_config(**m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   if (absl::Status s = emit::write_file_atomic(out->second, *text); !s.ok()) return error(s);
@@ -569,12 +605,9 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
           emit::PyValue::list({std::filesystem::absolute(data, ec).lexically_normal().string()})}});
   }
   if (task == emit::Task::kSearch) {
-    int64_t beam = 12;
-    if (auto it = a.flags.find("--beam"); it != a.flags.end()) {
-      if (!absl::SimpleAtoi(it->second, &beam) || beam < 1)
-        return usage_error(absl::StrCat("--beam needs a positive integer, got '", it->second, "'"));
-    }
-    t.beam = beam;
+    auto beam = beam_arg(a);
+    if (!beam.ok()) return usage_error(beam.status().message());
+    t.beam = *beam;
   }
   // Written under a temporary name next to the output, renamed once complete.
   std::string final_out, tmp_out;
@@ -726,18 +759,9 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   }
   auto graph = build_model(**m, stage);
   if (!graph.ok()) return error(graph.status());
-  emit::Task task = emit::Task::kTrain;
-  if (auto it = a.flags.find("--task"); it != a.flags.end()) {
-    bool known = false;
-    for (emit::Task t :
-         {emit::Task::kTrain, emit::Task::kEval, emit::Task::kForward, emit::Task::kSearch}) {
-      if (emit::task_name(t) == it->second) {
-        task = t;
-        known = true;
-      }
-    }
-    if (!known) return usage_error("--task must be train, eval, forward or search");
-  }
+  auto task_or = task_arg(a);
+  if (!task_or.ok()) return usage_error(task_or.status().message());
+  const emit::Task task = *task_or;
   if (after != "build") {
     if (absl::Status s = select_task(*graph, task, (*m)->name); !s.ok()) return error(s);
   }
@@ -800,7 +824,8 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   }
   if (!c) return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   std::vector<std::string> valued, boolean;
-  if (cmd == "compile") valued = {"-o", "--model-dir", "--epochs", "--device", "--seed"};
+  if (cmd == "compile")
+    valued = {"-o", "--model-dir", "--epochs", "--device", "--seed", "--task", "--beam"};
   if (cmd == "train") valued = {"--workdir", "--epochs", "--device", "--nproc", "--seed"};
   if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search")
