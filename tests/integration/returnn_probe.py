@@ -50,7 +50,8 @@ def compile_model(model, binary=None, extra=()):
 class Net:
     """A constructed network in its own TF graph and session."""
 
-    def __init__(self, config_path, train_flag=True, with_updater=False, learning_rate=None, rnd_seed=None):
+    def __init__(self, config_path, train_flag=True, with_updater=False, learning_rate=None, rnd_seed=None,
+                 search=False):
         self.config = Config()
         self.config.load_file(config_path)
         if learning_rate is not None:
@@ -59,7 +60,8 @@ class Net:
         self.graph = tf.Graph()
         with self.graph.as_default():
             tf_compat.v1.set_random_seed(self.config.int("random_seed", 42))
-            self.net = TFNetwork(config=self.config, train_flag=train_flag, eval_flag=True, rnd_seed=rnd_seed)
+            self.net = TFNetwork(config=self.config, train_flag=train_flag, eval_flag=not search,
+                                 search_flag=search, rnd_seed=rnd_seed)
             self.net.construct_from_dict(self.config.typed_value("network"))
             self.updater = None
             if with_updater:
