@@ -72,6 +72,11 @@ def lengths(n, name, f, k=0):
         return n.run(tags[k].get_dyn_size_ext_for_batch_ctx(out.batch, out.control_flow_ctx).placeholder, f)
 
 
+def data_out(n, f, name="output"):
+    """The input data, the layer's value and the input's lengths."""
+    return value(n, "data:data", f), value(n, name, f), lengths(n, "data:data", f)
+
+
 def total_loss(n, f):
     return n.run(lambda: n.net.get_total_loss(), f)
 

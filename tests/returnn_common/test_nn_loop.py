@@ -41,7 +41,7 @@ def test_rec_ff():
     rc.check_vars(n, {"rec_linear/weight/param:0": [26, 13], "rec_linear/bias/param:0": [13]})
     assert sorted(rc.variables(n))[0] == "rec_linear/bias/param:0"
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     p = n.params()
     for b, t in enumerate(lens):
         h = numpy.zeros(13)
@@ -60,22 +60,27 @@ def test_lstm_default_name():
     rc.check_vars(n, lstm_vars("list/0/", 2, 3))
 
 
-def test_rec_inner_lstm():
-    # the LSTM step by step in a loop: the same 3 params and numbers as the fused LSTM
-    n = rc.net("loop-rec-inner-lstm")
-    rc.check_vars(n, lstm_vars("lstm/", 13, 13))
+def check_lstm(model, prefix):
+    """The model's output equals NativeLstm2's (numpy) over each sequence."""
+    n = rc.net(model)
+    rc.check_vars(n, lstm_vars(prefix, 13, 13))
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
-    params = _lstm_params(n.params(), "lstm/")
+    x, out, lens = rc.data_out(n, f)
+    params = _lstm_params(n.params(), prefix)
     for b, t in enumerate(lens):
         rc.close(out[b, :t], lstm_ref(x[b, :t], *params)[0], 1e-4, "sequence %d" % b)
+
+
+def test_rec_inner_lstm():
+    # the LSTM step by step in a loop: the same 3 params and numbers as the fused LSTM
+    check_lstm("loop-rec-inner-lstm", "lstm/")
 
 
 def test_rec_simple_iter():
     # i = 1, 2, ... until i >= 5 (at most 10 frames): y_i = i * mean_t(x)
     n = rc.net("loop-rec-simple-iter")
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     assert list(rc.lengths(n, "output", f)) == [5, 5, 5]
     for b, t in enumerate(lens):
         rc.close(out[b, :5], numpy.arange(1, 6)[:, None] * x[b, :t].mean(0), 1e-5, "sequence %d" % b)
@@ -86,7 +91,7 @@ def test_rec_hidden():
     n = rc.net("loop-rec-hidden")
     rc.check_vars(n, lstm_vars("lstm/", 13, 13))
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     params = _lstm_params(n.params(), "lstm/")
     for b, t in enumerate(lens):
         ys, (h, c) = lstm_ref(x[b, :t], *params)
@@ -99,7 +104,7 @@ def test_rec_hidden_initial():
     n = rc.net("loop-rec-hidden-initial")
     rc.check_vars(n, {"linear/weight/param:0": [13, 13], "linear/bias/param:0": [13]} | lstm_vars("lstm/", 13, 13))
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     p = n.params()
     params = _lstm_params(p, "lstm/")
     for b, t in enumerate(lens):

@@ -31,7 +31,7 @@ def test_split_glu():
 def test_cumcum():
     n = rc.net("math-cumsum")
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     for b, t in enumerate(lens):
         rc.close(out[b, :t], numpy.cumsum(x[b, :t], 0), 1e-4, "cumsum")
 

@@ -13,7 +13,7 @@ def test_batch_norm():
     rc.close(rc.value(n, "output", f), rc.value(n, "data:data", f) / numpy.sqrt(1 + 1e-5), 1e-5, "eval")
     n = rc.net("normalization-batch-norm", train_flag=True)
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     frames = numpy.concatenate([x[b, :t] for b, t in enumerate(lens)])
     want = (frames - frames.mean(0)) / numpy.sqrt(frames.var(0) + 1e-5)
     got = numpy.concatenate([out[b, :t] for b, t in enumerate(lens)])

@@ -3,25 +3,19 @@
 import numpy
 
 import rc
-from test_nn_loop import _lstm_params, lstm_ref, lstm_vars
+from test_nn_loop import _lstm_params, check_lstm, lstm_vars
 
 
 def test_simple_net_lstm():
     # input weights [in, 4 out], recurrent [out, 4 out] (returnn_common checks these shapes)
-    n = rc.net("rec-simple-net-lstm")
-    rc.check_vars(n, lstm_vars("lstm/", 13, 13))
-    f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
-    params = _lstm_params(n.params(), "lstm/")
-    for b, t in enumerate(lens):
-        rc.close(out[b, :t], lstm_ref(x[b, :t], *params)[0], 1e-4, "sequence %d" % b)
+    check_lstm("rec-simple-net-lstm", "lstm/")
 
 
 def test_simple_net_zoneout_lstm():
     n = rc.net("rec-simple-net-zoneout-lstm")
     rc.check_vars(n, lstm_vars("lstm/cell/", 13, 13))
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     # evaluation: each state is the expectation, z * previous + (1 - z) * new (cell 0.15, output 0.05)
     w, w_re, bias = _lstm_params(n.params(), "lstm/cell/")
     sig = lambda v: 1 / (1 + numpy.exp(-v))  # noqa: E731

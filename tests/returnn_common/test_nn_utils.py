@@ -60,7 +60,7 @@ def test_random_frame_drop():
     # evaluation keeps every frame; training drops some (probability 0.1)
     n = rc.net("utils-random-frame-drop")
     f = rc.feed(n)
-    x, out, lens = rc.value(n, "data:data", f), rc.value(n, "output", f), rc.lengths(n, "data:data", f)
+    x, out, lens = rc.data_out(n, f)
     assert list(rc.lengths(n, "output", f)) == list(lens)
     for b, t in enumerate(lens):
         rc.close(out[b, :t], x[b, :t], 0, "evaluation")
