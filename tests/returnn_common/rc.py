@@ -15,8 +15,6 @@ import numpy
 
 from returnn_probe import TMP, Net, close, compile_model  # noqa: F401  (re-exported)
 
-import returnn.tf.compat as tf_compat
-
 
 def config_path(name, search=False, beam=3):
     """`retc compile` of the model (the search task's config with `search`)."""
@@ -35,6 +33,11 @@ def variables(n):
     with n.graph.as_default():
         return {v.name: [int(d) for d in v.shape.as_list()] for v in n.net.get_params_list()
                 if "random_generator/StateVar" not in v.name}
+
+
+def lin(prefix, i, o):
+    """A Linear's variables (in i, out o) under `prefix`."""
+    return {prefix + "weight/param:0": [i, o], prefix + "bias/param:0": [o]}
 
 
 def check_vars(n, expected):

@@ -7,10 +7,6 @@ import numpy
 import rc
 
 
-def lin(prefix, i, o):
-    return {prefix + "weight/param:0": [i, o], prefix + "bias/param:0": [o]}
-
-
 def _branches(model, want_vars):
     """Runs the model on a batch whose longest sequence has 7 frames (then) and 4 (else)."""
     n = rc.net(model)
@@ -27,14 +23,14 @@ def _linear(p, prefix, x):
 
 
 def test_cond():
-    n, runs = _branches("cond-cond", lin("linear_true/", 13, 13) | lin("linear_false/", 13, 13))
+    n, runs = _branches("cond-cond", rc.lin("linear_true/", 13, 13) | rc.lin("linear_false/", 13, 13))
     p = n.params()
     for (f, x, out, lens), prefix in zip(runs, ("linear_true/", "linear_false/")):
         rc.close(out, _linear(p, prefix, x), 1e-5, prefix)
 
 
 def test_cond_shared_params():
-    n, runs = _branches("cond-shared-params", lin("linear/", 13, 13))
+    n, runs = _branches("cond-shared-params", rc.lin("linear/", 13, 13))
     p = n.params()
     assert len(p) == 2 and sorted(p)[0] == "linear/bias/param:0"
     for (f, x, out, lens), scale in zip(runs, (1.0, 2.0)):
@@ -43,7 +39,7 @@ def test_cond_shared_params():
 
 def test_cond_twice_shared_params():
     n, runs = _branches("cond-twice-shared-params",
-                        lin("pre_linear/", 13, 13) | lin("linear_true/", 13, 13) | lin("linear_false/", 13, 13))
+                        rc.lin("pre_linear/", 13, 13) | rc.lin("linear_true/", 13, 13) | rc.lin("linear_false/", 13, 13))
     p = n.params()
     for (f, x, out, lens), (first, second) in zip(runs, (("linear_true/", "linear_false/"),
                                                         ("linear_false/", "linear_true/"))):
@@ -58,7 +54,7 @@ def test_cond_random():
 
 
 def test_cond_new_axis():
-    n, runs = _branches("cond-new-axis", lin("", 12, 12))
+    n, runs = _branches("cond-new-axis", rc.lin("", 12, 12))
     p = n.params()
     (_, x1, out1, lens1), (_, x2, out2, lens2) = runs
     for b, t in enumerate(lens1):

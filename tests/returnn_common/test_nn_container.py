@@ -1,19 +1,13 @@
 """Counterparts of returnn_common's tests/test_nn_container.py."""
 
-import numpy
-
 import rc
-
-
-def lin(prefix, i, o):
-    return {prefix + "weight/param:0": [i, o], prefix + "bias/param:0": [o]}
 
 
 def _chain(model, prefixes, dims):
     n = rc.net(model)
     want = {}
     for p, i, o in zip(prefixes, [13] + dims[:-1], dims):
-        want |= lin(p, i, o)
+        want |= rc.lin(p, i, o)
     rc.check_vars(n, want)
     f = rc.feed(n)
     h, params = rc.value(n, "data:data", f), n.params()

@@ -1,7 +1,5 @@
 """Counterparts of returnn_common's tests/test_nn_transformer.py."""
 
-import numpy
-
 import rc
 
 
