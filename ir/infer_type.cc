@@ -745,6 +745,22 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
     return absl::InvalidArgumentError(absl::StrCat(name, ": ", parts...));
   };
   const TensorType& x = g.node(in[0]).type;
+  if (kind == NodeKind::kSliceAt) {
+    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+    ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
+    const TensorType& start = g.node(in[1]).type;
+    const int pos = index_of(x.dims, axis);
+    if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || !out_dim.size() ||
+        out_dim.is_dynamic() || index_of(x.dims, out_dim) >= 0)
+      return err("the axis ", axis.describe(), " must be a dynamic axis of ", x.describe(),
+                 " and the out dim ", out_dim.describe(), " a new static dim");
+    if (start.dtype != DType::kInt32 || start.sparse_dim || start.dims.size() != 1 ||
+        !start.dims[0].is_batch() || index_of(x.dims, start.dims[0]) < 0)
+      return err("the start ", start.describe(), " must be int32 over the batch of ", x.describe());
+    TensorType out = x;
+    out.dims[pos] = out_dim;
+    return out;
+  }
   if (kind == NodeKind::kLogicalNot) {
     if (x.dtype != DType::kBool || x.sparse_dim)
       return err("needs a bool input, got ", x.describe());
@@ -754,6 +770,7 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
   const int pos = index_of(x.dims, axis);
   if (pos < 0 || axis.is_batch())
     return err("the axis ", axis.describe(), " is not a non-batch axis of ", x.describe());
+  if (kind == NodeKind::kReverse) return x;
   if (x.sparse_dim && kind != NodeKind::kPad) return err("needs a dense input, got ", x.describe());
   if (kind == NodeKind::kCumsum) {
     if (x.dtype == DType::kBool) return err("needs a number input, got ", x.describe());
@@ -1276,6 +1293,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kWindow:
       return infer_window(g, inputs, spec);
     case NodeKind::kLogicalNot:
+    case NodeKind::kReverse:
+    case NodeKind::kSliceAt:
     case NodeKind::kCumsum:
     case NodeKind::kTopK:
     case NodeKind::kPad:

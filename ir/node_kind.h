@@ -166,6 +166,10 @@ struct KindFacts {
   X(Window, "window", KindFacts(1).step()) /* the frames of attr axis around each (attr       */ \
                    /* window_dim, after the axis; padding same: centered, or valid), every   */ \
                    /* attr stride-th into attr out_axis                                      */ \
+  X(Reverse, "reverse", KindFacts(1).pure()) /* attr axis reversed within each sequence's    */ \
+                   /* length (the padding stays after the end)                               */ \
+  X(SliceAt, "slice_at", KindFacts(2).pure()) /* x, start (int32 [B]): dynamic attr axis from */ \
+                   /* each sequence's start, |attr out_dim| entries (static; 0 past the end) */ \
   X(Repeat, "repeat", KindFacts(2).step()) /* x, repetitions (int32 over attr axis, or a    */ \
                    /* scalar): each frame of attr axis that many times, into the new dynamic */ \
                    /* attr out_dim                                                            */ \

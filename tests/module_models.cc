@@ -306,6 +306,22 @@ void build_repeat_const(Builder& b) {
   io.finish(h);
 }
 
+// Reversed frames and labels (within each sequence); 4 frames from each
+// sequence's length - 3 (the last 3, then 0); labels 1..3 from a start of 1.
+void build_reverse_slice(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  Tensor h = lin->forward(io.x);
+  nn::reverse(h, io.time).mark_as_output("reversed");
+  nn::reverse(io.y, io.time).mark_as_output("reversed_labels");
+  auto i32 = [&](double v) { return nn::cast(nn::constant(b, v), ir::DType::kInt32); };
+  Tensor last3 = nn::length(io.x, io.time) - i32(3.0);
+  nn::slice(h, io.time, last3, Dim::spatial("tail", 4)).mark_as_output("tail");
+  Tensor ones = nn::cast(nn::constant(b, 1.0, {Dim::batch()}, {io.x}), ir::DType::kInt32);
+  nn::slice(io.y, io.time, ones, Dim::spatial("labels_1_3", 3)).mark_as_output("labels_1_3");
+  io.finish(h);
+}
+
 // Stack (x, 2x, 3x), unstacked again; windows over time: 3 frames centered
 // ("same"), 4 frames with stride 2 ("same"), 2 frames "valid".
 void build_stack_window(Builder& b) {
@@ -740,6 +756,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-array", build_array_ops),
       def("op-stack-window", build_stack_window),
       def("op-repeat-const", build_repeat_const),
+      def("op-reverse-slice", build_reverse_slice),
       def("op-raw-layer", build_raw_layer),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),

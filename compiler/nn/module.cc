@@ -169,9 +169,12 @@ std::shared_ptr<Module> clone_module(const Module& m, const ir::SourceLoc& loc) 
     same = from[i].first == to[i].first && from[i].second.dims() == to[i].second.dims();
   }
   if (!same) {
-    fail(loc, absl::StrCat("clone: ", m.describe(), " has the params [", names(from),
-                           "] but its constructor makes [", names(to),
-                           "]: register its modules and params in the constructor to clone it"));
+    fail(loc,
+         absl::StrCat(
+             "clone: ", m.describe(), " has the params [", names(from),
+             "] but its constructor makes [", names(to),
+             "]: register its modules and params in the constructor (and apply a weight norm to "
+             "the copy) to clone it"));
   }
   for (size_t i = 0; i < from.size(); ++i) {
     const ParamState& src = state(from[i].second);

@@ -173,11 +173,12 @@ std::shared_ptr<Module> clone_module(const Module& m, const ir::SourceLoc& loc);
 /// A copy of `m` (made by nn::make) with params of its own: the constructor
 /// runs again on the same arguments, then each param takes the options set
 /// on m's (initial value, weight decay, trainable, learning-rate factor,
-/// clipping, device, dtype, reparametrizations) and the copy m's hooks. The
-/// copy's params are new variables, so their random initial values differ
-/// from m's (returnn_common's deepcopy of a module; torch's Cloneable).
-/// Modules registered on m after its constructor are not copied: clone
-/// fails if m's params differ from those its constructor makes.
+/// clipping, device, dtype, weight dropout and noise) and the copy m's
+/// hooks. The copy's params are new variables, so their random initial
+/// values differ from m's (returnn_common's deepcopy of a module; torch's
+/// Cloneable). What was added to m after its constructor is not copied:
+/// clone fails if m's params differ from those its constructor makes (a
+/// module registered later, a weight norm's `_g`: weight-norm the copy).
 /// Example: `for (int i = 0; i < 3; ++i) seq->append(nn::clone(layer));`
 template <class M>
 std::shared_ptr<M> clone(const std::shared_ptr<M>& m,

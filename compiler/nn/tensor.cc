@@ -241,6 +241,17 @@ Tensor slice(const Tensor& x, const ir::Dim& axis, int64_t start, const ir::Dim&
            L(loc));
 }
 
+Tensor slice(const Tensor& x, const ir::Dim& axis, const Tensor& start, const ir::Dim& out_dim,
+             std::source_location loc) {
+  return builder_of(x, "slice", L(loc))
+      .add(ir::NodeKind::kSliceAt, {x, start}, {{"axis", axis}, {"out_dim", out_dim}}, L(loc));
+}
+
+Tensor reverse(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return builder_of(x, "reverse", L(loc))
+      .add(ir::NodeKind::kReverse, {x}, {{"axis", axis}}, L(loc));
+}
+
 std::vector<Tensor> split(const Tensor& x, const ir::Dim& axis, const std::vector<ir::Dim>& parts,
                           std::source_location loc) {
   int64_t total = 0;

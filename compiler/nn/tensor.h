@@ -189,6 +189,16 @@ Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir:
 /// `x` along `axis` from `start`, `out_dim.size()` entries (static axes).
 Tensor slice(const Tensor& x, const ir::Dim& axis, int64_t start, const ir::Dim& out_dim,
              std::source_location loc = std::source_location::current());
+/// `x` along the dynamic `axis` from a start per sequence (int32 [B]),
+/// `out_dim.size()` entries (a new static dim); entries past a sequence's
+/// length (or before 0) are 0. Example: a window of 20 frames at
+/// each sequence's own offset, `nn::slice(x, time, offsets, Dim::spatial("w", 20))`.
+Tensor slice(const Tensor& x, const ir::Dim& axis, const Tensor& start, const ir::Dim& out_dim,
+             std::source_location loc = std::source_location::current());
+/// `x` reversed along `axis`, each sequence within its length (the padding
+/// stays after the end): frame t of a sequence of n is frame n - 1 - t.
+Tensor reverse(const Tensor& x, const ir::Dim& axis,
+               std::source_location loc = std::source_location::current());
 /// Splits the static `axis` into consecutive parts along the `parts` dims
 /// (their sizes sum to the axis size). Example: GLU halves,
 /// `auto ab = split(x, two_d, {d_a, d_b});`

@@ -520,6 +520,43 @@ PyValue lower_pad(const Lowering& l) {
   return layer;
 }
 
+// Each sequence reversed within its length (rf.reverse_sequence's way): a
+// gather at length - 1 - t, clipped to the valid range.
+PyValue lower_reverse(const Lowering& l, PyValue& network) {
+  const std::string base = l.node().name;
+  network.append(
+      base + "_length",
+      PyValue::dict({{"class", "length"}, {"from", l.ref(0)}, {"axis", l.dim_attr("axis")}}));
+  network.append(base + "_range", PyValue::dict({{"class", "range_in_axis"},
+                                                 {"from", l.ref(0)},
+                                                 {"axis", l.dim_attr("axis")}}));
+  network.append(
+      base + "_from_end",
+      PyValue::dict({{"class", "combine"},
+                     {"kind", "sub"},
+                     {"from", PyValue::list({PyValue(base + "_length"), PyValue(base + "_range")})},
+                     {"allow_broadcast_all_sources", true}}));
+  network.append(
+      base + "_index",
+      PyValue::dict({{"class", "eval"}, {"from", base + "_from_end"}, {"eval", "source(0) - 1"}}));
+  PyValue layer = l.layer_from("gather", 0);
+  layer.set("position", base + "_index");
+  layer.set("axis", l.dim_attr("axis"));
+  layer.set("clip_to_valid", true);
+  return layer;
+}
+
+// From a start per sequence: slice_nd (which zeroes the frames past each
+// sequence's length).
+PyValue lower_slice_at(const Lowering& l) {
+  PyValue layer = l.layer_from("slice_nd", 0);
+  layer.set("start", l.ref(1));
+  layer.set("size", *l.attr<ir::Dim>("out_dim").size());
+  layer.set("out_spatial_dim", l.dim_attr("out_dim"));
+  layer.set("axis", l.dim_attr("axis"));
+  return layer;
+}
+
 PyValue lower_replace_dim(const Lowering& l) {
   // A static dim of the same size, or a new dynamic one with the axis's
   // lengths (RETURNN copies them to the undefined tag): a new tag.
@@ -873,6 +910,10 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_slice(l);
     case ir::NodeKind::kMaskedSelect:
       return lower_masked_select(l);
+    case ir::NodeKind::kReverse:
+      return lower_reverse(l, network);
+    case ir::NodeKind::kSliceAt:
+      return lower_slice_at(l);
     case ir::NodeKind::kRepeat: {
       PyValue layer = l.layer_from("repeat", 0);
       layer.set("repetitions", l.ref(1));

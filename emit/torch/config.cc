@@ -95,6 +95,8 @@ std::string not_lowered(const ir::Node& n) {
                  : "";
     case ir::NodeKind::kReplaceDim:
     case ir::NodeKind::kLogicalNot:
+    case ir::NodeKind::kReverse:
+    case ir::NodeKind::kSliceAt:
     case ir::NodeKind::kCumsum:
     case ir::NodeKind::kTopK:
     case ir::NodeKind::kPad:
@@ -361,6 +363,11 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       return absl::StrCat("rf.slice(", in(0), ", axis=", dim_attr("axis"),
                           ", start=", *n.attrs.get<int64_t>("start"),
                           ", size=", dim_attr("out_dim"), ")[0]");
+    case ir::NodeKind::kReverse:
+      return absl::StrCat("rf.reverse_sequence(", in(0), ", axis=", dim_attr("axis"), ")");
+    case ir::NodeKind::kSliceAt:
+      return absl::StrCat("_slice_at(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
+                          ", out_dim=", dim_attr("out_dim"), ")");
     case ir::NodeKind::kRepeat:
       return absl::StrCat("_repeat(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
                           ", out_dim=", dim_attr("out_dim"), ")");
@@ -986,6 +993,14 @@ def _masked_select(x, mask, *, axis, out_dim):
     out_dim.reset_eager()
     out_dim.dyn_size_ext = packed.dyn_size_ext
     return rf.replace_dim_v2(y, in_dim=packed, out_dim=out_dim)
+
+
+def _slice_at(x, start, *, axis, out_dim):
+    """x along `axis` from each sequence's start, |out_dim| entries; 0 past its length."""
+    idx = rf.combine_bc(start, "+", rf.range_over_dim(out_dim, dtype=start.dtype, device=start.device))
+    valid = rf.logical_and(rf.compare_bc(idx, "<", axis.get_size_tensor(device=x.device)), idx >= 0)
+    y = rf.gather(x, indices=idx, axis=axis, clip_to_valid=True)
+    return rf.where(valid, y, rf.zeros((), dtype=x.dtype, device=x.device))
 
 
 def _repeat(x, reps, *, axis, out_dim):

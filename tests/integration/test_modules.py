@@ -401,6 +401,23 @@ def test_repeat_const():
     print("repeat (3 times; 1 or 2 times per frame), a constant vector and BOS-padded labels match numpy")
 
 
+def test_reverse_slice():
+    """reverse within each sequence (frames and labels); a slice from a start per sequence
+    (the last 3 frames, then 0; labels 1..3), against numpy."""
+    net = Net(compile_model("op-reverse-slice"), train_flag=False)
+    feed = net.feed(2)
+    y, h = net.layer("data:classes", feed), net.layer("output", feed)
+    lens = seq_lens(net, feed)
+    rev, rev_labels, tail = net.layer("reversed", feed), net.layer("reversed_labels", feed), net.layer("tail", feed)
+    for b, n in enumerate(lens):
+        close(rev[b, :n], h[b, :n][::-1], 1e-6, "reverse, sequence %d" % b)
+        assert list(rev_labels[b, :n]) == list(y[b, :n][::-1]), (rev_labels[b], y[b])
+        close(tail[b], numpy.concatenate([h[b, n - 3:n], numpy.zeros((1, 3))]), 1e-6, "tail, sequence %d" % b)
+    assert (net.layer("labels_1_3", feed) == y[:, 1:4]).all()
+    print("reverse (frames, labels) and slices from a start per sequence (past the end: 0; labels) "
+          "match numpy")
+
+
 def test_raw_layer():
     """raw_layer: RETURNN layers retc does not know (softsign; a reduce over "$0", the features),
     their values as RETURNN computes them; the torch target rejects it at build time."""
