@@ -745,6 +745,33 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
     return absl::InvalidArgumentError(absl::StrCat(name, ": ", parts...));
   };
   const TensorType& x = g.node(in[0]).type;
+  if (kind == NodeKind::kInverseWindow) {
+    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+    ASSIGN_OR_RETURN(auto window_dim, attr<Dim>(spec, kind, "window_dim"));
+    ASSIGN_OR_RETURN(auto out_axis, attr<Dim>(spec, kind, "out_axis"));
+    ASSIGN_OR_RETURN(auto overlap_dim, attr<Dim>(spec, kind, "overlap_dim"));
+    ASSIGN_OR_RETURN(auto merged_dim, attr<Dim>(spec, kind, "merged_dim"));
+    ASSIGN_OR_RETURN(auto stride, attr<int64_t>(spec, kind, "stride"));
+    ASSIGN_OR_RETURN(auto left, attr<int64_t>(spec, kind, "window_left"));
+    const TensorType& like = g.node(in[1]).type;
+    const int pos = index_of(x.dims, axis), wpos = index_of(x.dims, window_dim);
+    if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || wpos < 0 || window_dim.is_dynamic() ||
+        !window_dim.size() || !out_axis.is_dynamic() || index_of(like.dims, out_axis) < 0 ||
+        (out_axis != axis && index_of(x.dims, out_axis) >= 0))
+      return err("the windows ", x.describe(), " need the dynamic axis ", axis.describe(),
+                 " and the static window dim ", window_dim.describe(), ", and ", like.describe(),
+                 " the dynamic out axis ", out_axis.describe());
+    if (stride < 1 || left < 0 || left >= *window_dim.size() || !overlap_dim.size() ||
+        overlap_dim.is_dynamic() || !merged_dim.is_dynamic())
+      return err(
+          "needs a stride >= 1, a window_left within the window, a static overlap dim and "
+          "a dynamic merged dim");
+    RETURN_IF_ERROR(require_float(x, "inverse_window input").status());
+    TensorType out = x;
+    out.dims[pos] = out_axis;
+    out.dims.erase(out.dims.begin() + wpos);
+    return out;
+  }
   if (kind == NodeKind::kSliceAt) {
     ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
     ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
@@ -1295,6 +1322,7 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kLogicalNot:
     case NodeKind::kReverse:
     case NodeKind::kSliceAt:
+    case NodeKind::kInverseWindow:
     case NodeKind::kCumsum:
     case NodeKind::kTopK:
     case NodeKind::kPad:

@@ -170,6 +170,10 @@ struct KindFacts {
                    /* length (the padding stays after the end)                               */ \
   X(SliceAt, "slice_at", KindFacts(2).pure()) /* x, start (int32 [B]): dynamic attr axis from */ \
                    /* each sequence's start, |attr out_dim| entries (static; 0 past the end) */ \
+  X(InverseWindow, "inverse_window", KindFacts(2).pure()) /* x (windows), like: the      */ \
+                   /* windows of attr axis (attr window_dim, attr stride, attr window_left)  */ \
+                   /* averaged back into the frames of like's attr out_axis; attrs           */ \
+                   /* overlap_dim (windows per frame at most), merged_dim (axis x window)   */ \
   X(Repeat, "repeat", KindFacts(2).step()) /* x, repetitions (int32 over attr axis, or a    */ \
                    /* scalar): each frame of attr axis that many times, into the new dynamic */ \
                    /* attr out_dim                                                            */ \

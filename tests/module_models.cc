@@ -323,7 +323,8 @@ void build_reverse_slice(Builder& b) {
 }
 
 // Stack (x, 2x, 3x), unstacked again; windows over time: 3 frames centered
-// ("same"), 4 frames with stride 2 ("same"), 2 frames "valid".
+// ("same"), 4 frames with stride 2 ("same", and back: inverse_window), 2
+// frames "valid".
 void build_stack_window(Builder& b) {
   Io io(b);
   auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
@@ -333,7 +334,11 @@ void build_stack_window(Builder& b) {
   stacked.mark_as_output("stacked");
   nn::unstack(stacked, three)[1].mark_as_output("unstacked_1");
   nn::window(io.x, io.time, Dim::spatial("win3", 3)).mark_as_output("window_same");
-  nn::window(io.x, io.time, Dim::spatial("win4", 4), 2).mark_as_output("window_strided");
+  const Dim win4 = Dim::spatial("win4", 4);
+  Tensor strided = nn::window(io.x, io.time, win4, 2);
+  strided.mark_as_output("window_strided");
+  const Dim chunks = strided.dims()[ir::index_of(strided.dims(), win4) - 1];
+  nn::inverse_window(strided, chunks, win4, io.x, io.time, 2).mark_as_output("inverse_strided");
   nn::window(io.x, io.time, Dim::spatial("win2", 2), 1, "valid").mark_as_output("window_valid");
   io.finish(lin->forward(io.x));
 }

@@ -606,6 +606,26 @@ Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, i
            L(loc));
 }
 
+Tensor inverse_window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim,
+                      const Tensor& like, const ir::Dim& out_axis, int64_t stride,
+                      const std::string& padding, std::source_location loc) {
+  if (padding != "same" && padding != "valid")
+    fail(L(loc), absl::StrCat("inverse_window: padding must be \"same\" or \"valid\", got \"",
+                              padding, "\""));
+  if (stride < 1) fail(L(loc), "inverse_window: the stride must be at least 1");
+  const int64_t w = window_dim.size().value_or(1);
+  return builder_of(x, "inverse_window", L(loc))
+      .add(ir::NodeKind::kInverseWindow, {x, like},
+           {{"axis", axis},
+            {"window_dim", window_dim},
+            {"out_axis", out_axis},
+            {"stride", stride},
+            {"window_left", padding == "same" ? (w - 1) / 2 : int64_t{0}},
+            {"overlap_dim", ir::Dim::spatial("overlaps", (w + stride - 1) / stride)},
+            {"merged_dim", ir::Dim::spatial("windows_flat")}},
+           L(loc));
+}
+
 Tensor raw_layer(const std::vector<Tensor>& inputs, const RawLayer& spec,
                  std::source_location loc) {
   if (inputs.empty()) fail(L(loc), "raw_layer: needs at least one input");

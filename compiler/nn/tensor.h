@@ -411,6 +411,16 @@ Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, i
               std::string padding = "same",
               std::source_location loc = std::source_location::current());
 
+/// The inverse of nn::window: `x` holds the windows (over `axis`, the window
+/// dim `window_dim`) that nn::window(like, out_axis, window_dim, stride,
+/// padding) made; each frame of `out_axis` becomes the mean of the window
+/// entries that hold it (returnn_common's inverse_window with combine "mean").
+/// Frames no window holds ("valid" padding's last ones) are 0.
+/// Example: `nn::inverse_window(conformer_out, chunks, win, x, time, 25)`.
+Tensor inverse_window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim,
+                      const Tensor& like, const ir::Dim& out_axis, int64_t stride = 1,
+                      const std::string& padding = "same",
+                      std::source_location loc = std::source_location::current());
 /// A RETURNN TF layer that retc does not know (the escape hatch): `layer` is
 /// its dict as JSON, without "from" (retc passes the inputs' layers); a
 /// string "$k" in it stands for `layer_dims[k]` (an axis). The value has the

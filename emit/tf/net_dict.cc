@@ -546,6 +546,76 @@ PyValue lower_reverse(const Lowering& l, PyValue& network) {
   return layer;
 }
 
+// Overlapping windows averaged back into frames (returnn_common's
+// inverse_window): frame t is the mean of the entries (t', w) of the windows
+// with t' * stride + w - window_left = t, which are the k = 0 .. N - 1 of
+// t' = (t + window_left - (N - 1) * stride) // stride + k, w = (N - 1 - k) *
+// stride + (t + window_left - (N - 1) * stride) mod stride, where they lie
+// within the sequence's windows and the window; a gather of those from the
+// windows merged with their axis.
+PyValue lower_inverse_window(const Lowering& l, PyValue& network) {
+  const std::string base = l.node().name;
+  const int64_t s = l.attr<int64_t>("stride"), w = *l.attr<ir::Dim>("window_dim").size();
+  const int64_t n = *l.attr<ir::Dim>("overlap_dim").size();
+  const int64_t shift = l.attr<int64_t>("window_left") - (n - 1) * s;
+  auto add = [&](const std::string& suffix, PyValue layer) {
+    network.append(base + suffix, std::move(layer));
+    return PyValue(base + suffix);
+  };
+  auto eval = [&](const std::string& suffix, std::vector<PyValue> from, const std::string& e,
+                  const char* dtype = nullptr) {
+    PyValue layer =
+        PyValue::dict({{"class", "eval"}, {"from", PyValue::list(std::move(from))}, {"eval", e}});
+    if (dtype) layer.set("out_type", PyValue::dict({{"dtype", dtype}}));
+    layer.set("allow_broadcast_all_sources", true);
+    return add(suffix, std::move(layer));
+  };
+  PyValue t = add("_frames", PyValue::dict({{"class", "range_in_axis"},
+                                            {"from", l.ref(1)},
+                                            {"axis", l.dim_attr("out_axis")}}));
+  PyValue k = add("_overlaps", PyValue::dict({{"class", "range"},
+                                              {"limit", n},
+                                              {"out_spatial_dim", l.dim_attr("overlap_dim")}}));
+  PyValue len =
+      add("_length",
+          PyValue::dict({{"class", "length"}, {"from", l.ref(0)}, {"axis", l.dim_attr("axis")}}));
+  const std::string ts = absl::StrCat("(source(0) + ", shift, ")");
+  PyValue win = eval("_window_index", {t, k}, absl::StrCat(ts, " // ", s, " + source(1)"), "int32");
+  PyValue off = eval("_offset", {t, k},
+                     absl::StrCat("(", n - 1, " - source(1)) * ", s, " + ", ts, " % ", s), "int32");
+  PyValue valid = eval("_valid", {win, off, len},
+                       absl::StrCat("(source(0) >= 0) & (source(0) < source(2)) & (source(1) >= 0)",
+                                    " & (source(1) < ", w, ")"),
+                       "bool");
+  PyValue flat =
+      eval("_flat", {win, off, valid},
+           absl::StrCat("tf.where(source(2), source(0) * ", w, " + source(1), 0)"), "int32");
+  PyValue merged =
+      add("_merged",
+          PyValue::dict({{"class", "merge_dims"},
+                         {"from", l.ref(0)},
+                         {"axes", PyValue::list({l.dim_attr("axis"), l.dim_attr("window_dim")})},
+                         {"out_dim", l.dim_attr("merged_dim")}}));
+  PyValue gathered = add("_gathered", PyValue::dict({{"class", "gather"},
+                                                     {"from", merged},
+                                                     {"position", flat},
+                                                     {"axis", l.dim_attr("merged_dim")}}));
+  PyValue kept = eval("_kept", {gathered, valid}, "tf.where(source(1), source(0), 0.0)", "float32");
+  PyValue sum = add("_sum", PyValue::dict({{"class", "reduce"},
+                                           {"from", kept},
+                                           {"mode", "sum"},
+                                           {"axes", l.dim_attr("overlap_dim")}}));
+  PyValue counts = eval("_counts", {valid}, "tf.cast(source(0), tf.float32)", "float32");
+  PyValue count = add("_count", PyValue::dict({{"class", "reduce"},
+                                               {"from", counts},
+                                               {"mode", "sum"},
+                                               {"axes", l.dim_attr("overlap_dim")}}));
+  return PyValue::dict({{"class", "eval"},
+                        {"from", PyValue::list({sum, count})},
+                        {"eval", "source(0) / tf.maximum(source(1), 1.0)"},
+                        {"allow_broadcast_all_sources", true}});
+}
+
 // From a start per sequence: slice_nd (which zeroes the frames past each
 // sequence's length).
 PyValue lower_slice_at(const Lowering& l) {
@@ -912,6 +982,8 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_masked_select(l);
     case ir::NodeKind::kReverse:
       return lower_reverse(l, network);
+    case ir::NodeKind::kInverseWindow:
+      return lower_inverse_window(l, network);
     case ir::NodeKind::kSliceAt:
       return lower_slice_at(l);
     case ir::NodeKind::kRepeat: {

@@ -97,6 +97,7 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kLogicalNot:
     case ir::NodeKind::kReverse:
     case ir::NodeKind::kSliceAt:
+    case ir::NodeKind::kInverseWindow:
     case ir::NodeKind::kCumsum:
     case ir::NodeKind::kTopK:
     case ir::NodeKind::kPad:
@@ -365,6 +366,12 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
                           ", size=", dim_attr("out_dim"), ")[0]");
     case ir::NodeKind::kReverse:
       return absl::StrCat("rf.reverse_sequence(", in(0), ", axis=", dim_attr("axis"), ")");
+    case ir::NodeKind::kInverseWindow:
+      return absl::StrCat(
+          "_inverse_window(", in(0), ", axis=", dim_attr("axis"),
+          ", window_dim=", dim_attr("window_dim"), ", out_axis=", dim_attr("out_axis"),
+          ", overlap_dim=", dim_attr("overlap_dim"), ", stride=", *n.attrs.get<int64_t>("stride"),
+          ", window_left=", *n.attrs.get<int64_t>("window_left"), ")");
     case ir::NodeKind::kSliceAt:
       return absl::StrCat("_slice_at(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
                           ", out_dim=", dim_attr("out_dim"), ")");
@@ -993,6 +1000,25 @@ def _masked_select(x, mask, *, axis, out_dim):
     out_dim.reset_eager()
     out_dim.dyn_size_ext = packed.dyn_size_ext
     return rf.replace_dim_v2(y, in_dim=packed, out_dim=out_dim)
+
+
+def _inverse_window(x, *, axis, window_dim, out_axis, overlap_dim, stride, window_left):
+    """The windows of x along `axis` averaged back into the frames of `out_axis`: frame t
+    is the mean of the entries (t', w) with t' * stride + w - window_left = t (as TF's)."""
+    dev = x.device
+    n, w = overlap_dim.dimension, window_dim.dimension
+    t = rf.range_over_dim(out_axis, device=dev) + (window_left - (n - 1) * stride)
+    k = rf.range_over_dim(overlap_dim, device=dev)
+    win = rf.combine_bc(rf.floor_divide(t, stride), "+", k)
+    off = rf.combine_bc((n - 1 - k) * stride, "+", t % stride)
+    length = rf.copy_to_device(axis.get_size_tensor(), dev)
+    valid = rf.logical_and(rf.logical_and(win >= 0, rf.compare_bc(win, "<", length)),
+                           rf.logical_and(off >= 0, off < w))
+    y = rf.gather(x, indices=rf.where(valid, win, 0), axis=axis)
+    y = rf.gather(y, indices=rf.where(valid, off, 0), axis=window_dim)
+    y = rf.where(valid, y, rf.zeros((), dtype=x.dtype, device=dev))
+    count = rf.reduce_sum(rf.cast(valid, x.dtype), axis=overlap_dim)
+    return rf.reduce_sum(y, axis=overlap_dim) / rf.maximum(count, 1.0)
 
 
 def _slice_at(x, start, *, axis, out_dim):

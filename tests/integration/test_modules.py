@@ -331,7 +331,7 @@ def _named(net, feed, name):
 
 def test_stack_window():
     """stack / unstack, and windows over time ("same": centered, zeros outside each sequence;
-    stride 2; "valid") against numpy."""
+    stride 2, and back with inverse_window; "valid") against numpy."""
     net = Net(compile_model("op-stack-window"), train_flag=False)
     feed = net.feed(6)
     x = net.layer("data:data", feed).astype("float64")
@@ -367,11 +367,13 @@ def test_stack_window():
             want_n = (n - w + 1 if valid else (n + stride - 1) // stride)
             assert out_lens[b] == want_n, (name, b, out_lens[b], want_n)
             close(got[b, :want_n], want[b, :want_n], 1e-6, "%s, sequence %d" % (name, b))
+    inverse = net.layer("inverse_strided", feed)
     for b, n in enumerate(lens):
+        close(inverse[b, :n], x[b, :n], 1e-5, "inverse_window of the strided windows, sequence %d" % b)
         for k in range(3):
             close(stacked[b, :n, :, k], (k + 1) * x[b, :n], 1e-6, "stack")
         close(unstacked[b, :n], 2 * x[b, :n], 1e-6, "unstack")
-    print("stack, unstack and windows (same, stride 2, valid) match numpy")
+    print("stack, unstack, windows (same, stride 2, valid) and inverse_window match numpy")
 
 
 def test_repeat_const():

@@ -91,6 +91,23 @@ void array_window_train(Builder& b) {
   as_is_loss(nn::reduce(y, "mean", {out_dim}), "dummy");
 }
 
+// inverse_window: windows (sizes, strides and paddings of returnn_common's
+// cases) averaged back into the frames, each case its own output.
+void array_inverse_window(Builder& b) {
+  Data d(b, 3, "in3");
+  b.set_root(module());
+  const std::tuple<int64_t, int64_t, const char*> cases[] = {
+      {2, 2, "valid"}, {3, 2, "valid"}, {3, 1, "valid"}, {5, 2, "same"},
+      {2, 2, "same"},  {2, 1, "same"},  {5, 3, "same"}};
+  for (const auto& [w, stride, padding] : cases) {
+    const std::string name = absl::StrCat("inv_", w, "_", stride, "_", padding);
+    Dim win = Dim::spatial(absl::StrCat("window", w, "_", stride, "_", padding), w);
+    Tensor windows = nn::window(d.x, d.time, win, stride, padding);
+    Dim chunks = windows.dims()[ir::index_of(windows.dims(), win) - 1];  // the windows' axis
+    nn::inverse_window(windows, chunks, win, d.x, d.time, stride, padding).mark_as_output(name);
+  }
+}
+
 // --- test_nn_attention.py
 
 void attention_self_attention(Builder& b) {
@@ -1222,6 +1239,7 @@ std::vector<ModelDef> returnn_common_models() {
       rc("array-window", array_window),
       rc("array-window-stride", array_window_stride),
       rc("array-window-train", array_window_train),
+      rc("array-inverse-window", array_inverse_window),
       rc("attention-self-attention", attention_self_attention),
       rc("attention-rel-pos-self-attention", attention_rel_pos_self_attention),
       rc("attention-rel-pos-learnable", attention_rel_pos_learnable),

@@ -75,5 +75,22 @@ def test_window_via_get_network():
     assert epoch == 2
 
 
+def test_inverse_window():
+    # returnn_common's cases (window, stride, padding): each frame back from the windows
+    # that hold it; with "valid" padding the last frames no window holds are left out
+    n = rc.net("array-inverse-window")
+    f = rc.feed(n, seed=5)
+    x, lens = rc.value(n, "data:data", f), rc.lengths(n, "data:data", f)
+    for win, stride, padding in ((2, 2, "valid"), (3, 2, "valid"), (3, 1, "valid"), (5, 2, "same"),
+                                 (2, 2, "same"), (2, 1, "same"), (5, 3, "same")):
+        name = "inv_%d_%d_%s" % (win, stride, padding)
+        out = rc.value(n, name, f)
+        assert list(rc.lengths(n, name, f)) == list(lens), name
+        for b, t in enumerate(lens):
+            if padding == "valid":
+                t = ceildiv(t - win + 1, stride) * stride  # the frames some window holds
+            rc.close(out[b, :t], x[b, :t], 1e-5, "%s, sequence %d" % (name, b))
+
+
 if __name__ == "__main__":
     rc.main(globals())
