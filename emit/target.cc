@@ -26,7 +26,7 @@ std::vector<std::string> data_signature(const ir::Graph& g) {
   std::vector<std::string> out;
   for (const ir::Node& n : g.nodes()) {
     if (n.kind != ir::NodeKind::kData) continue;
-    out.push_back(absl::StrCat(*n.attrs.get<std::string>("key"), " ", n.type.describe()));
+    out.push_back(absl::StrCat(n.attrs.get<ir::attr::Key>(), " ", n.type.describe()));
   }
   return out;
 }

@@ -24,16 +24,6 @@ absl::StatusOr<TensorType> require_float(const TensorType& t, absl::string_view 
   return t;
 }
 
-template <class T>
-absl::StatusOr<T> attr(const NodeSpec& spec, NodeKind kind, absl::string_view key) {
-  const T* v = spec.attrs.get<T>(key);
-  if (!v) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(node_kind_name(kind), " needs attribute '", key, "' of the right type"));
-  }
-  return *v;
-}
-
 absl::StatusOr<TensorType> infer_elementwise(const Graph& g, NodeKind kind,
                                              const std::vector<NodeId>& in) {
   const TensorType& a = g.node(in[0]).type;
@@ -58,7 +48,7 @@ absl::StatusOr<TensorType> infer_elementwise(const Graph& g, NodeKind kind,
 
 absl::StatusOr<TensorType> infer_dot(const Graph& g, const std::vector<NodeId>& in,
                                      const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto reduce, attr<std::vector<Dim>>(spec, NodeKind::kDot, "reduce"));
+  const auto& reduce = spec.attrs.get<attr::Reduce>();
   const TensorType& a = g.node(in[0]).type;
   const TensorType& b = g.node(in[1]).type;
   RETURN_IF_ERROR(require_float(a, "dot operand").status());
@@ -91,9 +81,9 @@ absl::StatusOr<TensorType> infer_dot(const Graph& g, const std::vector<NodeId>& 
 
 absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>& in,
                                       const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, NodeKind::kLstm, "axis"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, NodeKind::kLstm, "out_dim"));
-  ASSIGN_OR_RETURN(auto direction, attr<int64_t>(spec, NodeKind::kLstm, "direction"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
+  const auto& direction = spec.attrs.get<attr::Direction>();
   if (direction != 1 && direction != -1) {
     return absl::InvalidArgumentError("lstm: direction must be 1 (forward) or -1 (backward)");
   }
@@ -149,12 +139,12 @@ absl::StatusOr<TensorType> infer_lstm(const Graph& g, const std::vector<NodeId>&
 
 absl::StatusOr<TensorType> infer_lstm_final(const Graph& g, const std::vector<NodeId>& in,
                                             const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto state, attr<std::string>(spec, NodeKind::kLstmFinal, "state"));
+  const auto& state = spec.attrs.get<attr::State>();
   const Node& lstm = g.node(in[0]);
   if (lstm.kind != NodeKind::kLstm || (state != "h" && state != "c"))
     return absl::InvalidArgumentError("lstm_final: the state \"h\" or \"c\" of an lstm node");
   TensorType out = lstm.type;
-  const Dim axis = *lstm.attrs.get<Dim>("axis");
+  const Dim axis = lstm.attrs.get<attr::Axis>();
   out.dims.erase(out.dims.begin() + index_of(out.dims, axis));
   return out;
 }
@@ -176,7 +166,7 @@ absl::StatusOr<std::vector<Dim>> without(const TensorType& t, const std::vector<
 
 absl::StatusOr<TensorType> infer_gather(const Graph& g, const std::vector<NodeId>& in,
                                         const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, NodeKind::kGather, "axis"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
   const TensorType& x = g.node(in[0]).type;
   const TensorType& idx = g.node(in[1]).type;
   if (!idx.sparse_dim || *idx.sparse_dim != axis) {
@@ -195,9 +185,9 @@ absl::StatusOr<TensorType> infer_gather(const Graph& g, const std::vector<NodeId
 
 absl::StatusOr<TensorType> infer_concat(const Graph& g, const std::vector<NodeId>& in,
                                         const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto axis_a, attr<Dim>(spec, NodeKind::kConcat, "axis_a"));
-  ASSIGN_OR_RETURN(auto axis_b, attr<Dim>(spec, NodeKind::kConcat, "axis_b"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, NodeKind::kConcat, "out_dim"));
+  const auto& axis_a = spec.attrs.get<attr::AxisA>();
+  const auto& axis_b = spec.attrs.get<attr::AxisB>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& a = g.node(in[0]).type;
   const TensorType& b = g.node(in[1]).type;
   if (out_dim != axis_a + axis_b) {
@@ -224,13 +214,11 @@ absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vecto
     return absl::InvalidArgumentError(absl::StrCat(
         "self_attention expects 2 inputs (x, qkv) or 3 (x, qkv, rel-pos table), got ", in.size()));
   }
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  ASSIGN_OR_RETURN(auto heads, attr<int64_t>(spec, kKind, "num_heads"));
-  ASSIGN_OR_RETURN(auto key_dim, attr<Dim>(spec, kKind, "key_dim"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
-  if (!spec.attrs.get<bool>("causal"))
-    return absl::InvalidArgumentError("self_attention needs attribute 'causal'");
-  if (const double* r = spec.attrs.get<double>("att_dropout"); r && !(*r >= 0 && *r < 1))
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& heads = spec.attrs.get<attr::NumHeads>();
+  const auto& key_dim = spec.attrs.get<attr::KeyDim>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
+  if (const double* r = spec.attrs.find<attr::AttDropout>(); r && !(*r >= 0 && *r < 1))
     return absl::InvalidArgumentError(
         absl::StrCat("self_attention: the attention dropout must be in [0, 1), got ", *r));
   const TensorType& x = g.node(in[0]).type;
@@ -262,7 +250,7 @@ absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vecto
   if (in.size() == 3) {
     // Shaw et al. relative positions: a learned [2*clipping + 1, key/heads]
     // table of offsets -clipping..clipping, added to the keys.
-    ASSIGN_OR_RETURN(auto clipping, attr<int64_t>(spec, kKind, "clipping"));
+    const auto& clipping = spec.attrs.get<attr::Clipping>();
     const TensorType& table = g.node(in[2]).type;
     if (clipping < 1 || table.dims.size() != 2 || table.dims[0].size() != 2 * clipping + 1 ||
         table.dims[1].size() != *key_dim.size() / heads) {
@@ -279,13 +267,13 @@ absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vecto
 
 // Optional loss attributes: scale > 0, label_smoothing in [0, 1).
 absl::Status check_loss_options(const NodeSpec& spec) {
-  if (const double* s = spec.attrs.get<double>("scale"); s && !(*s > 0)) {
+  if (const double* s = spec.attrs.find<attr::Scale>(); s && !(*s > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("loss scale must be positive, got ", *s));
   }
-  if (const double* e = spec.attrs.get<double>("label_smoothing"); e && !(*e >= 0 && *e < 1)) {
+  if (const double* e = spec.attrs.find<attr::LabelSmoothing>(); e && !(*e >= 0 && *e < 1)) {
     return absl::InvalidArgumentError(absl::StrCat("label smoothing must be in [0, 1), got ", *e));
   }
-  if (const double* f = spec.attrs.get<double>("focal_loss_factor"); f && !(*f >= 0)) {
+  if (const double* f = spec.attrs.find<attr::FocalLossFactor>(); f && !(*f >= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("the focal loss factor must not be negative, got ", *f));
   }
@@ -294,7 +282,7 @@ absl::Status check_loss_options(const NodeSpec& spec) {
 
 absl::StatusOr<TensorType> infer_regression_loss(const Graph& g, const std::vector<NodeId>& in,
                                                  const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto mode, attr<std::string>(spec, NodeKind::kRegressionLoss, "mode"));
+  const auto& mode = spec.attrs.get<attr::Mode>();
   if (mode != "mse" && mode != "mean_l1") {
     return absl::InvalidArgumentError(absl::StrCat("regression_loss: unknown mode '", mode, "'"));
   }
@@ -319,7 +307,7 @@ absl::StatusOr<TensorType> infer_regression_loss(const Graph& g, const std::vect
 
 absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::vector<NodeId>& in,
                                       const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto loop, attr<int64_t>(spec, kind, "loop"));
+  const auto& loop = spec.attrs.get<attr::Loop>();
   if (loop < 0) return absl::InvalidArgumentError("loop ids are not negative");
   const TensorType& x = g.node(in[0]).type;
   auto err = [&](auto&&... parts) {
@@ -328,7 +316,7 @@ absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::
   if (kind == NodeKind::kLoopNext) {
     const Node& state = g.node(in[0]);
     const TensorType& v = g.node(in[1]).type;
-    if (state.kind != NodeKind::kLoopState || *state.attrs.get<int64_t>("loop") != loop)
+    if (state.kind != NodeKind::kLoopState || state.attrs.get<attr::Loop>() != loop)
       return err("the first input must be a state of loop ", loop);
     bool same =
         v.dims.size() == x.dims.size() && v.dtype == x.dtype && v.sparse_dim == x.sparse_dim;
@@ -339,7 +327,7 @@ absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::
     }
     return v;
   }
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
   if (axis.is_batch() || axis.is_feature_like())
     return err("the loop axis ", axis.describe(), " must be a spatial dim");
   int pos = index_of(x.dims, axis);
@@ -351,7 +339,7 @@ absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::
   }
   if (kind == NodeKind::kLoopState) {
     // The state's dims.
-    ASSIGN_OR_RETURN(auto dims, attr<std::vector<Dim>>(spec, kind, "dims"));
+    const auto& dims = spec.attrs.get<attr::DimsAttr>();
     // Exactly the state's dims (nn::Loop::state broadcasts the user's value).
     bool same = x.dims.size() == dims.size();
     for (const Dim& d : x.dims) same = same && index_of(dims, d) >= 0;
@@ -393,7 +381,7 @@ absl::StatusOr<TensorType> infer_select(const Graph& g, NodeKind kind,
     return TensorType{{}, DType::kInt64, std::nullopt};
   }
   if (kind == NodeKind::kRange) {
-    ASSIGN_OR_RETURN(auto dim, attr<Dim>(spec, kind, "dim"));
+    const auto& dim = spec.attrs.get<attr::DimAttr>();
     if (dim.is_batch()) return err("no range over the batch");
     if (dim.is_dynamic()) {
       // Positions along a dynamic axis: the input gives its lengths.
@@ -406,7 +394,7 @@ absl::StatusOr<TensorType> infer_select(const Graph& g, NodeKind kind,
     return TensorType{{dim}, DType::kInt32, dim};
   }
   if (kind == NodeKind::kCompare) {
-    ASSIGN_OR_RETURN(auto op, attr<std::string>(spec, kind, "op"));
+    const auto& op = spec.attrs.get<attr::Op>();
     static const char* kOps[] = {"equal",      "not_equal", "less",
                                  "less_equal", "greater",   "greater_equal"};
     if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
@@ -418,7 +406,7 @@ absl::StatusOr<TensorType> infer_select(const Graph& g, NodeKind kind,
     return TensorType{union_dims(a.dims, b.dims), DType::kBool, std::nullopt};
   }
   if (kind == NodeKind::kCast) {
-    ASSIGN_OR_RETURN(auto dtype, attr<std::string>(spec, kind, "dtype"));
+    const auto& dtype = spec.attrs.get<attr::DType>();
     std::optional<DType> t = parse_dtype(dtype);
     if (!t) return err("unknown dtype '", dtype, "'");
     return TensorType{g.node(in[0]).type.dims, *t, std::nullopt};
@@ -493,12 +481,12 @@ absl::Status check_windowed_axes(
 absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>& in,
                                       const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kConv;
-  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
-  ASSIGN_OR_RETURN(auto out_axes, attr<std::vector<Dim>>(spec, kKind, "out_axes"));
-  ASSIGN_OR_RETURN(auto strides, attr<std::vector<int64_t>>(spec, kKind, "strides"));
-  ASSIGN_OR_RETURN(auto dilation, attr<int64_t>(spec, kKind, "dilation"));
-  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
-  ASSIGN_OR_RETURN(auto groups, attr<int64_t>(spec, kKind, "groups"));
+  const auto& axes = spec.attrs.get<attr::Axes>();
+  const auto& out_axes = spec.attrs.get<attr::OutAxes>();
+  const auto& strides = spec.attrs.get<attr::Strides>();
+  const auto& dilation = spec.attrs.get<attr::Dilation>();
+  const auto& padding = spec.attrs.get<attr::Padding>();
+  const auto& groups = spec.attrs.get<attr::Groups>();
   const TensorType& x = g.node(in[0]).type;
   const TensorType& w = g.node(in[1]).type;
   const TensorType& b = g.node(in[2]).type;
@@ -554,14 +542,14 @@ absl::StatusOr<TensorType> infer_conv(const Graph& g, const std::vector<NodeId>&
 absl::StatusOr<TensorType> infer_pool(const Graph& g, const std::vector<NodeId>& in,
                                       const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kPool;
-  ASSIGN_OR_RETURN(auto mode, attr<std::string>(spec, kKind, "mode"));
+  const auto& mode = spec.attrs.get<attr::Mode>();
   if (mode != "max" && mode != "avg")
     return absl::InvalidArgumentError(absl::StrCat("pool: mode must be max or avg, got ", mode));
-  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
-  ASSIGN_OR_RETURN(auto out_axes, attr<std::vector<Dim>>(spec, kKind, "out_axes"));
-  ASSIGN_OR_RETURN(auto size, attr<std::vector<int64_t>>(spec, kKind, "size"));
-  ASSIGN_OR_RETURN(auto strides, attr<std::vector<int64_t>>(spec, kKind, "strides"));
-  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
+  const auto& axes = spec.attrs.get<attr::Axes>();
+  const auto& out_axes = spec.attrs.get<attr::OutAxes>();
+  const auto& size = spec.attrs.get<attr::Size>();
+  const auto& strides = spec.attrs.get<attr::Strides>();
+  const auto& padding = spec.attrs.get<attr::Padding>();
   ASSIGN_OR_RETURN(auto x, require_float(g.node(in[0]).type, "pool input"));
   // TF's "same" average leaves the tensor's padding out of the count but
   // not a shorter sequence's: results would depend on the batch.
@@ -582,8 +570,8 @@ absl::StatusOr<TensorType> infer_pool(const Graph& g, const std::vector<NodeId>&
 absl::StatusOr<TensorType> infer_masked_select(const Graph& g, const std::vector<NodeId>& in,
                                                const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kMaskedSelect;
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& x = g.node(in[0]).type;
   const TensorType& mask = g.node(in[1]).type;
   const int pos = index_of(x.dims, axis);
@@ -608,8 +596,8 @@ absl::StatusOr<TensorType> infer_masked_select(const Graph& g, const std::vector
 absl::StatusOr<TensorType> infer_repeat(const Graph& g, const std::vector<NodeId>& in,
                                         const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kRepeat;
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& x = g.node(in[0]).type;
   const TensorType& reps = g.node(in[1]).type;
   const int pos = index_of(x.dims, axis);
@@ -639,7 +627,7 @@ absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
     return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
   };
   if (kind == NodeKind::kLength) {
-    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+    const auto& axis = spec.attrs.get<attr::Axis>();
     if (!axis.is_dynamic() || axis.is_batch() || index_of(x.dims, axis) < 0)
       return err("the axis ", axis.describe(), " must be a dynamic axis of ", x.describe());
     TensorType out;
@@ -647,10 +635,10 @@ absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
     out.dtype = DType::kInt32;
     return out;
   }
-  ASSIGN_OR_RETURN(auto loop, attr<int64_t>(spec, kind, "loop"));
+  const auto& loop = spec.attrs.get<attr::Loop>();
   if (loop < 0) return err("loop ids are not negative");
   if (kind == NodeKind::kLoopEnd) {
-    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+    const auto& axis = spec.attrs.get<attr::Axis>();
     const TensorType& max_len = g.node(in[1]).type;
     if (x.dtype != DType::kBool || x.sparse_dim || index_of(x.dims, axis) >= 0)
       return err("the end condition ", x.describe(), " must be a bool frame");
@@ -659,7 +647,7 @@ absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
     return x;
   }
   if (kind == NodeKind::kChoice) {
-    ASSIGN_OR_RETURN(auto dim, attr<Dim>(spec, kind, "dim"));
+    const auto& dim = spec.attrs.get<attr::DimAttr>();
     ASSIGN_OR_RETURN(auto t, require_float(x, "choice input"));
     const int pos = index_of(t.dims, dim);
     if (pos < 0 || !dim.size())
@@ -670,8 +658,8 @@ absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
     return t;
   }
   // kCumConcat
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   if (index_of(x.dims, axis) >= 0 || index_of(x.dims, out_dim) >= 0 || !out_dim.is_dynamic() ||
       out_dim.is_batch()) {
     return err("a frame ", x.describe(), " of the loop over ", axis.describe(),
@@ -694,10 +682,10 @@ int64_t transposed_size(int64_t n, int64_t window, int64_t /*dilation*/, int64_t
 absl::StatusOr<TensorType> infer_transposed_conv(const Graph& g, const std::vector<NodeId>& in,
                                                  const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kTransposedConv;
-  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
-  ASSIGN_OR_RETURN(auto out_axes, attr<std::vector<Dim>>(spec, kKind, "out_axes"));
-  ASSIGN_OR_RETURN(auto strides, attr<std::vector<int64_t>>(spec, kKind, "strides"));
-  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
+  const auto& axes = spec.attrs.get<attr::Axes>();
+  const auto& out_axes = spec.attrs.get<attr::OutAxes>();
+  const auto& strides = spec.attrs.get<attr::Strides>();
+  const auto& padding = spec.attrs.get<attr::Padding>();
   auto err = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("transposed_conv: ", parts...));
   };
@@ -746,13 +734,13 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
   };
   const TensorType& x = g.node(in[0]).type;
   if (kind == NodeKind::kInverseWindow) {
-    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
-    ASSIGN_OR_RETURN(auto window_dim, attr<Dim>(spec, kind, "window_dim"));
-    ASSIGN_OR_RETURN(auto out_axis, attr<Dim>(spec, kind, "out_axis"));
-    ASSIGN_OR_RETURN(auto overlap_dim, attr<Dim>(spec, kind, "overlap_dim"));
-    ASSIGN_OR_RETURN(auto merged_dim, attr<Dim>(spec, kind, "merged_dim"));
-    ASSIGN_OR_RETURN(auto stride, attr<int64_t>(spec, kind, "stride"));
-    ASSIGN_OR_RETURN(auto left, attr<int64_t>(spec, kind, "window_left"));
+    const auto& axis = spec.attrs.get<attr::Axis>();
+    const auto& window_dim = spec.attrs.get<attr::WindowDim>();
+    const auto& out_axis = spec.attrs.get<attr::OutAxis>();
+    const auto& overlap_dim = spec.attrs.get<attr::OverlapDim>();
+    const auto& merged_dim = spec.attrs.get<attr::MergedDim>();
+    const auto& stride = spec.attrs.get<attr::Stride>();
+    const auto& left = spec.attrs.get<attr::WindowLeft>();
     const TensorType& like = g.node(in[1]).type;
     const int pos = index_of(x.dims, axis), wpos = index_of(x.dims, window_dim);
     if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || wpos < 0 || window_dim.is_dynamic() ||
@@ -773,8 +761,8 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
     return out;
   }
   if (kind == NodeKind::kSliceAt) {
-    ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
-    ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
+    const auto& axis = spec.attrs.get<attr::Axis>();
+    const auto& out_dim = spec.attrs.get<attr::OutDim>();
     const TensorType& start = g.node(in[1]).type;
     const int pos = index_of(x.dims, axis);
     if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || !out_dim.size() ||
@@ -793,7 +781,7 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
       return err("needs a bool input, got ", x.describe());
     return x;
   }
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
   const int pos = index_of(x.dims, axis);
   if (pos < 0 || axis.is_batch())
     return err("the axis ", axis.describe(), " is not a non-batch axis of ", x.describe());
@@ -805,28 +793,26 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
   }
   TensorType out = x;
   if (kind == NodeKind::kTopK) {
-    ASSIGN_OR_RETURN(auto k_dim, attr<Dim>(spec, kind, "k_dim"));
-    if (!spec.attrs.get<bool>("indices")) return err("needs attribute 'indices'");
+    const auto& k_dim = spec.attrs.get<attr::KDim>();
     RETURN_IF_ERROR(require_float(x, "top_k input").status());
     if (!axis.size() || !k_dim.size() || k_dim.is_dynamic() || *k_dim.size() < 1 ||
         *k_dim.size() > *axis.size() || index_of(x.dims, k_dim) >= 0)
       return err("k_dim ", k_dim.describe(), " must be a new static dim of 1 to |", axis.describe(),
                  "| entries (a static axis)");
     out.dims[pos] = k_dim;
-    if (*spec.attrs.get<bool>("indices")) {
+    if (spec.attrs.get<attr::Indices>()) {
       out.dtype = DType::kInt32;
       out.sparse_dim = axis;
     }
     return out;
   }
   // kPad
-  ASSIGN_OR_RETURN(auto left, attr<int64_t>(spec, kind, "left"));
-  ASSIGN_OR_RETURN(auto right, attr<int64_t>(spec, kind, "right"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kind, "out_dim"));
-  if (!spec.attrs.get<double>("value")) return err("needs attribute 'value'");
+  const auto& left = spec.attrs.get<attr::Left>();
+  const auto& right = spec.attrs.get<attr::Right>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   if (left < 0 || right < 0) return err("the padding must not be negative");
   if (x.sparse_dim) {  // labels padded with a label, e.g. BOS before a sequence
-    const double v = *spec.attrs.get<double>("value");
+    const double v = spec.attrs.get<attr::Value>();
     if (v != static_cast<double>(static_cast<int64_t>(v)) || v < 0 || !x.sparse_dim->size() ||
         v >= static_cast<double>(*x.sparse_dim->size()))
       return err("the value ", v, " that pads the labels ", x.describe(),
@@ -845,7 +831,7 @@ absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
 
 absl::StatusOr<TensorType> infer_stack(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, NodeKind::kStack, "out_dim"));
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   if (in.empty()) return absl::InvalidArgumentError("stack needs at least one input");
   const TensorType& x = g.node(in[0]).type;
   for (NodeId i : in) {
@@ -871,11 +857,11 @@ absl::StatusOr<TensorType> infer_stack(const Graph& g, const std::vector<NodeId>
 absl::StatusOr<TensorType> infer_window(const Graph& g, const std::vector<NodeId>& in,
                                         const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kWindow;
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  ASSIGN_OR_RETURN(auto window_dim, attr<Dim>(spec, kKind, "window_dim"));
-  ASSIGN_OR_RETURN(auto out_axis, attr<Dim>(spec, kKind, "out_axis"));
-  ASSIGN_OR_RETURN(auto stride, attr<int64_t>(spec, kKind, "stride"));
-  ASSIGN_OR_RETURN(auto padding, attr<std::string>(spec, kKind, "padding"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& window_dim = spec.attrs.get<attr::WindowDim>();
+  const auto& out_axis = spec.attrs.get<attr::OutAxis>();
+  const auto& stride = spec.attrs.get<attr::Stride>();
+  const auto& padding = spec.attrs.get<attr::Padding>();
   const TensorType& x = g.node(in[0]).type;
   if (x.sparse_dim)
     return absl::InvalidArgumentError(
@@ -894,11 +880,9 @@ absl::StatusOr<TensorType> infer_window(const Graph& g, const std::vector<NodeId
 
 absl::StatusOr<TensorType> infer_raw_layer(const std::vector<NodeId>& in, const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kRawLayer;
-  ASSIGN_OR_RETURN(auto layer, attr<std::string>(spec, kKind, "layer"));
-  ASSIGN_OR_RETURN(auto out_dims, attr<std::vector<Dim>>(spec, kKind, "out_dims"));
-  ASSIGN_OR_RETURN(auto dtype_name, attr<std::string>(spec, kKind, "dtype"));
-  if (!spec.attrs.get<std::vector<Dim>>("layer_dims"))
-    return absl::InvalidArgumentError("raw_layer needs attribute 'layer_dims'");
+  const auto& layer = spec.attrs.get<attr::Layer>();
+  const auto& out_dims = spec.attrs.get<attr::OutDims>();
+  const auto& dtype_name = spec.attrs.get<attr::DType>();
   auto err = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("raw_layer: ", parts...));
   };
@@ -910,15 +894,15 @@ absl::StatusOr<TensorType> infer_raw_layer(const std::vector<NodeId>& in, const 
   const std::optional<DType> dtype = parse_dtype(dtype_name);
   if (!dtype) return err("unknown dtype '", dtype_name, "'");
   TensorType out{out_dims, *dtype, std::nullopt};
-  if (const Dim* s = spec.attrs.get<Dim>("sparse_dim")) out.sparse_dim = *s;
+  if (const Dim* s = spec.attrs.find<attr::SparseDim>()) out.sparse_dim = *s;
   return out;
 }
 
 absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<NodeId>& in,
                                              const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kReplaceDim;
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   auto err = [](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("replace_dim: ", parts...));
   };
@@ -950,9 +934,9 @@ absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<N
 absl::StatusOr<TensorType> infer_slice(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kSlice;
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  ASSIGN_OR_RETURN(auto start, attr<int64_t>(spec, kKind, "start"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& start = spec.attrs.get<attr::Start>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& x = g.node(in[0]).type;
   int pos = index_of(x.dims, axis);
   if (pos < 0 || !axis.size() || !out_dim.size() || start < 0 ||
@@ -980,8 +964,8 @@ bool all_static(const std::vector<Dim>& dims) {
 absl::StatusOr<TensorType> infer_split_dims(const Graph& g, const std::vector<NodeId>& in,
                                             const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kSplitDims;
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  ASSIGN_OR_RETURN(auto dims, attr<std::vector<Dim>>(spec, kKind, "dims"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& dims = spec.attrs.get<attr::DimsAttr>();
   const TensorType& x = g.node(in[0]).type;
   int pos = index_of(x.dims, axis);
   if (pos < 0 || !axis.size() || dims.size() < 2 || !all_static(dims) ||
@@ -1007,8 +991,8 @@ absl::StatusOr<TensorType> infer_split_dims(const Graph& g, const std::vector<No
 absl::StatusOr<TensorType> infer_merge_dims(const Graph& g, const std::vector<NodeId>& in,
                                             const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kMergeDims;
-  ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kKind, "axes"));
-  ASSIGN_OR_RETURN(auto out_dim, attr<Dim>(spec, kKind, "out_dim"));
+  const auto& axes = spec.attrs.get<attr::Axes>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& x = g.node(in[0]).type;
   if (axes.size() < 2 || !all_static(axes) || !out_dim.size() || product(axes) != *out_dim.size()) {
     return absl::InvalidArgumentError(
@@ -1030,11 +1014,7 @@ absl::StatusOr<TensorType> infer_merge_dims(const Graph& g, const std::vector<No
 absl::StatusOr<TensorType> infer_batch_norm(const Graph& g, const std::vector<NodeId>& in,
                                             const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kBatchNorm;
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
-  for (const char* key : {"epsilon", "momentum"}) {
-    if (!spec.attrs.get<double>(key))
-      return absl::InvalidArgumentError(absl::StrCat("batch_norm needs attribute '", key, "'"));
-  }
+  const auto& axis = spec.attrs.get<attr::Axis>();
   ASSIGN_OR_RETURN(auto x, require_float(g.node(in[0]).type, "batch_norm input"));
   if (index_of(x.dims, axis) < 0 || !axis.is_feature_like()) {
     return absl::InvalidArgumentError(absl::StrCat("batch_norm: the axis ", axis.describe(),
@@ -1055,7 +1035,7 @@ absl::StatusOr<TensorType> infer_ctc_loss(const Graph& g, const std::vector<Node
                                           const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kCtcLoss;
   RETURN_IF_ERROR(check_loss_options(spec));
-  ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kKind, "axis"));
+  const auto& axis = spec.attrs.get<attr::Axis>();
   ASSIGN_OR_RETURN(auto logits, require_float(g.node(in[0]).type, "ctc_loss logits"));
   const TensorType& targets = g.node(in[1]).type;
   if (!targets.sparse_dim) {
@@ -1131,12 +1111,12 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
   }
   if (int n = kind_facts(kind).arity; n != KindFacts::kVariadic)
     RETURN_IF_ERROR(arity(kind, inputs, n));
+  // Every attribute the kind needs is there, with its declared type: the
+  // rules below read them with get<>().
+  RETURN_IF_ERROR(check_attrs(kind, spec.attrs));
   switch (kind) {
     case NodeKind::kData: {
       if (!spec.type) return absl::InvalidArgumentError("data needs an explicit type");
-      if (!spec.attrs.get<std::string>("key")) {
-        return absl::InvalidArgumentError("data needs attribute 'key'");
-      }
       return *spec.type;
     }
     case NodeKind::kParam: {
@@ -1151,7 +1131,7 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
 #undef RETC_X
       return infer_elementwise(g, kind, inputs);
     case NodeKind::kNorm: {
-      ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+      const auto& axes = spec.attrs.get<attr::Axes>();
       ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "norm input"));
       for (const Dim& a : axes) {
         int i = index_of(t.dims, a);
@@ -1166,7 +1146,7 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kRandom:
     case NodeKind::kFreshRandom:
     case NodeKind::kConstant: {
-      ASSIGN_OR_RETURN(auto shape, attr<std::vector<Dim>>(spec, kind, "shape"));
+      const auto& shape = spec.attrs.get<attr::Shape>();
       const std::string name(node_kind_name(kind));
       for (size_t i = 0; i < shape.size(); ++i) {
         const Dim& d = shape[i];
@@ -1190,20 +1170,11 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       if (kind == NodeKind::kRandom && !inputs.empty())
         return absl::InvalidArgumentError("random expects 0 inputs");
       if (kind == NodeKind::kConstant) {
-        if (!spec.attrs.get<double>("value"))
-          return absl::InvalidArgumentError("constant needs attribute 'value'");
       } else {
-        ASSIGN_OR_RETURN(auto dist, attr<std::string>(spec, kind, "distribution"));
+        const auto& dist = spec.attrs.get<attr::Distribution>();
         if (dist != "uniform" && dist != "normal" && dist != "truncated_normal") {
           return absl::InvalidArgumentError(
               absl::StrCat(name, ": unknown distribution '", dist, "'"));
-        }
-        const bool seeded = spec.attrs.get<int64_t>("seed") != nullptr;
-        if (kind == NodeKind::kRandom && !seeded)
-          return absl::InvalidArgumentError("random needs attribute 'seed'");
-        if (kind == NodeKind::kFreshRandom && seeded) {
-          return absl::InvalidArgumentError(
-              "fresh_random takes no seed (the config's random_seed seeds it)");
         }
       }
       return TensorType{shape, DType::kFloat32, std::nullopt};
@@ -1213,7 +1184,7 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kWeightNoise: {
       ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "a reparametrized weight"));
       if (kind == NodeKind::kWeightNorm) {
-        ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+        const auto& axes = spec.attrs.get<attr::Axes>();
         if (axes.empty())
           return absl::InvalidArgumentError("weight_norm needs at least one norm axis");
         for (const Dim& a : axes) {
@@ -1223,8 +1194,9 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
           }
         }
       } else {
-        absl::string_view key = kind == NodeKind::kWeightDropout ? "rate" : "stddev";
-        ASSIGN_OR_RETURN(auto v, attr<double>(spec, kind, key));
+        const bool dropout = kind == NodeKind::kWeightDropout;
+        const absl::string_view key = attr_key_name(dropout ? AttrKey::kRate : AttrKey::kStddev);
+        const double v = dropout ? spec.attrs.get<attr::Rate>() : spec.attrs.get<attr::Stddev>();
         bool ok = kind == NodeKind::kWeightDropout ? (v >= 0.0 && v < 1.0) : v >= 0.0;
         if (!ok) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -1237,7 +1209,7 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kDot:
       return infer_dot(g, inputs, spec);
     case NodeKind::kActivation: {
-      ASSIGN_OR_RETURN(auto func, attr<std::string>(spec, kind, "func"));
+      const auto& func = spec.attrs.get<attr::Func>();
       const auto& funcs = activation_funcs();
       if (std::find(funcs.begin(), funcs.end(), func) == funcs.end()) {
         return absl::InvalidArgumentError(absl::StrCat("unknown activation '", func, "'"));
@@ -1245,12 +1217,12 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return require_float(g.node(inputs[0]).type, "activation input");
     }
     case NodeKind::kDropout: {
-      ASSIGN_OR_RETURN(auto rate, attr<double>(spec, kind, "rate"));
+      const auto& rate = spec.attrs.get<attr::Rate>();
       if (!(rate >= 0.0 && rate < 1.0)) {
         return absl::InvalidArgumentError(
             absl::StrCat("dropout rate must be in [0, 1), got ", rate));
       }
-      ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+      const auto& axes = spec.attrs.get<attr::Axes>();
       const TensorType& t = g.node(inputs[0]).type;
       if (axes.empty())
         return absl::InvalidArgumentError("dropout: axes (where the mask varies) is empty");
@@ -1263,13 +1235,13 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return require_float(t, "dropout input");
     }
     case NodeKind::kReduce: {
-      ASSIGN_OR_RETURN(auto mode, attr<std::string>(spec, kind, "mode"));
+      const auto& mode = spec.attrs.get<attr::Mode>();
       const bool arg = mode == "argmax" || mode == "argmin";
       if (mode != "sum" && mode != "mean" && mode != "max" && mode != "min" &&
           mode != "logsumexp" && !arg) {
         return absl::InvalidArgumentError(absl::StrCat("reduce: unknown mode '", mode, "'"));
       }
-      ASSIGN_OR_RETURN(auto axes, attr<std::vector<Dim>>(spec, kind, "axes"));
+      const auto& axes = spec.attrs.get<attr::Axes>();
       if (axes.empty()) return absl::InvalidArgumentError("reduce needs at least one axis");
       ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "reduce input"));
       ASSIGN_OR_RETURN(auto dims, without(t, axes, "reduce"));
@@ -1287,15 +1259,10 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kSoftmax: {
       std::vector<Dim> axes;
       if (kind == NodeKind::kNormalize) {
-        ASSIGN_OR_RETURN(auto a, attr<std::vector<Dim>>(spec, kind, "axes"));
-        if (!spec.attrs.get<double>("epsilon")) {
-          return absl::InvalidArgumentError("normalize needs attribute 'epsilon'");
-        }
+        const auto& a = spec.attrs.get<attr::Axes>();
         axes = a;
       } else {
-        ASSIGN_OR_RETURN(auto a, attr<Dim>(spec, kind, "axis"));
-        if (!spec.attrs.get<bool>("log"))
-          return absl::InvalidArgumentError("softmax needs attribute 'log'");
+        const auto& a = spec.attrs.get<attr::Axis>();
         axes = {a};
       }
       ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type,
@@ -1367,19 +1334,11 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kShiftAxis:
     case NodeKind::kSeqMask:
     case NodeKind::kPosEncoding: {
-      ASSIGN_OR_RETURN(auto axis, attr<Dim>(spec, kind, "axis"));
-      const char* key = kind == NodeKind::kShiftAxis ? "amount" : "value";
-      if (kind == NodeKind::kPosEncoding) {
-        // no attributes besides the axis
-      } else if (kind == NodeKind::kShiftAxis ? !spec.attrs.get<int64_t>(key)
-                                              : !spec.attrs.get<double>(key)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(node_kind_name(kind), " needs attribute '", key, "'"));
-      }
+      const auto& axis = spec.attrs.get<attr::Axis>();
       // Shifting also takes sparse labels (padded with an index, e.g. BOS).
       const TensorType& in = g.node(inputs[0]).type;
       if (kind == NodeKind::kShiftAxis && in.sparse_dim) {
-        const double* pad = spec.attrs.get<double>("pad_value");
+        const double* pad = spec.attrs.find<attr::PadValue>();
         const double p = pad ? *pad : 0.0;
         if (p != static_cast<double>(static_cast<int64_t>(p)) || p < 0 ||
             p >= static_cast<double>(in.sparse_dim->size().value_or(0))) {
@@ -1401,7 +1360,7 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
         }
       }
       // In a loop over `axis` (attr loop), the encoding of the current frame.
-      const bool at_frame = kind == NodeKind::kPosEncoding && spec.attrs.get<int64_t>("loop");
+      const bool at_frame = kind == NodeKind::kPosEncoding && spec.attrs.find<attr::Loop>();
       if (at_frame) {
         if (index_of(t.dims, axis) >= 0 || axis.is_batch()) {
           return absl::InvalidArgumentError(absl::StrCat("pos_encoding: a frame ", t.describe(),
@@ -1421,8 +1380,6 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kConcat:
       return infer_concat(g, inputs, spec);
     case NodeKind::kScaleGrad: {
-      if (!spec.attrs.get<double>("scale"))
-        return absl::InvalidArgumentError("scale_grad needs attribute 'scale'");
       return require_float(g.node(inputs[0]).type, "scale_grad input");
     }
     case NodeKind::kLstm:

@@ -71,7 +71,8 @@ Json to_json(const Graph& g) {
     for (NodeId in : n.inputs) inputs.push_back(in.index);
     Json attrs = Json::object();
     for (const auto& item : n.attrs.items()) {
-      const std::string& k = item.first;  // not a structured binding: lambdas capture it
+      const std::string k(
+          attr_key_name(item.first));  // not a structured binding: lambdas capture it
       const AttrValue& v = item.second;
       std::visit(
           [&](const auto& x) {

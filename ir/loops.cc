@@ -8,7 +8,7 @@ namespace retc::ir {
 absl::StatusOr<int32_t> node_loop(NodeKind kind, const Attrs& attrs,
                                   const std::vector<NodeId>& inputs,
                                   const std::vector<int32_t>& loop) {
-  const int64_t* id = attrs.get<int64_t>("loop");
+  const int64_t* id = attrs.find<attr::Loop>();
   auto err = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (kind == NodeKind::kLoopUnstack || kind == NodeKind::kLoopState) {
     if (loop[inputs[0].index] >= 0)
@@ -54,9 +54,9 @@ absl::StatusOr<LoopAnalysis> analyze_loops(const Graph& g) {
       if (a.loops.size() <= static_cast<size_t>(*l)) a.loops.resize(*l + 1);
       a.loops[*l].members.push_back(g.id_of(i));
     }
-    if (const int64_t* id = n.attrs.get<int64_t>("loop")) {
+    if (const int64_t* id = n.attrs.find<attr::Loop>()) {
       if (a.loops.size() <= static_cast<size_t>(*id)) a.loops.resize(*id + 1);
-      const Dim* axis = n.attrs.get<Dim>("axis");
+      const Dim* axis = n.attrs.find<attr::Axis>();
       if (axis && !a.loops[*id].axis) a.loops[*id].axis = *axis;
     }
     if (n.kind == NodeKind::kLoopNext) {

@@ -13,6 +13,8 @@
 #include <optional>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "ir/attrs.h"
 
 namespace retc::ir {
 
@@ -81,105 +83,215 @@ struct KindFacts {
   X(LogicalAnd, "logical_and", RETC_BINARY) \
   X(LogicalOr, "logical_or", RETC_BINARY)
 
-// The other kinds: X(Enumerator, "text name", facts), with what the node
-// computes as a comment.
+// The other kinds: X(Enumerator, "text name", facts, attributes), with what
+// the node computes as a comment. Attributes (attrs.h): R(Tag) required,
+// O(Tag) optional; every kind may also carry cond and branch (the nn::cond
+// branch it is computed in). The verifier checks nodes against this.
 // clang-format off
-#define RETC_FOR_EACH_NONBINARY_KIND(X)                                                          \
-  X(Data, "data", KindFacts(0).step("read data"))  /* extern data; attr key */                    \
-  X(Param, "param", KindFacts(0).step("read a param's current value")) /* attr param */           \
-  X(Dot, "dot", KindFacts(2).pure())               /* contraction; attr reduce (dims) */          \
-  X(Activation, "activation", KindFacts(1).pure()) /* attr func */                                \
-  X(Dropout, "dropout", KindFacts(1).step("depend on the train flag (dropout)"))                  \
-                                                   /* training only; attrs rate, axes */          \
-  X(Lstm, "lstm", KindFacts(KindFacts::kVariadic).step()) /* x, W, W_re, b[, h0, c0]; axis */    \
-  X(CrossEntropy, "softmax_ce", KindFacts(2).step().loss(1)) /* logits, sparse targets */         \
-  X(Norm, "norm", KindFacts(1).pure())             /* L2 norm over attr axes */                   \
-  X(Random, "random", KindFacts(0).pure())         /* seeded; attrs shape, distribution, ... */   \
-  X(FreshRandom, "fresh_random",                                                                  \
-    KindFacts(KindFacts::kVariadic).step("draw fresh random numbers (initial values use seeded ones)")) \
-                   /* new numbers at every step (and frame); attrs as random's, no seed; inputs: */ \
-                   /* the sizes of its batch and dynamic dims (and, in a loop, the frame)        */ \
-  X(Constant, "constant", KindFacts(KindFacts::kVariadic).pure())                                 \
-                                      /* attrs value, shape; inputs: sizes of its dynamic dims */ \
-  X(WeightNorm, "weight_norm",                                                                    \
-    KindFacts(1).step("read a param's current (reparametrized) value")) /* parametrization */     \
-  X(WeightDropout, "weight_dropout",                                                              \
-    KindFacts(1).step("depend on the train flag (weight dropout or noise)")) /* rate */           \
-  X(WeightNoise, "weight_noise",                                                                  \
-    KindFacts(1).step("depend on the train flag (weight dropout or noise)")) /* stddev */         \
-  X(ScaleGrad, "scale_grad", KindFacts(1).step())  /* identity forward; gradient times scale */   \
-  X(Reduce, "reduce", KindFacts(1).pure())         /* attrs mode, axes */                         \
-  X(Normalize, "normalize", KindFacts(1).pure())   /* (x - mean) / sqrt(var + epsilon) */         \
-  X(Gather, "gather", KindFacts(2).pure())         /* x, sparse indices into attr axis */         \
-  X(Concat, "concat", KindFacts(2).pure())         /* a, b along axis_a, axis_b into out_dim */   \
-  X(Softmax, "softmax", KindFacts(1).pure())       /* over attr axis; attr log */                 \
-  X(SelfAttention, "self_attention", KindFacts(KindFacts::kVariadic).step())                      \
-                                                   /* x, qkv weight[, rel-pos table] */           \
-  X(Conv, "conv", KindFacts(3).step())             /* x, W [kernels..., in/groups, out], b */     \
-  X(RegressionLoss, "regression_loss", KindFacts(2).step().loss(1)) /* pred, target; mode */      \
-  X(Slice, "slice", KindFacts(1).pure())           /* [start, start+|out_dim|) of attr axis */    \
-  X(SplitDims, "split_dims", KindFacts(1).pure())  /* attr axis into attr dims */                 \
-  X(MergeDims, "merge_dims", KindFacts(1).pure())  /* attr axes into attr out_dim */              \
-  X(Pool, "pool", KindFacts(1).step())             /* attrs mode, axes, out_axes, size, ... */    \
-  X(BatchNorm, "batch_norm", KindFacts(5).step())  /* x, mean, var, scale, bias; attr axis */     \
-  X(CtcLoss, "ctc_loss", KindFacts(2).step().loss(1)) /* logits (classes + blank), targets */     \
-  X(ShiftAxis, "shift_axis", KindFacts(1).step())  /* shift along axis by amount, zero padded */  \
-  X(SeqMask, "seq_mask", KindFacts(1).step())      /* frames past the length set to value */      \
-  X(PosEncoding, "pos_encoding", KindFacts(1).step()) /* x + sinusoidal position signal */        \
-  X(CustomLoss, "custom_loss", KindFacts(1).step().loss()) /* any value, summed over frames */    \
-  X(LoopUnstack, "loop_unstack", KindFacts(1).step()) /* loop: the current frame of x */          \
-  X(LoopState, "loop_state", KindFacts(1).step())  /* loop: a state's previous value; initial */  \
-  X(LoopNext, "loop_next", KindFacts(2).step())    /* loop: (state, value): the next value */     \
-  X(LoopStack, "loop_stack", KindFacts(1).step())  /* after loop: frames stacked along axis */    \
-  X(Range, "range", KindFacts(KindFacts::kVariadic).pure()) /* 0, 1, ... along attr dim */        \
-  X(Compare, "compare", KindFacts(2).pure())       /* a op b elementwise (attr op), bool */       \
-  X(Cast, "cast", KindFacts(1).pure())             /* x as attr dtype (dense) */                  \
-  X(Where, "where", KindFacts(3).pure())           /* cond ? a : b (both evaluated) */            \
-  X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag")) /* scalar bool */    \
-  X(TrainStep, "train_step", KindFacts(0).step("read the global train step")) /* scalar int64 */ \
-  X(MaskedSelect, "masked_select", KindFacts(2).step()) /* x, mask: the frames along attr axis */ \
-                             /* where mask (within the lengths), packed into attr out_dim */      \
-  X(Length, "length", KindFacts(1).step("read sequence lengths")) /* of x along attr axis: int32 [B] */ \
-  X(LoopEnd, "loop_end", KindFacts(2).step()) /* loop over a new axis: (done, max_len): a     */  \
-                            /* sequence ends after the frame where done; at most max_len frames */ \
-  X(Choice, "choice", KindFacts(1).step()) /* loop, search only: the labels over attr dim that */ \
-                            /* the beam search keeps (log-probs in); states follow their beams  */ \
-  X(CumConcat, "cum_concat", KindFacts(1).step()) /* loop: x's frames so far along attr out_dim */ \
-  X(LstmFinal, "lstm_final", KindFacts(1).step()) /* an lstm's state (attr state: h or c) after */ \
-                                                    /* each sequence's last frame */              \
-  X(Cond, "cond", KindFacts(3).step()) /* (pred, then, else): computes only the branch pred    */ \
-                   /* picks; the nodes with attrs cond = this one's, branch 0 (then) or 1 (else) */ \
-  X(TransposedConv, "transposed_conv", KindFacts(KindFacts::kVariadic).step()) /* x, W        */ \
-                   /* [kernels..., out, in][, b [out]]: attr axes upsampled by their strides  */ \
-  X(ReplaceDim, "replace_dim", KindFacts(KindFacts::kVariadic).step()) /* x[, like]: x's attr */ \
-                   /* axis becomes attr out_dim (a dim of like: its lengths; without like a   */ \
-                   /* static one of the same size, or a new dynamic one with the axis's       */ \
-                   /* lengths); frames past the new lengths become padding                    */ \
-  X(LogicalNot, "logical_not", KindFacts(1).pure())  /* not x (bool)                            */ \
-  X(Cumsum, "cumsum", KindFacts(1).pure())  /* running sum along attr axis                     */ \
-  X(TopK, "top_k", KindFacts(1).pure()) /* the k largest along static attr axis into attr     */ \
-                   /* k_dim, descending: values, or with attr indices their int32 indices    */ \
-  X(Pad, "pad", KindFacts(1).pure()) /* attr axis padded by left / right frames of value into */ \
-                   /* attr out_dim (a dynamic axis: after each sequence's end)               */ \
-  X(Stack, "stack", KindFacts(KindFacts::kVariadic).pure()) /* inputs of one type stacked  */ \
-                   /* along the new static attr out_dim (its size: their number), last     */ \
-  X(Window, "window", KindFacts(1).step()) /* the frames of attr axis around each (attr       */ \
-                   /* window_dim, after the axis; padding same: centered, or valid), every   */ \
-                   /* attr stride-th into attr out_axis                                      */ \
-  X(Reverse, "reverse", KindFacts(1).pure()) /* attr axis reversed within each sequence's    */ \
-                   /* length (the padding stays after the end)                               */ \
-  X(SliceAt, "slice_at", KindFacts(2).pure()) /* x, start (int32 [B]): dynamic attr axis from */ \
-                   /* each sequence's start, |attr out_dim| entries (static; 0 past the end) */ \
-  X(InverseWindow, "inverse_window", KindFacts(2).pure()) /* x (windows), like: the      */ \
-                   /* windows of attr axis (attr window_dim, attr stride, attr window_left)  */ \
-                   /* averaged back into the frames of like's attr out_axis; attrs           */ \
-                   /* overlap_dim (windows per frame at most), merged_dim (axis x window)   */ \
-  X(Repeat, "repeat", KindFacts(2).step()) /* x, repetitions (int32 over attr axis, or a    */ \
-                   /* scalar): each frame of attr axis that many times, into the new dynamic */ \
-                   /* attr out_dim                                                            */ \
-  X(RawLayer, "raw_layer", KindFacts(KindFacts::kVariadic).step()) /* a RETURNN TF layer     */ \
-                   /* retc does not know: attr layer (JSON; "$k": attr layer_dims[k]) on the */ \
-                   /* inputs, of the declared attrs out_dims, dtype[, sparse_dim]            */
+#define RETC_FOR_EACH_NONBINARY_KIND(X)                                                            \
+  X(Data, "data", KindFacts(0).step("read data"),                                                  \
+    R(Key))                                                                                        \
+    /* extern data; attr key */                                                                    \
+  X(Param, "param", KindFacts(0).step("read a param's current value"))                             \
+    /* attr param */                                                                               \
+  X(Dot, "dot", KindFacts(2).pure(),                                                               \
+    R(Reduce))                                                                                     \
+    /* contraction; attr reduce (dims) */                                                          \
+  X(Activation, "activation", KindFacts(1).pure(),                                                 \
+    R(Func))                                                                                       \
+    /* attr func */                                                                                \
+  X(Dropout, "dropout", KindFacts(1).step("depend on the train flag (dropout)"),                   \
+    R(Rate) R(Axes))                                                                               \
+    /* training only; attrs rate, axes */                                                          \
+  X(Lstm, "lstm", KindFacts(KindFacts::kVariadic).step(),                                          \
+    R(Axis) R(OutDim) R(Direction))                                                                \
+    /* x, W, W_re, b[, h0, c0]; axis */                                                            \
+  X(CrossEntropy, "softmax_ce", KindFacts(2).step().loss(1),                                       \
+    O(Normalize) O(Scale) O(LabelSmoothing) O(FocalLossFactor))                                    \
+    /* logits, sparse targets */                                                                   \
+  X(Norm, "norm", KindFacts(1).pure(),                                                             \
+    R(Axes))                                                                                       \
+    /* L2 norm over attr axes */                                                                   \
+  X(Random, "random", KindFacts(0).pure(),                                                         \
+    R(Shape) R(Distribution) O(Minval) O(Maxval) O(Mean) O(Stddev) R(Seed))                        \
+    /* seeded; attrs shape, distribution, ... */                                                   \
+  X(FreshRandom, "fresh_random",                                                                   \
+    KindFacts(KindFacts::kVariadic).step("draw fresh random numbers (initial values use seeded ones)"), \
+    R(Shape) R(Distribution) O(Minval) O(Maxval) O(Mean) O(Stddev))                                \
+    /* new numbers at every step (and frame); attrs as random's, no seed; inputs: the sizes of */  \
+    /* its batch and dynamic dims (and, in a loop, the frame) */                                   \
+  X(Constant, "constant", KindFacts(KindFacts::kVariadic).pure(),                                  \
+    R(Value) R(Shape))                                                                             \
+    /* attrs value, shape; inputs: sizes of its dynamic dims */                                    \
+  X(WeightNorm, "weight_norm", KindFacts(1).step("read a param's current (reparametrized) value"), \
+    R(Axes))                                                                                       \
+    /* parametrization */                                                                          \
+  X(WeightDropout, "weight_dropout",                                                               \
+    KindFacts(1).step("depend on the train flag (weight dropout or noise)"),                       \
+    R(Rate))                                                                                       \
+    /* rate */                                                                                     \
+  X(WeightNoise, "weight_noise",                                                                   \
+    KindFacts(1).step("depend on the train flag (weight dropout or noise)"),                       \
+    R(Stddev))                                                                                     \
+    /* stddev */                                                                                   \
+  X(ScaleGrad, "scale_grad", KindFacts(1).step(),                                                  \
+    R(Scale))                                                                                      \
+    /* identity forward; gradient times scale */                                                   \
+  X(Reduce, "reduce", KindFacts(1).pure(),                                                         \
+    R(Mode) R(Axes))                                                                               \
+    /* attrs mode, axes */                                                                         \
+  X(Normalize, "normalize", KindFacts(1).pure(),                                                   \
+    R(Axes) R(Epsilon))                                                                            \
+    /* (x - mean) / sqrt(var + epsilon) */                                                         \
+  X(Gather, "gather", KindFacts(2).pure(),                                                         \
+    R(Axis))                                                                                       \
+    /* x, sparse indices into attr axis */                                                         \
+  X(Concat, "concat", KindFacts(2).pure(),                                                         \
+    R(AxisA) R(AxisB) R(OutDim))                                                                   \
+    /* a, b along axis_a, axis_b into out_dim */                                                   \
+  X(Softmax, "softmax", KindFacts(1).pure(),                                                       \
+    R(Axis) R(Log))                                                                                \
+    /* over attr axis; attr log */                                                                 \
+  X(SelfAttention, "self_attention", KindFacts(KindFacts::kVariadic).step(),                       \
+    R(Axis) R(NumHeads) R(KeyDim) R(OutDim) R(Causal) O(AttDropout) O(Clipping))                   \
+    /* x, qkv weight[, rel-pos table] */                                                           \
+  X(Conv, "conv", KindFacts(3).step(),                                                             \
+    R(Axes) R(OutAxes) R(Strides) R(Dilation) R(Padding) R(Groups))                                \
+    /* x, W [kernels..., in/groups, out], b */                                                     \
+  X(RegressionLoss, "regression_loss", KindFacts(2).step().loss(1),                                \
+    O(Normalize) O(Scale) R(Mode))                                                                 \
+    /* pred, target; mode */                                                                       \
+  X(Slice, "slice", KindFacts(1).pure(),                                                           \
+    R(Axis) R(Start) R(OutDim))                                                                    \
+    /* [start, start+|out_dim|) of attr axis */                                                    \
+  X(SplitDims, "split_dims", KindFacts(1).pure(),                                                  \
+    R(Axis) R(DimsAttr))                                                                           \
+    /* attr axis into attr dims */                                                                 \
+  X(MergeDims, "merge_dims", KindFacts(1).pure(),                                                  \
+    R(Axes) R(OutDim))                                                                             \
+    /* attr axes into attr out_dim */                                                              \
+  X(Pool, "pool", KindFacts(1).step(),                                                             \
+    R(Mode) R(Axes) R(OutAxes) R(Size) R(Strides) R(Padding))                                      \
+    /* attrs mode, axes, out_axes, size, ... */                                                    \
+  X(BatchNorm, "batch_norm", KindFacts(5).step(),                                                  \
+    R(Axis) R(Epsilon) R(Momentum))                                                                \
+    /* x, mean, var, scale, bias; attr axis */                                                     \
+  X(CtcLoss, "ctc_loss", KindFacts(2).step().loss(1),                                              \
+    O(Normalize) O(Scale) R(Axis))                                                                 \
+    /* logits (classes + blank), targets */                                                        \
+  X(ShiftAxis, "shift_axis", KindFacts(1).step(),                                                  \
+    R(Axis) R(Amount) O(PadValue))                                                                 \
+    /* shift along axis by amount, zero padded */                                                  \
+  X(SeqMask, "seq_mask", KindFacts(1).step(),                                                      \
+    R(Axis) R(Value))                                                                              \
+    /* frames past the length set to value */                                                      \
+  X(PosEncoding, "pos_encoding", KindFacts(1).step(),                                              \
+    O(Loop) R(Axis))                                                                               \
+    /* x + sinusoidal position signal */                                                           \
+  X(CustomLoss, "custom_loss", KindFacts(1).step().loss(),                                         \
+    O(Scale) O(AsError) O(Normalize))                                                              \
+    /* any value, summed over frames */                                                            \
+  X(LoopUnstack, "loop_unstack", KindFacts(1).step(),                                              \
+    R(Loop) R(Axis))                                                                               \
+    /* loop: the current frame of x */                                                             \
+  X(LoopState, "loop_state", KindFacts(1).step(),                                                  \
+    R(Loop) R(Axis) R(DimsAttr))                                                                   \
+    /* loop: a state's previous value; initial */                                                  \
+  X(LoopNext, "loop_next", KindFacts(2).step(),                                                    \
+    R(Loop))                                                                                       \
+    /* loop: (state, value): the next value */                                                     \
+  X(LoopStack, "loop_stack", KindFacts(1).step(),                                                  \
+    R(Loop) R(Axis))                                                                               \
+    /* after loop: frames stacked along axis */                                                    \
+  X(Range, "range", KindFacts(KindFacts::kVariadic).pure(),                                        \
+    R(DimAttr))                                                                                    \
+    /* 0, 1, ... along attr dim */                                                                 \
+  X(Compare, "compare", KindFacts(2).pure(),                                                       \
+    R(Op))                                                                                         \
+    /* a op b elementwise (attr op), bool */                                                       \
+  X(Cast, "cast", KindFacts(1).pure(),                                                             \
+    R(DType))                                                                                      \
+    /* x as attr dtype (dense) */                                                                  \
+  X(Where, "where", KindFacts(3).pure())                                                           \
+    /* cond ? a : b (both evaluated) */                                                            \
+  X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag"))                        \
+    /* scalar bool */                                                                              \
+  X(TrainStep, "train_step", KindFacts(0).step("read the global train step"))                      \
+    /* scalar int64 */                                                                             \
+  X(MaskedSelect, "masked_select", KindFacts(2).step(),                                            \
+    R(Axis) R(OutDim))                                                                             \
+    /* x, mask: the frames along attr axis where mask (within the lengths), packed into attr */    \
+    /* out_dim */                                                                                  \
+  X(Length, "length", KindFacts(1).step("read sequence lengths"),                                  \
+    R(Axis))                                                                                       \
+    /* of x along attr axis: int32 [B] */                                                          \
+  X(LoopEnd, "loop_end", KindFacts(2).step(),                                                      \
+    R(Loop) R(Axis))                                                                               \
+    /* loop over a new axis: (done, max_len): a sequence ends after the frame where done; at */    \
+    /* most max_len frames */                                                                      \
+  X(Choice, "choice", KindFacts(1).step(),                                                         \
+    R(Loop) R(DimAttr))                                                                            \
+    /* loop, search only: the labels over attr dim that the beam search keeps (log-probs in); */   \
+    /* states follow their beams */                                                                \
+  X(CumConcat, "cum_concat", KindFacts(1).step(),                                                  \
+    R(Loop) R(Axis) R(OutDim))                                                                     \
+    /* loop: x's frames so far along attr out_dim */                                               \
+  X(LstmFinal, "lstm_final", KindFacts(1).step(),                                                  \
+    R(State))                                                                                      \
+    /* an lstm's state (attr state: h or c) after each sequence's last frame */                    \
+  X(Cond, "cond", KindFacts(3).step(),                                                             \
+    R(Cond))                                                                                       \
+    /* (pred, then, else): computes only the branch pred picks; the nodes with attrs cond = */     \
+    /* this one's, branch 0 (then) or 1 (else) */                                                  \
+  X(TransposedConv, "transposed_conv", KindFacts(KindFacts::kVariadic).step(),                     \
+    R(Axes) R(OutAxes) R(Strides) R(Padding))                                                      \
+    /* x, W [kernels..., out, in][, b [out]]: attr axes upsampled by their strides */              \
+  X(ReplaceDim, "replace_dim", KindFacts(KindFacts::kVariadic).step(),                             \
+    R(Axis) R(OutDim))                                                                             \
+    /* x[, like]: x's attr axis becomes attr out_dim (a dim of like: its lengths; without like */  \
+    /* a static one of the same size, or a new dynamic one with the axis's lengths); frames */     \
+    /* past the new lengths become padding */                                                      \
+  X(LogicalNot, "logical_not", KindFacts(1).pure())                                                \
+    /* not x (bool) */                                                                             \
+  X(Cumsum, "cumsum", KindFacts(1).pure(),                                                         \
+    R(Axis))                                                                                       \
+    /* running sum along attr axis */                                                              \
+  X(TopK, "top_k", KindFacts(1).pure(),                                                            \
+    R(Axis) R(KDim) R(Indices))                                                                    \
+    /* the k largest along static attr axis into attr k_dim, descending: values, or with attr */   \
+    /* indices their int32 indices */                                                              \
+  X(Pad, "pad", KindFacts(1).pure(),                                                               \
+    R(Axis) R(Left) R(Right) R(Value) R(OutDim))                                                   \
+    /* attr axis padded by left / right frames of value into attr out_dim (a dynamic axis: */      \
+    /* after each sequence's end) */                                                               \
+  X(Stack, "stack", KindFacts(KindFacts::kVariadic).pure(),                                        \
+    R(OutDim))                                                                                     \
+    /* inputs of one type stacked along the new static attr out_dim (its size: their number), */   \
+    /* last */                                                                                     \
+  X(Window, "window", KindFacts(1).step(),                                                         \
+    R(Axis) R(WindowDim) R(OutAxis) R(Stride) R(Padding))                                          \
+    /* the frames of attr axis around each (attr window_dim, after the axis; padding same: */      \
+    /* centered, or valid), every attr stride-th into attr out_axis */                             \
+  X(Reverse, "reverse", KindFacts(1).pure(),                                                       \
+    R(Axis))                                                                                       \
+    /* attr axis reversed within each sequence's length (the padding stays after the end) */       \
+  X(SliceAt, "slice_at", KindFacts(2).pure(),                                                      \
+    R(Axis) R(OutDim))                                                                             \
+    /* x, start (int32 [B]): dynamic attr axis from each sequence's start, |attr out_dim| */       \
+    /* entries (static; 0 past the end) */                                                         \
+  X(InverseWindow, "inverse_window", KindFacts(2).pure(),                                          \
+    R(Axis) R(WindowDim) R(OutAxis) R(Stride) R(WindowLeft) R(OverlapDim) R(MergedDim))            \
+    /* x (windows), like: the windows of attr axis (attr window_dim, attr stride, attr */          \
+    /* window_left) averaged back into the frames of like's attr out_axis; attrs overlap_dim */    \
+    /* (windows per frame at most), merged_dim (axis x window) */                                  \
+  X(Repeat, "repeat", KindFacts(2).step(),                                                         \
+    R(Axis) R(OutDim))                                                                             \
+    /* x, repetitions (int32 over attr axis, or a scalar): each frame of attr axis that many */    \
+    /* times, into the new dynamic attr out_dim */                                                 \
+  X(RawLayer, "raw_layer", KindFacts(KindFacts::kVariadic).step(),                                 \
+    R(Layer) R(LayerDims) R(OutDims) R(DType) O(SparseDim))                                        \
+    /* a RETURNN TF layer retc does not know: attr layer (JSON; "$k": attr layer_dims[k]) on */    \
+    /* the inputs, of the declared attrs out_dims, dtype[, sparse_dim] */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \
@@ -187,14 +299,14 @@ struct KindFacts {
   RETC_FOR_EACH_NONBINARY_KIND(X)
 
 enum class NodeKind {
-#define RETC_X(E, S, F) k##E,
+#define RETC_X(E, S, F, ...) k##E,
   RETC_FOR_EACH_NODE_KIND(RETC_X)
 #undef RETC_X
 };
 
 /// The elementwise binary ops, for a target's exhaustive switch.
 enum class BinaryOp {
-#define RETC_X(E, S, F) k##E,
+#define RETC_X(E, S, F, ...) k##E,
   RETC_FOR_EACH_BINARY_KIND(RETC_X)
 #undef RETC_X
 };
@@ -202,6 +314,17 @@ enum class BinaryOp {
 absl::string_view node_kind_name(NodeKind k);
 std::optional<NodeKind> parse_node_kind(absl::string_view s);
 const KindFacts& kind_facts(NodeKind k);
+
+/// One attribute a kind takes (the kind list's R(Tag) / O(Tag)).
+struct AttrDecl {
+  AttrKey key;
+  bool required;
+};
+/// The attributes `k` takes, in declaration order (cond and branch besides).
+absl::Span<const AttrDecl> kind_attrs(NodeKind k);
+/// OK, or InvalidArgument naming the kind and the first attribute that is
+/// missing, undeclared or of the wrong type.
+absl::Status check_attrs(NodeKind k, const Attrs& attrs);
 /// The binary op of an elementwise binary kind; nullopt for other kinds.
 std::optional<BinaryOp> binary_op(NodeKind k);
 

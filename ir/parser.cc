@@ -527,12 +527,22 @@ class Parser {
     if (at_punct('{')) {
       ++pos_;
       while (!at_punct('}')) {
-        ASSIGN_OR_RETURN(auto key, take(Tok::kId, "an attribute name"));
+        ASSIGN_OR_RETURN(auto key_name, take(Tok::kId, "an attribute name"));
+        const std::optional<AttrKey> key = parse_attr_key(key_name);
+        if (!key) {
+          --pos_;
+          return error(absl::StrCat("unknown attribute '", key_name, "'"));
+        }
         RETURN_IF_ERROR(expect_punct('='));
         ASSIGN_OR_RETURN(auto v, attr_value());
-        if (spec.attrs.find(key))
-          return error(absl::StrCat("attribute '", key, "' is given twice"));
-        spec.attrs.set(key, std::move(v));
+        // An integer literal where the declaration says a number (value=1).
+        if (const int64_t* i = std::get_if<int64_t>(&v);
+            i && attr_type_index(*key) == AttrValue(0.0).index()) {
+          v = static_cast<double>(*i);
+        }
+        if (spec.attrs.find(*key))
+          return error(absl::StrCat("attribute '", key_name, "' is given twice"));
+        spec.attrs.set(*key, std::move(v));
         if (!at_punct('}') && !expect_punct(',').ok()) return error("expected ',' or '}'");
       }
       ++pos_;

@@ -99,7 +99,8 @@ std::string print(const Graph& g, const PrintOptions& opts) {
     }
     if (!n.attrs.items().empty()) {
       std::vector<std::string> parts;
-      for (const auto& [key, v] : n.attrs.items()) parts.push_back(key + "=" + attr_str(t, v));
+      for (const auto& [key, v] : n.attrs.items())
+        parts.push_back(absl::StrCat(attr_key_name(key), "=", attr_str(t, v)));
       absl::StrAppend(&out, " {", absl::StrJoin(parts, ", "), "}");
     }
     absl::StrAppend(&out, " : ", type_str(t, n.type), " stage=", stage_name(n.stage));

@@ -18,21 +18,4 @@ absl::string_view stage_name(Stage s) {
   return "?";
 }
 
-void Attrs::set(std::string key, AttrValue v) {
-  for (auto& [k, old] : items_) {
-    if (k == key) {
-      old = std::move(v);
-      return;
-    }
-  }
-  items_.emplace_back(std::move(key), std::move(v));
-}
-
-const AttrValue* Attrs::find(absl::string_view key) const {
-  for (const auto& [k, v] : items_) {
-    if (k == key) return &v;
-  }
-  return nullptr;
-}
-
 }  // namespace retc::ir

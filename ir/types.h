@@ -1,4 +1,4 @@
-// TensorType, attributes, stages: the value-level vocabulary of the IR.
+// TensorType, stages (attributes: attrs.h): the value-level vocabulary of the IR.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "ir/attrs.h"
 #include "ir/dim.h"
 #include "ir/dtype.h"
 
@@ -28,29 +29,5 @@ struct TensorType {
 /// When a node is evaluated. See "Stages" in DESIGN.md.
 enum class Stage { kParamInit, kStep };
 absl::string_view stage_name(Stage s);
-
-/// Ints lists (strides, window sizes) print as `(2, 1)`; dim lists as `[...]`.
-using AttrValue =
-    std::variant<bool, int64_t, double, std::string, Dim, std::vector<Dim>, std::vector<int64_t>>;
-
-/// Node attributes, in insertion order (printing and emission follow it).
-class Attrs {
- public:
-  Attrs() = default;
-  Attrs(std::initializer_list<std::pair<std::string, AttrValue>> items) : items_(items) {}
-
-  void set(std::string key, AttrValue v);
-  const AttrValue* find(absl::string_view key) const;
-  template <class T>
-  const T* get(absl::string_view key) const {
-    const AttrValue* v = find(key);
-    return v ? std::get_if<T>(v) : nullptr;
-  }
-  const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
-  bool operator==(const Attrs&) const = default;
-
- private:
-  std::vector<std::pair<std::string, AttrValue>> items_;
-};
 
 }  // namespace retc::ir

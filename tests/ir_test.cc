@@ -11,7 +11,7 @@ namespace {
 
 NodeId data(Graph& g, std::vector<Dim> dims, std::string key = "data") {
   NodeSpec s;
-  s.attrs.set("key", key);
+  s.attrs.set<ir::attr::Key>(key);
   s.type = TensorType{std::move(dims), DType::kFloat32, std::nullopt};
   return *g.add(NodeKind::kData, {}, std::move(s));
 }
@@ -45,11 +45,12 @@ TEST_CASE("the factory infers types and rejects ill-typed nodes") {
   Dim t = Dim::spatial("time"), in = Dim::feature("in", 3), out = Dim::feature("out", 5);
   NodeId x = data(g, {Dim::batch(), t, in});
   NodeId w = param(g, "w", {in, out});
-  auto y = g.add(NodeKind::kDot, {x, w}, NodeSpec{Attrs{{"reduce", std::vector<Dim>{in}}}});
+  auto y = g.add(NodeKind::kDot, {x, w}, NodeSpec{Attrs{ir::attr::Reduce{std::vector<Dim>{in}}}});
   REQUIRE(y.ok());
   CHECK(g.node(*y).type.dims == std::vector<Dim>{Dim::batch(), t, out});
 
-  auto bad = g.add(NodeKind::kDot, {x, w}, NodeSpec{Attrs{{"reduce", std::vector<Dim>{out}}}});
+  auto bad =
+      g.add(NodeKind::kDot, {x, w}, NodeSpec{Attrs{ir::attr::Reduce{std::vector<Dim>{out}}}});
   REQUIRE(!bad.ok());
   CHECK_THAT(std::string(bad.status().message()), Catch::Contains("must be in both operands"));
 
@@ -57,17 +58,34 @@ TEST_CASE("the factory infers types and rejects ill-typed nodes") {
   CHECK(!no_attr.ok());
   auto arity = g.add(NodeKind::kAdd, {x}, NodeSpec{});
   CHECK(!arity.ok());
-  auto act = g.add(NodeKind::kActivation, {x}, NodeSpec{Attrs{{"func", std::string("nope")}}});
+  auto act =
+      g.add(NodeKind::kActivation, {x}, NodeSpec{Attrs{ir::attr::Func{std::string("nope")}}});
   CHECK(!act.ok());
-  auto drop = g.add(NodeKind::kDropout, {x}, NodeSpec{Attrs{{"rate", -0.5}}});
+  auto drop =
+      g.add(NodeKind::kDropout, {x}, NodeSpec{Attrs{ir::attr::Rate{-0.5}, ir::attr::Axes{{in}}}});
   REQUIRE(!drop.ok());
   CHECK_THAT(std::string(drop.status().message()), Catch::Contains("[0, 1)"));
+  // The kind list declares dropout's attributes: a missing, an undeclared
+  // or a mistyped one is an error naming it.
+  auto no_axes = g.add(NodeKind::kDropout, {x}, NodeSpec{Attrs{ir::attr::Rate{0.1}}});
+  REQUIRE(!no_axes.ok());
+  CHECK(no_axes.status().message() == "dropout needs attribute 'axes' (a dim list)");
+  auto extra = g.add(NodeKind::kDropout, {x},
+                     NodeSpec{Attrs{ir::attr::Rate{0.1}, ir::attr::Axes{{in}}, ir::attr::Seed{1}}});
+  REQUIRE(!extra.ok());
+  CHECK(extra.status().message() == "dropout takes no attribute 'seed'");
+  ir::Attrs mistyped{ir::attr::Axes{{in}}};
+  mistyped.set(ir::AttrKey::kRate, ir::AttrValue(int64_t{1}));
+  auto typed = g.add(NodeKind::kDropout, {x}, NodeSpec{mistyped});
+  REQUIRE(!typed.ok());
+  CHECK(typed.status().message() == "dropout: attribute 'rate' must be a number");
   auto dangling = g.add(NodeKind::kAdd, {x, NodeId{99}}, NodeSpec{});
   CHECK(!dangling.ok());
   // A variadic kind with too few inputs is an error before any input is read
   // (the parser fuzzer found an lstm with two).
-  auto lstm = g.add(NodeKind::kLstm, {x, w},
-                    NodeSpec{Attrs{{"axis", t}, {"out_dim", out}, {"direction", int64_t{1}}}});
+  auto lstm = g.add(
+      NodeKind::kLstm, {x, w},
+      NodeSpec{Attrs{ir::attr::Axis{t}, ir::attr::OutDim{out}, ir::attr::Direction{int64_t{1}}}});
   REQUIRE(!lstm.ok());
   CHECK_THAT(std::string(lstm.status().message()), Catch::Contains("needs x, W, W_re, b"));
 }
@@ -98,7 +116,7 @@ TEST_CASE("the verifier rejects a param-init node that reads data, naming the so
   Graph g;
   Dim f = Dim::feature("f", 3);
   NodeId x = data(g, {Dim::batch(), f});
-  NodeSpec s{Attrs{{"func", std::string("tanh")}}};
+  NodeSpec s{Attrs{ir::attr::Func{std::string("tanh")}}};
   s.stage = Stage::kParamInit;
   s.loc = SourceLoc{"model.cc", 12, 5};
   REQUIRE(g.add(NodeKind::kActivation, {x}, s).ok());  // the factory checks types only
@@ -112,7 +130,7 @@ TEST_CASE("the verifier rejects a param-init node reading a param's current valu
   Graph g;
   Dim f = Dim::feature("f", 3);
   NodeId w = param(g, "w", {f});
-  NodeSpec s{Attrs{{"func", std::string("tanh")}}};
+  NodeSpec s{Attrs{ir::attr::Func{std::string("tanh")}}};
   s.stage = Stage::kParamInit;
   REQUIRE(g.add(NodeKind::kActivation, {w}, s).ok());
   absl::Status st = verify(g);
@@ -142,7 +160,8 @@ TEST_CASE("dce removes dead nodes, keeps roots, and reports whether it changed")
   Dim t = Dim::spatial("time"), f = Dim::feature("f", 3);
   NodeId x = data(g, {Dim::batch(), t, f});
   NodeId w = param(g, "w", {f});
-  NodeId dead = *g.add(NodeKind::kActivation, {x}, NodeSpec{Attrs{{"func", std::string("relu")}}});
+  NodeId dead =
+      *g.add(NodeKind::kActivation, {x}, NodeSpec{Attrs{ir::attr::Func{std::string("relu")}}});
   NodeId live = *g.add(NodeKind::kAdd, {x, w}, NodeSpec{});
   (void)dead;
   g.add_mark(Mark{Mark::Kind::kOutput, live, "output", {}});
@@ -184,7 +203,8 @@ TEST_CASE("replace_all_uses redirects inputs and marks") {
   Dim f = Dim::feature("f", 3);
   NodeId x = data(g, {Dim::batch(), f});
   NodeId y = data(g, {Dim::batch(), f}, "other");
-  NodeId a = *g.add(NodeKind::kActivation, {x}, NodeSpec{Attrs{{"func", std::string("relu")}}});
+  NodeId a =
+      *g.add(NodeKind::kActivation, {x}, NodeSpec{Attrs{ir::attr::Func{std::string("relu")}}});
   g.add_mark(Mark{Mark::Kind::kOutput, x, "output", {}});
   g.replace_all_uses(x, y);
   CHECK(g.node(a).inputs[0] == y);

@@ -369,11 +369,11 @@ TEST_CASE("stochastic depth drops the branch per sequence; gradient scale and st
   for (const ir::Node& n : g.nodes()) {
     if (n.kind == ir::NodeKind::kDropout) {
       found = true;
-      CHECK(*n.attrs.get<double>("rate") == 0.3);
-      CHECK(*n.attrs.get<std::vector<Dim>>("axes") == std::vector<Dim>{Dim::batch()});
+      CHECK(n.attrs.get<ir::attr::Rate>() == 0.3);
+      CHECK(n.attrs.get<ir::attr::Axes>() == std::vector<Dim>{Dim::batch()});
     }
     if (n.kind == ir::NodeKind::kScaleGrad) {
-      double sc = *n.attrs.get<double>("scale");
+      double sc = n.attrs.get<ir::attr::Scale>();
       CHECK((sc == 0.5 || sc == 0.0));
       ++scales;
     }

@@ -97,6 +97,27 @@ TEST_CASE("parse errors name line and column") {
              Catch::Contains("expected node %0"));
   CHECK_THAT(err("output \"o\" = %3\n"), Catch::Contains("node %3 is not defined"));
   CHECK_THAT(err("dim a = feature \"a\\q\" 3\n"), Catch::Contains("unknown escape"));
+  // Attributes are read against the kind's declaration (ir/attrs.h).
+  const std::string x =
+      "dim a = feature \"a\" 3\n%0 = data {key=\"x\"} : [batch_dim, a] float32 stage=step\n";
+  CHECK_THAT(err(x + "%1 = activation %0 {fun=\"relu\"} : [batch_dim, a] float32 stage=step\n"),
+             Catch::StartsWith("t.ir:3:") && Catch::Contains("unknown attribute 'fun'"));
+  CHECK_THAT(err(x + "%1 = activation %0 {func=\"relu\", seed=1} : [batch_dim, a] float32 "
+                     "stage=step\n"),
+             Catch::Contains("activation takes no attribute 'seed'"));
+  CHECK_THAT(err(x + "%1 = activation %0 {func=1} : [batch_dim, a] float32 stage=step\n"),
+             Catch::Contains("attribute 'func' must be a string"));
+  CHECK_THAT(err(x + "%1 = activation %0 : [batch_dim, a] float32 stage=step\n"),
+             Catch::Contains("activation needs attribute 'func' (a string)"));
+}
+
+TEST_CASE("an integer literal reads as a number where the declaration says one") {
+  auto g = ir::parse(
+      "dim a = feature \"a\" 3\n"
+      "%0 = constant {value=2, shape=[a]} : [a] float32 stage=step\n",
+      "t.ir");
+  REQUIRE(g.ok());
+  CHECK(g->nodes()[0].attrs.get<ir::attr::Value>() == 2.0);
 }
 
 }  // namespace

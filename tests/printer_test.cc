@@ -16,11 +16,11 @@ TEST_CASE("canonical IR of a small graph") {
   ir::Graph g;
   ir::Dim t = ir::Dim::spatial("time"), f = ir::Dim::feature("f\"eat", 3);
   ir::NodeSpec s;
-  s.attrs.set("key", std::string("data"));
+  s.attrs.set<ir::attr::Key>(std::string("data"));
   s.type = ir::TensorType{{ir::Dim::batch(), t, f}, ir::DType::kFloat32, std::nullopt};
   s.loc = ir::SourceLoc{"m.cc", 3, 9};
   ir::NodeId x = *g.add(ir::NodeKind::kData, {}, s);
-  ir::NodeSpec a{ir::Attrs{{"func", std::string("relu")}}};
+  ir::NodeSpec a{ir::Attrs{ir::attr::Func{std::string("relu")}}};
   a.module_path = "enc";
   a.loc = ir::SourceLoc{"m.cc", 4, 1};
   ir::NodeId y = *g.add(ir::NodeKind::kActivation, {x}, a);

@@ -45,7 +45,7 @@ Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DTyp
                          "' is invalid; expected letters, digits, '_', '.' and '-'"));
   }
   for (const ir::Node& n : graph_.nodes()) {
-    if (n.kind == ir::NodeKind::kData && *n.attrs.get<std::string>("key") == key) {
+    if (n.kind == ir::NodeKind::kData && n.attrs.get<ir::attr::Key>() == key) {
       fail(l, absl::StrCat("extern data '", key, "' is declared twice"));
     }
   }
@@ -67,7 +67,7 @@ Tensor Builder::extern_data(std::string key, std::vector<ir::Dim> dims, ir::DTyp
     fail(l, absl::StrCat("extern data '", key, "' is sparse and needs an integer dtype"));
   }
   ir::NodeSpec spec;
-  spec.attrs.set("key", key);
+  spec.attrs.set<ir::attr::Key>(key);
   spec.loc = l;
   spec.type = ir::TensorType{std::move(dims), dtype, std::move(sparse_dim)};
   auto id = graph_.add(ir::NodeKind::kData, {}, std::move(spec));
@@ -113,15 +113,15 @@ void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location l
       ir::NodeKind kind = ir::NodeKind::kWeightNorm;
       switch (r.kind) {
         case Parametrization::Kind::kWeightNorm:
-          rs.attrs.set("axes", r.axes);
+          rs.attrs.set<ir::attr::Axes>(r.axes);
           break;
         case Parametrization::Kind::kWeightDropout:
           kind = ir::NodeKind::kWeightDropout;
-          rs.attrs.set("rate", r.value);
+          rs.attrs.set<ir::attr::Rate>(r.value);
           break;
         case Parametrization::Kind::kWeightNoise:
           kind = ir::NodeKind::kWeightNoise;
-          rs.attrs.set("stddev", r.value);
+          rs.attrs.set<ir::attr::Stddev>(r.value);
           break;
       }
       id = graph_.add(kind, {*id}, std::move(rs));
@@ -174,10 +174,10 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
   }
   // A branch's values are read in that branch, or by its cond node.
   for (ir::NodeId in : ids) {
-    const int64_t* c = graph_.node(in).attrs.get<int64_t>("cond");
+    const int64_t* c = graph_.node(in).attrs.find<ir::attr::Cond>();
     if (!c || graph_.node(in).kind == ir::NodeKind::kCond) continue;
-    const int64_t branch = *graph_.node(in).attrs.get<int64_t>("branch");
-    const int64_t* own = attrs.get<int64_t>("cond");
+    const int64_t branch = graph_.node(in).attrs.get<ir::attr::Branch>();
+    const int64_t* own = attrs.find<ir::attr::Cond>();
     const bool reads_own_branch =
         active_branch_ && active_branch_->first == *c && active_branch_->second == branch;
     if (!reads_own_branch && !(kind == ir::NodeKind::kCond && own && *own == *c)) {
@@ -187,8 +187,8 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
     }
   }
   if (active_branch_) {
-    attrs.set("cond", active_branch_->first);
-    attrs.set("branch", active_branch_->second);
+    attrs.set<ir::attr::Cond>(active_branch_->first);
+    attrs.set<ir::attr::Branch>(active_branch_->second);
   }
   for (const auto& [key, value] : attrs.items()) {
     auto what = [&] { return absl::StrCat(where(), node_kind_name(kind)); };

@@ -11,8 +11,8 @@ Loop::Loop(Builder& b, ir::Dim axis, std::source_location loc)
     : b_(b), axis_(axis), id_(b.begin_loop(axis, ir::SourceLoc::from(loc))) {}
 
 Tensor Loop::unstack(const Tensor& x, std::source_location loc) {
-  return b_.add(ir::NodeKind::kLoopUnstack, {x}, {{"loop", int64_t{id_}}, {"axis", axis_}},
-                ir::SourceLoc::from(loc));
+  return b_.add(ir::NodeKind::kLoopUnstack, {x},
+                {ir::attr::Loop{int64_t{id_}}, ir::attr::Axis{axis_}}, ir::SourceLoc::from(loc));
 }
 
 Tensor Loop::state(const Tensor& initial, std::vector<ir::Dim> dims, std::source_location loc) {
@@ -45,8 +45,10 @@ Tensor Loop::state(const Tensor& initial, std::vector<ir::Dim> dims, std::source
     }
     init = mul(initial, constant(b_, 1.0, missing, sizes, loc), loc);
   }
-  Tensor s = b_.add(ir::NodeKind::kLoopState, {init},
-                    {{"loop", int64_t{id_}}, {"axis", axis_}, {"dims", std::move(dims)}}, l);
+  Tensor s = b_.add(
+      ir::NodeKind::kLoopState, {init},
+      {ir::attr::Loop{int64_t{id_}}, ir::attr::Axis{axis_}, ir::attr::DimsAttr{std::move(dims)}},
+      l);
   b_.add_loop_state(id_, s);
   return s;
 }
@@ -54,7 +56,7 @@ Tensor Loop::state(const Tensor& initial, std::vector<ir::Dim> dims, std::source
 void Loop::next(const Tensor& state, const Tensor& value, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   b_.set_loop_next(id_, state, l);
-  b_.add(ir::NodeKind::kLoopNext, {state, value}, {{"loop", int64_t{id_}}}, l);
+  b_.add(ir::NodeKind::kLoopNext, {state, value}, {ir::attr::Loop{int64_t{id_}}}, l);
 }
 
 void Loop::end(std::source_location loc) {
@@ -83,7 +85,8 @@ void Loop::end(const Tensor& done, const Tensor& max_len, std::source_location l
   }
   if (b_.loop_of(max_len) >= 0)
     fail(l, "loop.end: the maximal length must be computed outside the loop");
-  b_.add(ir::NodeKind::kLoopEnd, {done, max_len}, {{"loop", int64_t{id_}}, {"axis", axis_}}, l);
+  b_.add(ir::NodeKind::kLoopEnd, {done, max_len},
+         {ir::attr::Loop{int64_t{id_}}, ir::attr::Axis{axis_}}, l);
   b_.end_loop(id_, l);
 }
 
@@ -96,19 +99,20 @@ void Loop::end(const Tensor& done, int64_t max_len, std::source_location loc) {
 }
 
 Tensor Loop::choice(const Tensor& log_probs, const ir::Dim& labels, std::source_location loc) {
-  return b_.add(ir::NodeKind::kChoice, {log_probs}, {{"loop", int64_t{id_}}, {"dim", labels}},
+  return b_.add(ir::NodeKind::kChoice, {log_probs},
+                {ir::attr::Loop{int64_t{id_}}, ir::attr::DimAttr{labels}},
                 ir::SourceLoc::from(loc));
 }
 
 Tensor Loop::cum_concat(const Tensor& x, const ir::Dim& out_dim, std::source_location loc) {
   return b_.add(ir::NodeKind::kCumConcat, {x},
-                {{"loop", int64_t{id_}}, {"axis", axis_}, {"out_dim", out_dim}},
+                {ir::attr::Loop{int64_t{id_}}, ir::attr::Axis{axis_}, ir::attr::OutDim{out_dim}},
                 ir::SourceLoc::from(loc));
 }
 
 Tensor Loop::add_positional_encoding(const Tensor& x, std::source_location loc) {
-  return b_.add(ir::NodeKind::kPosEncoding, {x}, {{"loop", int64_t{id_}}, {"axis", axis_}},
-                ir::SourceLoc::from(loc));
+  return b_.add(ir::NodeKind::kPosEncoding, {x},
+                {ir::attr::Loop{int64_t{id_}}, ir::attr::Axis{axis_}}, ir::SourceLoc::from(loc));
 }
 
 Tensor Loop::stack(const Tensor& value, std::source_location loc) {
@@ -118,7 +122,8 @@ Tensor Loop::stack(const Tensor& value, std::source_location loc) {
          "loop.stack: the value is not computed inside this loop (from an unstacked frame or "
          "a state)");
   }
-  return b_.add(ir::NodeKind::kLoopStack, {value}, {{"loop", int64_t{id_}}, {"axis", axis_}}, l);
+  return b_.add(ir::NodeKind::kLoopStack, {value},
+                {ir::attr::Loop{int64_t{id_}}, ir::attr::Axis{axis_}}, l);
 }
 
 }  // namespace retc::nn

@@ -68,12 +68,12 @@ Tensor operator/(const Tensor& a, const Tensor& b) {
 Tensor dot(const Tensor& a, const Tensor& b, std::vector<ir::Dim> reduce,
            std::source_location loc) {
   return builder_of(a, "dot", L(loc))
-      .add(ir::NodeKind::kDot, {a, b}, {{"reduce", std::move(reduce)}}, L(loc));
+      .add(ir::NodeKind::kDot, {a, b}, {ir::attr::Reduce{std::move(reduce)}}, L(loc));
 }
 
 Tensor activation(const Tensor& x, std::string func, std::source_location loc) {
   return builder_of(x, "activation", L(loc))
-      .add(ir::NodeKind::kActivation, {x}, {{"func", std::move(func)}}, L(loc));
+      .add(ir::NodeKind::kActivation, {x}, {ir::attr::Func{std::move(func)}}, L(loc));
 }
 
 Tensor relu(const Tensor& x, std::source_location loc) { return activation(x, "relu", loc); }
@@ -84,7 +84,8 @@ Tensor swish(const Tensor& x, std::source_location loc) { return activation(x, "
 Tensor dropout(const Tensor& x, double rate, std::vector<ir::Dim> axes, std::source_location loc) {
   Builder& b = builder_of(x, "dropout", L(loc));
   if (axes.empty()) axes = x.dims();
-  return b.add(ir::NodeKind::kDropout, {x}, {{"rate", rate}, {"axes", std::move(axes)}}, L(loc));
+  return b.add(ir::NodeKind::kDropout, {x}, {ir::attr::Rate{rate}, ir::attr::Axes{std::move(axes)}},
+               L(loc));
 }
 
 Tensor stochastic_depth(const Tensor& x, const Tensor& branch, double p, std::source_location loc) {
@@ -99,7 +100,7 @@ Tensor stochastic_depth(const Tensor& x, const Tensor& branch, double p, std::so
 
 Tensor scale_gradient(const Tensor& x, double scale, std::source_location loc) {
   return builder_of(x, "scale_gradient", L(loc))
-      .add(ir::NodeKind::kScaleGrad, {x}, {{"scale", scale}}, L(loc));
+      .add(ir::NodeKind::kScaleGrad, {x}, {ir::attr::Scale{scale}}, L(loc));
 }
 
 Tensor stop_gradient(const Tensor& x, std::source_location loc) {
@@ -107,14 +108,14 @@ Tensor stop_gradient(const Tensor& x, std::source_location loc) {
 }
 
 Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape, std::source_location loc) {
-  return b.add(ir::NodeKind::kConstant, {}, {{"value", value}, {"shape", std::move(shape)}},
-               L(loc));
+  return b.add(ir::NodeKind::kConstant, {},
+               {ir::attr::Value{value}, ir::attr::Shape{std::move(shape)}}, L(loc));
 }
 
 Tensor constant(Builder& b, double value, std::vector<ir::Dim> shape,
                 const std::vector<Tensor>& sizes_from, std::source_location loc) {
-  return b.add(ir::NodeKind::kConstant, sizes_from, {{"value", value}, {"shape", std::move(shape)}},
-               L(loc));
+  return b.add(ir::NodeKind::kConstant, sizes_from,
+               {ir::attr::Value{value}, ir::attr::Shape{std::move(shape)}}, L(loc));
 }
 
 Tensor constant(Builder& b, const std::vector<double>& values, const ir::Dim& dim,
@@ -132,11 +133,13 @@ namespace {
 
 ir::Attrs random_attrs(std::vector<ir::Dim> shape, const std::string& distribution, double a,
                        double b) {
-  const bool uniform = distribution == "uniform";
-  return {{"shape", std::move(shape)},
-          {"distribution", distribution},
-          {uniform ? "minval" : "mean", a},
-          {uniform ? "maxval" : "stddev", b}};
+  ir::Attrs attrs{ir::attr::Shape{std::move(shape)}, ir::attr::Distribution{distribution}};
+  if (distribution == "uniform") {
+    attrs.set<ir::attr::Minval>(a).set<ir::attr::Maxval>(b);
+  } else {
+    attrs.set<ir::attr::Mean>(a).set<ir::attr::Stddev>(b);
+  }
+  return attrs;
 }
 
 void check_random(const std::string& distribution, double a, double b, const char* fn,
@@ -151,7 +154,7 @@ Tensor seeded_random(Builder& b, std::vector<ir::Dim> shape, const std::string& 
                      double p0, double p1, int64_t seed, const char* fn, std::source_location loc) {
   check_random(distribution, p0, p1, fn, loc);
   ir::Attrs attrs = random_attrs(std::move(shape), distribution, p0, p1);
-  attrs.set("seed", seed);
+  attrs.set<ir::attr::Seed>(seed);
   return b.add(ir::NodeKind::kRandom, {}, std::move(attrs), L(loc));
 }
 
@@ -200,56 +203,58 @@ Tensor argmin(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
 Tensor reduce(const Tensor& x, std::string mode, std::vector<ir::Dim> axes,
               std::source_location loc) {
   return builder_of(x, "reduce", L(loc))
-      .add(ir::NodeKind::kReduce, {x}, {{"mode", std::move(mode)}, {"axes", std::move(axes)}},
-           L(loc));
+      .add(ir::NodeKind::kReduce, {x},
+           {ir::attr::Mode{std::move(mode)}, ir::attr::Axes{std::move(axes)}}, L(loc));
 }
 
 Tensor normalize(const Tensor& x, std::vector<ir::Dim> axes, double epsilon,
                  std::source_location loc) {
   return builder_of(x, "normalize", L(loc))
-      .add(ir::NodeKind::kNormalize, {x}, {{"axes", std::move(axes)}, {"epsilon", epsilon}},
-           L(loc));
+      .add(ir::NodeKind::kNormalize, {x},
+           {ir::attr::Axes{std::move(axes)}, ir::attr::Epsilon{epsilon}}, L(loc));
 }
 
 Tensor softmax(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
   return builder_of(x, "softmax", L(loc))
-      .add(ir::NodeKind::kSoftmax, {x}, {{"axis", axis}, {"log", false}}, L(loc));
+      .add(ir::NodeKind::kSoftmax, {x}, {ir::attr::Axis{axis}, ir::attr::Log{false}}, L(loc));
 }
 
 Tensor log_softmax(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
   return builder_of(x, "log_softmax", L(loc))
-      .add(ir::NodeKind::kSoftmax, {x}, {{"axis", axis}, {"log", true}}, L(loc));
+      .add(ir::NodeKind::kSoftmax, {x}, {ir::attr::Axis{axis}, ir::attr::Log{true}}, L(loc));
 }
 
 Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
               std::source_location loc) {
   return builder_of(x, "gather", L(loc))
-      .add(ir::NodeKind::kGather, {x, indices}, {{"axis", axis}}, L(loc));
+      .add(ir::NodeKind::kGather, {x, indices}, {ir::attr::Axis{axis}}, L(loc));
 }
 
 Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
               std::source_location loc) {
   return builder_of(a, "concat", L(loc))
       .add(ir::NodeKind::kConcat, {a, b},
-           {{"axis_a", axis_a}, {"axis_b", axis_b}, {"out_dim", axis_a + axis_b}}, L(loc));
+           {ir::attr::AxisA{axis_a}, ir::attr::AxisB{axis_b}, ir::attr::OutDim{axis_a + axis_b}},
+           L(loc));
 }
 
 Tensor slice(const Tensor& x, const ir::Dim& axis, int64_t start, const ir::Dim& out_dim,
              std::source_location loc) {
   return builder_of(x, "slice", L(loc))
-      .add(ir::NodeKind::kSlice, {x}, {{"axis", axis}, {"start", start}, {"out_dim", out_dim}},
-           L(loc));
+      .add(ir::NodeKind::kSlice, {x},
+           {ir::attr::Axis{axis}, ir::attr::Start{start}, ir::attr::OutDim{out_dim}}, L(loc));
 }
 
 Tensor slice(const Tensor& x, const ir::Dim& axis, const Tensor& start, const ir::Dim& out_dim,
              std::source_location loc) {
   return builder_of(x, "slice", L(loc))
-      .add(ir::NodeKind::kSliceAt, {x, start}, {{"axis", axis}, {"out_dim", out_dim}}, L(loc));
+      .add(ir::NodeKind::kSliceAt, {x, start}, {ir::attr::Axis{axis}, ir::attr::OutDim{out_dim}},
+           L(loc));
 }
 
 Tensor reverse(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
   return builder_of(x, "reverse", L(loc))
-      .add(ir::NodeKind::kReverse, {x}, {{"axis", axis}}, L(loc));
+      .add(ir::NodeKind::kReverse, {x}, {ir::attr::Axis{axis}}, L(loc));
 }
 
 std::vector<Tensor> split(const Tensor& x, const ir::Dim& axis, const std::vector<ir::Dim>& parts,
@@ -272,14 +277,15 @@ std::vector<Tensor> split(const Tensor& x, const ir::Dim& axis, const std::vecto
 Tensor split_dims(const Tensor& x, const ir::Dim& axis, std::vector<ir::Dim> dims,
                   std::source_location loc) {
   return builder_of(x, "split_dims", L(loc))
-      .add(ir::NodeKind::kSplitDims, {x}, {{"axis", axis}, {"dims", std::move(dims)}}, L(loc));
+      .add(ir::NodeKind::kSplitDims, {x},
+           {ir::attr::Axis{axis}, ir::attr::DimsAttr{std::move(dims)}}, L(loc));
 }
 
 Tensor merge_dims(const Tensor& x, std::vector<ir::Dim> axes, const ir::Dim& out_dim,
                   std::source_location loc) {
   return builder_of(x, "merge_dims", L(loc))
-      .add(ir::NodeKind::kMergeDims, {x}, {{"axes", std::move(axes)}, {"out_dim", out_dim}},
-           L(loc));
+      .add(ir::NodeKind::kMergeDims, {x},
+           {ir::attr::Axes{std::move(axes)}, ir::attr::OutDim{out_dim}}, L(loc));
 }
 
 ir::Dim windowed_dim(const ir::Dim& axis, int64_t window, int64_t stride, int64_t dilation,
@@ -304,30 +310,27 @@ Tensor pool(const Tensor& x, std::string mode, std::vector<ir::Dim> axes, std::v
       out_axes.push_back(windowed_dim(axes[i], size[i], strides[i], 1, padding));
   }
   return b.add(ir::NodeKind::kPool, {x},
-               {{"mode", std::move(mode)},
-                {"axes", std::move(axes)},
-                {"out_axes", std::move(out_axes)},
-                {"size", std::move(size)},
-                {"strides", std::move(strides)},
-                {"padding", std::move(padding)}},
+               {ir::attr::Mode{std::move(mode)}, ir::attr::Axes{std::move(axes)},
+                ir::attr::OutAxes{std::move(out_axes)}, ir::attr::Size{std::move(size)},
+                ir::attr::Strides{std::move(strides)}, ir::attr::Padding{std::move(padding)}},
                L(loc));
 }
 
 Tensor shift_right(const Tensor& x, const ir::Dim& axis, int64_t amount, double pad_value,
                    std::source_location loc) {
-  ir::Attrs attrs{{"axis", axis}, {"amount", amount}};
-  if (pad_value != 0.0) attrs.set("pad_value", pad_value);
+  ir::Attrs attrs{ir::attr::Axis{axis}, ir::attr::Amount{amount}};
+  if (pad_value != 0.0) attrs.set<ir::attr::PadValue>(pad_value);
   return builder_of(x, "shift_right", L(loc)).add(ir::NodeKind::kShiftAxis, {x}, attrs, L(loc));
 }
 
 Tensor add_positional_encoding(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
   return builder_of(x, "add_positional_encoding", L(loc))
-      .add(ir::NodeKind::kPosEncoding, {x}, {{"axis", axis}}, L(loc));
+      .add(ir::NodeKind::kPosEncoding, {x}, {ir::attr::Axis{axis}}, L(loc));
 }
 
 Tensor mask_padding(const Tensor& x, const ir::Dim& axis, double value, std::source_location loc) {
   return builder_of(x, "mask_padding", L(loc))
-      .add(ir::NodeKind::kSeqMask, {x}, {{"axis", axis}, {"value", value}}, L(loc));
+      .add(ir::NodeKind::kSeqMask, {x}, {ir::attr::Axis{axis}, ir::attr::Value{value}}, L(loc));
 }
 
 Tensor train_flag(Builder& b, std::source_location loc) {
@@ -339,22 +342,22 @@ Tensor global_train_step(Builder& b, std::source_location loc) {
 }
 
 Tensor range(Builder& b, const ir::Dim& dim, std::source_location loc) {
-  return b.add(ir::NodeKind::kRange, {}, {{"dim", dim}}, L(loc));
+  return b.add(ir::NodeKind::kRange, {}, {ir::attr::DimAttr{dim}}, L(loc));
 }
 
 Tensor range_in_axis(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
   return builder_of(x, "range_in_axis", L(loc))
-      .add(ir::NodeKind::kRange, {x}, {{"dim", axis}}, L(loc));
+      .add(ir::NodeKind::kRange, {x}, {ir::attr::DimAttr{axis}}, L(loc));
 }
 
 Tensor compare(const Tensor& a, const Tensor& b, std::string op, std::source_location loc) {
   return builder_of(a, "compare", L(loc))
-      .add(ir::NodeKind::kCompare, {a, b}, {{"op", std::move(op)}}, L(loc));
+      .add(ir::NodeKind::kCompare, {a, b}, {ir::attr::Op{std::move(op)}}, L(loc));
 }
 
 Tensor cast(const Tensor& x, ir::DType dtype, std::source_location loc) {
   return builder_of(x, "cast", L(loc))
-      .add(ir::NodeKind::kCast, {x}, {{"dtype", std::string(ir::dtype_name(dtype))}}, L(loc));
+      .add(ir::NodeKind::kCast, {x}, {ir::attr::DType{std::string(ir::dtype_name(dtype))}}, L(loc));
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc) {
@@ -362,20 +365,22 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_l
 }
 
 Tensor length(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
-  return builder_of(x, "length", L(loc)).add(ir::NodeKind::kLength, {x}, {{"axis", axis}}, L(loc));
+  return builder_of(x, "length", L(loc))
+      .add(ir::NodeKind::kLength, {x}, {ir::attr::Axis{axis}}, L(loc));
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
                      const ir::Dim& out_axis, std::source_location loc) {
   return builder_of(x, "masked_select", L(loc))
-      .add(ir::NodeKind::kMaskedSelect, {x, mask}, {{"axis", axis}, {"out_dim", out_axis}}, L(loc));
+      .add(ir::NodeKind::kMaskedSelect, {x, mask},
+           {ir::attr::Axis{axis}, ir::attr::OutDim{out_axis}}, L(loc));
 }
 
 Tensor repeat(const Tensor& x, const ir::Dim& axis, const Tensor& repetitions,
               const ir::Dim& out_axis, std::source_location loc) {
   return builder_of(x, "repeat", L(loc))
-      .add(ir::NodeKind::kRepeat, {x, repetitions}, {{"axis", axis}, {"out_dim", out_axis}},
-           L(loc));
+      .add(ir::NodeKind::kRepeat, {x, repetitions},
+           {ir::attr::Axis{axis}, ir::attr::OutDim{out_axis}}, L(loc));
 }
 
 Tensor repeat(const Tensor& x, const ir::Dim& axis, int64_t repetitions, const ir::Dim& out_axis,
@@ -420,7 +425,7 @@ Tensor cond(const Tensor& pred, const std::function<Tensor()>& then_fn,
   Tensor c = else_fn();
   b.end_cond();
   if (!a.defined() || !c.defined()) fail(L(loc), "cond: a branch returned no value");
-  return b.add(ir::NodeKind::kCond, {pred, a, c}, {{"cond", int64_t{id}}}, L(loc));
+  return b.add(ir::NodeKind::kCond, {pred, a, c}, {ir::attr::Cond{int64_t{id}}}, L(loc));
 }
 
 Tensor one_hot(const Tensor& ids, std::source_location loc) {
@@ -440,15 +445,15 @@ namespace {
 ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::SourceLoc& loc) {
   if (opts.as_error) fail(loc, "as_error applies to custom_loss only");
   ir::Attrs a;
-  if (opts.normalize) a.set("normalize", true);
-  if (opts.scale != 1.0) a.set("scale", opts.scale);
+  if (opts.normalize) a.set<ir::attr::Normalize>(true);
+  if (opts.scale != 1.0) a.set<ir::attr::Scale>(opts.scale);
   if (opts.label_smoothing != 0.0) {
     if (!cross_entropy) fail(loc, "label smoothing applies to the cross-entropy loss only");
-    a.set("label_smoothing", opts.label_smoothing);
+    a.set<ir::attr::LabelSmoothing>(opts.label_smoothing);
   }
   if (opts.focal_loss_factor != 0.0) {
     if (!cross_entropy) fail(loc, "the focal loss factor applies to the cross-entropy loss only");
-    a.set("focal_loss_factor", opts.focal_loss_factor);
+    a.set<ir::attr::FocalLossFactor>(opts.focal_loss_factor);
   }
   return a;
 }
@@ -456,7 +461,7 @@ ir::Attrs loss_attrs(const LossOptions& opts, bool cross_entropy, const ir::Sour
 Tensor regression_loss(const Tensor& prediction, const Tensor& target, const char* mode,
                        const LossOptions& opts, std::source_location loc) {
   ir::Attrs attrs = loss_attrs(opts, false, L(loc));
-  attrs.set("mode", std::string(mode));
+  attrs.set<ir::attr::Mode>(std::string(mode));
   return builder_of(prediction, "regression loss", L(loc))
       .add(ir::NodeKind::kRegressionLoss, {prediction, target}, std::move(attrs), L(loc));
 }
@@ -472,7 +477,7 @@ Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOp
 Tensor ctc_loss(const Tensor& logits, const Tensor& targets, const ir::Dim& axis, LossOptions opts,
                 std::source_location loc) {
   ir::Attrs attrs = loss_attrs(opts, false, L(loc));
-  attrs.set("axis", axis);
+  attrs.set<ir::attr::Axis>(axis);
   return builder_of(logits, "ctc_loss", L(loc))
       .add(ir::NodeKind::kCtcLoss, {logits, targets}, std::move(attrs), L(loc));
 }
@@ -483,9 +488,9 @@ Tensor custom_loss(const Tensor& value, LossOptions opts, std::source_location l
   if (opts.focal_loss_factor != 0.0)
     fail(L(loc), "the focal loss factor applies to the cross-entropy loss only");
   ir::Attrs attrs;
-  if (opts.scale != 1.0) attrs.set("scale", opts.scale);
-  if (opts.as_error) attrs.set("as_error", true);
-  if (opts.normalize) attrs.set("normalize", true);
+  if (opts.scale != 1.0) attrs.set<ir::attr::Scale>(opts.scale);
+  if (opts.as_error) attrs.set<ir::attr::AsError>(true);
+  if (opts.normalize) attrs.set<ir::attr::Normalize>(true);
   return builder_of(value, "custom_loss", L(loc))
       .add(ir::NodeKind::kCustomLoss, {value}, std::move(attrs), L(loc));
 }
@@ -512,29 +517,28 @@ Tensor lstm(const Tensor& x, const Tensor& w, const Tensor& w_re, const Tensor& 
   }
   return builder_of(x, "lstm", L(loc))
       .add(ir::NodeKind::kLstm, inputs,
-           {{"axis", axis}, {"out_dim", out_dim}, {"direction", int64_t{backward ? -1 : 1}}},
+           {ir::attr::Axis{axis}, ir::attr::OutDim{out_dim},
+            ir::attr::Direction{int64_t{backward ? -1 : 1}}},
            L(loc));
 }
 
 Tensor lstm_final_state(const Tensor& lstm_out, const std::string& state,
                         std::source_location loc) {
   return builder_of(lstm_out, "lstm_final_state", L(loc))
-      .add(ir::NodeKind::kLstmFinal, {lstm_out}, {{"state", state}}, L(loc));
+      .add(ir::NodeKind::kLstmFinal, {lstm_out}, {ir::attr::State{state}}, L(loc));
 }
 
 Tensor fused_self_attention(const Tensor& x, const Tensor& qkv, const Tensor* rel_pos,
                             const ir::Dim& axis, const FusedAttention& a,
                             std::source_location loc) {
-  ir::Attrs attrs{{"axis", axis},
-                  {"num_heads", a.num_heads},
-                  {"key_dim", a.key_dim},
-                  {"out_dim", a.value_dim},
-                  {"causal", a.causal}};
-  if (a.att_dropout != 0.0) attrs.set("att_dropout", a.att_dropout);
+  ir::Attrs attrs{ir::attr::Axis{axis}, ir::attr::NumHeads{a.num_heads},
+                  ir::attr::KeyDim{a.key_dim}, ir::attr::OutDim{a.value_dim},
+                  ir::attr::Causal{a.causal}};
+  if (a.att_dropout != 0.0) attrs.set<ir::attr::AttDropout>(a.att_dropout);
   std::vector<Tensor> inputs{x, qkv};
   if (a.rel_pos_clipping > 0) {
     if (!rel_pos) fail(L(loc), "fused_self_attention: relative positions need their table");
-    attrs.set("clipping", a.rel_pos_clipping);
+    attrs.set<ir::attr::Clipping>(a.rel_pos_clipping);
     inputs.push_back(*rel_pos);
   }
   return builder_of(x, "self_attention", L(loc))
@@ -547,10 +551,8 @@ Tensor transposed_conv(const Tensor& x, const Tensor& weight, const Tensor* bias
   if (bias) inputs.push_back(*bias);
   return builder_of(x, "transposed_conv", L(loc))
       .add(ir::NodeKind::kTransposedConv, inputs,
-           {{"axes", spec.axes},
-            {"out_axes", spec.out_axes},
-            {"strides", spec.strides},
-            {"padding", spec.padding}},
+           {ir::attr::Axes{spec.axes}, ir::attr::OutAxes{spec.out_axes},
+            ir::attr::Strides{spec.strides}, ir::attr::Padding{spec.padding}},
            L(loc));
 }
 
@@ -567,7 +569,8 @@ ir::Dim transposed_dim(const ir::Dim& axis, int64_t window, int64_t stride,
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const Tensor& like, const ir::Dim& new_dim,
                    std::source_location loc) {
   return builder_of(x, "replace_dim", L(loc))
-      .add(ir::NodeKind::kReplaceDim, {x, like}, {{"axis", axis}, {"out_dim", new_dim}}, L(loc));
+      .add(ir::NodeKind::kReplaceDim, {x, like}, {ir::attr::Axis{axis}, ir::attr::OutDim{new_dim}},
+           L(loc));
 }
 
 Tensor stack(const std::vector<Tensor>& xs, std::optional<ir::Dim> out_dim,
@@ -575,7 +578,7 @@ Tensor stack(const std::vector<Tensor>& xs, std::optional<ir::Dim> out_dim,
   if (xs.empty()) fail(L(loc), "stack: needs at least one tensor");
   if (!out_dim) out_dim = ir::Dim::spatial("stacked", static_cast<int64_t>(xs.size()));
   return builder_of(xs[0], "stack", L(loc))
-      .add(ir::NodeKind::kStack, xs, {{"out_dim", *out_dim}}, L(loc));
+      .add(ir::NodeKind::kStack, xs, {ir::attr::OutDim{*out_dim}}, L(loc));
 }
 
 std::vector<Tensor> unstack(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
@@ -598,11 +601,8 @@ Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, i
   const Tensor in = axis.is_dynamic() ? mask_padding(x, axis, 0.0, loc) : x;
   return builder_of(x, "window", L(loc))
       .add(ir::NodeKind::kWindow, {in},
-           {{"axis", axis},
-            {"window_dim", window_dim},
-            {"out_axis", out_axis},
-            {"stride", stride},
-            {"padding", std::move(padding)}},
+           {ir::attr::Axis{axis}, ir::attr::WindowDim{window_dim}, ir::attr::OutAxis{out_axis},
+            ir::attr::Stride{stride}, ir::attr::Padding{std::move(padding)}},
            L(loc));
 }
 
@@ -616,24 +616,21 @@ Tensor inverse_window(const Tensor& x, const ir::Dim& axis, const ir::Dim& windo
   const int64_t w = window_dim.size().value_or(1);
   return builder_of(x, "inverse_window", L(loc))
       .add(ir::NodeKind::kInverseWindow, {x, like},
-           {{"axis", axis},
-            {"window_dim", window_dim},
-            {"out_axis", out_axis},
-            {"stride", stride},
-            {"window_left", padding == "same" ? (w - 1) / 2 : int64_t{0}},
-            {"overlap_dim", ir::Dim::spatial("overlaps", (w + stride - 1) / stride)},
-            {"merged_dim", ir::Dim::spatial("windows_flat")}},
+           {ir::attr::Axis{axis}, ir::attr::WindowDim{window_dim}, ir::attr::OutAxis{out_axis},
+            ir::attr::Stride{stride},
+            ir::attr::WindowLeft{padding == "same" ? (w - 1) / 2 : int64_t{0}},
+            ir::attr::OverlapDim{ir::Dim::spatial("overlaps", (w + stride - 1) / stride)},
+            ir::attr::MergedDim{ir::Dim::spatial("windows_flat")}},
            L(loc));
 }
 
 Tensor raw_layer(const std::vector<Tensor>& inputs, const RawLayer& spec,
                  std::source_location loc) {
   if (inputs.empty()) fail(L(loc), "raw_layer: needs at least one input");
-  ir::Attrs attrs{{"layer", spec.layer},
-                  {"layer_dims", spec.layer_dims},
-                  {"out_dims", spec.out_dims},
-                  {"dtype", std::string(ir::dtype_name(spec.dtype))}};
-  if (spec.sparse_dim) attrs.set("sparse_dim", *spec.sparse_dim);
+  ir::Attrs attrs{ir::attr::Layer{spec.layer}, ir::attr::LayerDims{spec.layer_dims},
+                  ir::attr::OutDims{spec.out_dims},
+                  ir::attr::DType{std::string(ir::dtype_name(spec.dtype))}};
+  if (spec.sparse_dim) attrs.set<ir::attr::SparseDim>(*spec.sparse_dim);
   return builder_of(inputs[0], "raw_layer", L(loc))
       .add(ir::NodeKind::kRawLayer, inputs, std::move(attrs), L(loc));
 }
@@ -643,15 +640,16 @@ Tensor logical_not(const Tensor& x, std::source_location loc) {
 }
 
 Tensor cumsum(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
-  return builder_of(x, "cumsum", L(loc)).add(ir::NodeKind::kCumsum, {x}, {{"axis", axis}}, L(loc));
+  return builder_of(x, "cumsum", L(loc))
+      .add(ir::NodeKind::kCumsum, {x}, {ir::attr::Axis{axis}}, L(loc));
 }
 
 std::pair<Tensor, Tensor> top_k(const Tensor& x, const ir::Dim& axis, const ir::Dim& k_dim,
                                 std::source_location loc) {
   Builder& b = builder_of(x, "top_k", L(loc));
   auto node = [&](bool indices) {
-    return b.add(ir::NodeKind::kTopK, {x}, {{"axis", axis}, {"k_dim", k_dim}, {"indices", indices}},
-                 L(loc));
+    return b.add(ir::NodeKind::kTopK, {x},
+                 {ir::attr::Axis{axis}, ir::attr::KDim{k_dim}, ir::attr::Indices{indices}}, L(loc));
   };
   return {node(false), node(true)};
 }
@@ -667,30 +665,25 @@ Tensor pad(const Tensor& x, const ir::Dim& axis, int64_t left, int64_t right, do
   }
   return builder_of(x, "pad", L(loc))
       .add(ir::NodeKind::kPad, {x},
-           {{"axis", axis},
-            {"left", left},
-            {"right", right},
-            {"value", value},
-            {"out_dim", *out_dim}},
+           {ir::attr::Axis{axis}, ir::attr::Left{left}, ir::attr::Right{right},
+            ir::attr::Value{value}, ir::attr::OutDim{*out_dim}},
            L(loc));
 }
 
 Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
                    std::source_location loc) {
   return builder_of(x, "replace_dim", L(loc))
-      .add(ir::NodeKind::kReplaceDim, {x}, {{"axis", axis}, {"out_dim", new_dim}}, L(loc));
+      .add(ir::NodeKind::kReplaceDim, {x}, {ir::attr::Axis{axis}, ir::attr::OutDim{new_dim}},
+           L(loc));
 }
 
 Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvSpec& spec,
             std::source_location loc) {
   return builder_of(x, "conv", L(loc))
       .add(ir::NodeKind::kConv, {x, weight, bias},
-           {{"axes", spec.axes},
-            {"out_axes", spec.out_axes},
-            {"strides", spec.strides},
-            {"dilation", spec.dilation},
-            {"padding", spec.padding},
-            {"groups", spec.groups}},
+           {ir::attr::Axes{spec.axes}, ir::attr::OutAxes{spec.out_axes},
+            ir::attr::Strides{spec.strides}, ir::attr::Dilation{spec.dilation},
+            ir::attr::Padding{spec.padding}, ir::attr::Groups{spec.groups}},
            L(loc));
 }
 
@@ -699,7 +692,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   double momentum, std::source_location loc) {
   return builder_of(x, "batch_norm", L(loc))
       .add(ir::NodeKind::kBatchNorm, {x, running_mean, running_var, scale, bias},
-           {{"axis", axis}, {"epsilon", epsilon}, {"momentum", momentum}}, L(loc));
+           {ir::attr::Axis{axis}, ir::attr::Epsilon{epsilon}, ir::attr::Momentum{momentum}},
+           L(loc));
 }
 
 }  // namespace retc::nn

@@ -11,8 +11,8 @@ absl::StatusOr<bool> dce(ir::Graph& g, const DceOptions&) {
   auto loop_of = [&](size_t i) -> int64_t {
     const ir::Node& n = g.nodes()[i];
     if (n.kind == ir::NodeKind::kLoopStack) return -1;
-    const int64_t* l = n.attrs.get<int64_t>("loop");
-    if (n.kind == ir::NodeKind::kLoopNext) return *g.node(n.inputs[0]).attrs.get<int64_t>("loop");
+    const int64_t* l = n.attrs.find<ir::attr::Loop>();
+    if (n.kind == ir::NodeKind::kLoopNext) return g.node(n.inputs[0]).attrs.get<ir::attr::Loop>();
     return l ? *l : -1;
   };
   for (bool grew = true; grew;) {
@@ -28,7 +28,7 @@ absl::StatusOr<bool> dce(ir::Graph& g, const DceOptions&) {
       // A stack reads its loop.
       const ir::Node& n = g.nodes()[i];
       if (live[i] && n.kind == ir::NodeKind::kLoopStack)
-        live_loops.insert(*n.attrs.get<int64_t>("loop"));
+        live_loops.insert(n.attrs.get<ir::attr::Loop>());
     }
     for (size_t i = 0; i < g.size(); ++i) {
       const ir::NodeKind k = g.nodes()[i].kind;

@@ -31,7 +31,7 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
     return user_error(
         n, "weight norm applies to a param directly (register it before other reparametrizations)");
   }
-  const std::vector<ir::Dim> axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+  const std::vector<ir::Dim> axes = n.attrs.get<ir::attr::Axes>();
   const ir::ParamId vid = x.param;
   const ir::Param v = g.param(vid);
   ir::NodeSpec base;
@@ -45,13 +45,13 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   } else {
     ir::NodeSpec c = base;
     c.stage = ir::Stage::kParamInit;
-    c.attrs = {{"value", v.options.initial.value}, {"shape", v.dims}};
+    c.attrs = {ir::attr::Value{v.options.initial.value}, ir::attr::Shape{v.dims}};
     ASSIGN_OR_RETURN(auto cid, add(g, ir::NodeKind::kConstant, {}, std::move(c)));
     v_init = cid;
   }
   ir::NodeSpec norm_init = base;
   norm_init.stage = ir::Stage::kParamInit;
-  norm_init.attrs = {{"axes", axes}};
+  norm_init.attrs = {ir::attr::Axes{axes}};
   ASSIGN_OR_RETURN(auto g_init, add(g, ir::NodeKind::kNorm, {v_init}, std::move(norm_init)));
 
   // The new param g.
@@ -80,7 +80,7 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
 
   // Step: g · v / ‖v‖.
   ir::NodeSpec norm_step = base;
-  norm_step.attrs = {{"axes", axes}};
+  norm_step.attrs = {ir::attr::Axes{axes}};
   ASSIGN_OR_RETURN(auto v_norm, add(g, ir::NodeKind::kNorm, {n.inputs[0]}, std::move(norm_step)));
 
   // When every user contracts exactly the norm axes (a Linear's dot over
@@ -93,7 +93,7 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
     const ir::Node& u = g.nodes()[i];
     if (std::find(u.inputs.begin(), u.inputs.end(), id) == u.inputs.end()) continue;
     users.push_back(i);
-    const auto* reduce = u.attrs.get<std::vector<ir::Dim>>("reduce");
+    const auto* reduce = u.attrs.find<ir::attr::Reduce>();
     foldable = foldable && u.kind == ir::NodeKind::kDot && u.inputs.size() == 2 &&
                u.inputs[0] != u.inputs[1] && reduce && reduce->size() == axes.size() &&
                std::all_of(axes.begin(), axes.end(),
@@ -137,7 +137,7 @@ absl::Status expand_weight_dropout(ir::Graph& g, ir::NodeId id, bool& changed) {
   ir::NodeSpec spec;
   spec.loc = n.loc;
   spec.module_path = n.module_path;
-  spec.attrs = {{"rate", *n.attrs.get<double>("rate")}, {"axes", x.type.dims}};
+  spec.attrs = {ir::attr::Rate{n.attrs.get<ir::attr::Rate>()}, ir::attr::Axes{x.type.dims}};
   ASSIGN_OR_RETURN(auto d, add(g, ir::NodeKind::kDropout, {n.inputs[0]}, std::move(spec)));
   g.replace_all_uses(id, d);
   changed = true;

@@ -24,7 +24,7 @@ constexpr double kTruncatedStddevFactor = 0.87962566103423978;
 ir::Attrs random_attrs(const ir::Param& p) {
   const ir::Initializer& init = p.options.initial;
   ir::Attrs a;
-  a.set("shape", p.dims);
+  a.set<ir::attr::Shape>(p.dims);
   switch (init.kind) {
     case ir::Initializer::Kind::kVarianceScaling: {
       auto [fan_in, fan_out] = ir::fans(p.dims);
@@ -35,39 +35,39 @@ ir::Attrs random_attrs(const ir::Param& p) {
       switch (init.distribution) {
         case ir::Distribution::kUniform: {
           double limit = std::sqrt(3.0 * var);
-          a.set("distribution", std::string("uniform"));
-          a.set("minval", -limit);
-          a.set("maxval", limit);
+          a.set<ir::attr::Distribution>(std::string("uniform"));
+          a.set<ir::attr::Minval>(-limit);
+          a.set<ir::attr::Maxval>(limit);
           break;
         }
         case ir::Distribution::kNormal:
-          a.set("distribution", std::string("normal"));
-          a.set("mean", 0.0);
-          a.set("stddev", std::sqrt(var));
+          a.set<ir::attr::Distribution>(std::string("normal"));
+          a.set<ir::attr::Mean>(0.0);
+          a.set<ir::attr::Stddev>(std::sqrt(var));
           break;
         case ir::Distribution::kTruncatedNormal:
-          a.set("distribution", std::string("truncated_normal"));
-          a.set("mean", 0.0);
-          a.set("stddev", std::sqrt(var) / kTruncatedStddevFactor);
+          a.set<ir::attr::Distribution>(std::string("truncated_normal"));
+          a.set<ir::attr::Mean>(0.0);
+          a.set<ir::attr::Stddev>(std::sqrt(var) / kTruncatedStddevFactor);
           break;
       }
       break;
     }
     case ir::Initializer::Kind::kNormal:
-      a.set("distribution", std::string("normal"));
-      a.set("mean", init.mean);
-      a.set("stddev", init.stddev);
+      a.set<ir::attr::Distribution>(std::string("normal"));
+      a.set<ir::attr::Mean>(init.mean);
+      a.set<ir::attr::Stddev>(init.stddev);
       break;
     case ir::Initializer::Kind::kUniform:
-      a.set("distribution", std::string("uniform"));
-      a.set("minval", init.minval);
-      a.set("maxval", init.maxval);
+      a.set<ir::attr::Distribution>(std::string("uniform"));
+      a.set<ir::attr::Minval>(init.minval);
+      a.set<ir::attr::Maxval>(init.maxval);
       break;
     case ir::Initializer::Kind::kConstant:
     case ir::Initializer::Kind::kSubgraph:
       break;
   }
-  a.set("seed", init_seed(p.path));
+  a.set<ir::attr::Seed>(init_seed(p.path));
   return a;
 }
 

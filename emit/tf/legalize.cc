@@ -52,7 +52,7 @@ absl::Status broadcast_where(ir::Graph& g, ir::NodeId id) {
   ir::NodeSpec spec;
   spec.loc = n.loc;
   spec.module_path = n.module_path;
-  spec.attrs = {{"value", 1.0}, {"shape", missing}};
+  spec.attrs = {ir::attr::Value{1.0}, ir::attr::Shape{missing}};
   auto ones = g.add(ir::NodeKind::kConstant, sizes, spec);
   if (!ones.ok()) return ones.status();
   spec.attrs = {};
@@ -86,22 +86,22 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
       if (n.kind == ir::NodeKind::kRegressionLoss && (!is_loss[i] || uses[i] > 0))
         return user_error(n, "the result may only be marked as a loss, not used further");
       if (n.kind == ir::NodeKind::kCrossEntropy && (!is_loss[i] || uses[i] > 0) &&
-          (n.attrs.get<double>("label_smoothing") || n.attrs.get<double>("focal_loss_factor")))
+          (n.attrs.find<ir::attr::LabelSmoothing>() || n.attrs.find<ir::attr::FocalLossFactor>()))
         return user_error(n,
                           "a cross-entropy value (not only marked as a loss) with label smoothing "
                           "or a focal loss factor: RETURNN's TF value layer has neither (the "
                           "torch target has: --backend torch)");
     }
-    if (n.kind == ir::NodeKind::kConcat && n.attrs.get<ir::Dim>("axis_a")->is_dynamic()) {
+    if (n.kind == ir::NodeKind::kConcat && n.attrs.find<ir::attr::AxisA>()->is_dynamic()) {
       // tf.concat of the padded tensors: a shorter sequence's second part
       // would start after the first part's padding, not after its end.
       return user_error(
-          n,
-          absl::StrCat("concat along the dynamic axis ", n.attrs.get<ir::Dim>("axis_a")->describe(),
-                       ": RETURNN's TF concat layer puts the second part after the first "
-                       "part's padding, not after each sequence's end (the torch target "
-                       "concatenates per sequence: --backend torch); on TF, put a static axis "
-                       "first or use nn::pad"));
+          n, absl::StrCat("concat along the dynamic axis ",
+                          n.attrs.find<ir::attr::AxisA>()->describe(),
+                          ": RETURNN's TF concat layer puts the second part after the first "
+                          "part's padding, not after each sequence's end (the torch target "
+                          "concatenates per sequence: --backend torch); on TF, put a static axis "
+                          "first or use nn::pad"));
     }
     if (n.kind == ir::NodeKind::kCrossEntropy) {
       // RETURNN's "ce" loss is a softmax over the one feature dim.

@@ -24,7 +24,7 @@ std::pair<std::string, ir::SourceLoc> claim_of(const ir::Graph& g, size_t i) {
   }
   const ir::Node& n = g.nodes()[i];
   if (n.kind == ir::NodeKind::kData)
-    return {absl::StrCat("extern data ", ir::quote(*n.attrs.get<std::string>("key"))), n.loc};
+    return {absl::StrCat("extern data ", ir::quote(n.attrs.get<ir::attr::Key>())), n.loc};
   const ir::Param& p = g.param(n.param);
   return {absl::StrCat("param ", ir::quote(p.path)), p.loc};
 }
@@ -58,7 +58,7 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
     if (!n.name.empty() || !wanted[i].empty()) continue;
     // Data and params have fixed names; every other kind is named below.
     if (n.kind == ir::NodeKind::kData) {
-      wanted[i] = "data:" + *n.attrs.get<std::string>("key");
+      wanted[i] = "data:" + n.attrs.get<ir::attr::Key>();
     } else if (n.kind == ir::NodeKind::kParam) {
       wanted[i] = g.param(n.param).path;
     }
@@ -122,7 +122,7 @@ std::vector<std::string> loop_layer_names(const ir::Graph& g, const ir::LoopAnal
   // In node order, a loop is named when its first node (with a `loop`
   // attribute) is reached, after the module whose call made that node.
   for (const ir::Node& n : g.nodes()) {
-    const int64_t* id = n.attrs.get<int64_t>("loop");
+    const int64_t* id = n.attrs.find<ir::attr::Loop>();
     if (!id || !out[*id].empty()) continue;
     std::string base = n.module_path.empty() ? "loop" : n.module_path + ".loop";
     std::string name = base;

@@ -89,14 +89,21 @@ class Lowering {
   size_t index() const { return i_; }
   int32_t in_loop() const { return in_loop_; }
   const GraphFacts& facts() const { return f_; }
-  template <class T>
-  const T& attr(absl::string_view key) const {
-    return *n_.attrs.get<T>(key);
+  /// A node attribute (ir/attrs.h): `l.attr<ir::attr::Axis>()`.
+  template <ir::attr::Tag A>
+  decltype(auto) attr() const {
+    return n_.attrs.get<A>();
   }
   PyValue dim(const ir::Dim& d) const { return dim_ref(f_.t, d); }
   PyValue dims(const std::vector<ir::Dim>& d) const { return dims_value(f_.t, d); }
-  PyValue dim_attr(absl::string_view key) const { return dim(attr<ir::Dim>(key)); }
-  PyValue dims_attr(absl::string_view key) const { return dims(attr<std::vector<ir::Dim>>(key)); }
+  template <ir::attr::Tag A>
+  PyValue dim_attr() const {
+    return dim(attr<A>());
+  }
+  template <ir::attr::Tag A>
+  PyValue dims_attr() const {
+    return dims(attr<A>());
+  }
   // One dim as itself, several as a list (RETURNN's `axis` / `reduce`).
   PyValue dim_or_dims(const std::vector<ir::Dim>& d) const {
     return d.size() == 1 ? dim(d[0]) : dims(d);
@@ -109,10 +116,10 @@ class Lowering {
     const ir::NodeId in = f_.layer_of[n_.inputs[k].index];
     const ir::Node& src = f_.g.node(in);
     // In a branch of a cond (its subnetwork), a value outside it is `base:`.
-    if (const int64_t* branch = n_.attrs.get<int64_t>("branch")) {
-      const int64_t* src_branch = src.attrs.get<int64_t>("branch");
+    if (const int64_t* branch = n_.attrs.find<ir::attr::Branch>()) {
+      const int64_t* src_branch = src.attrs.find<ir::attr::Branch>();
       if (!src_branch || *src_branch != *branch || src.kind == ir::NodeKind::kCond ||
-          *src.attrs.get<int64_t>("cond") != *n_.attrs.get<int64_t>("cond"))
+          src.attrs.get<ir::attr::Cond>() != n_.attrs.get<ir::attr::Cond>())
         return PyValue("base:" + outside_ref(src, in));
     }
     return PyValue(outside_ref(src, in));
@@ -154,32 +161,32 @@ class Lowering {
 
 // Strides and spatial dims of a windowed op (conv, pool).
 void set_windowed(PyValue& layer, const Lowering& l) {
-  const auto& strides = l.attr<std::vector<int64_t>>("strides");
+  const auto& strides = l.attr<ir::attr::Strides>();
   // RETURNN's default strides: 1 for conv, but the window (pool_size) for
   // pool, so a pool of stride 1 says so.
-  const auto* pool_size = l.node().attrs.get<std::vector<int64_t>>("size");
+  const auto* pool_size = l.node().attrs.find<ir::attr::Size>();
   if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }) ||
       (pool_size && strides != *pool_size))
     layer.set("strides", ints_value(strides));
-  const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
+  const auto& axes = l.attr<ir::attr::Axes>();
   // Frames past a sequence's end hold arbitrary values: masked (conv: 0,
   // max: -inf), they never leak into the frames before the end. (Avg pool
   // over a dynamic axis is "valid" only, windows within the sequence;
   // RETURNN could not mask it: an int mask value for float data.)
-  const std::string* mode = l.node().attrs.get<std::string>("mode");
+  const std::string* mode = l.node().attrs.find<ir::attr::Mode>();
   if ((!mode || *mode == "max") &&
       std::any_of(axes.begin(), axes.end(), [](const ir::Dim& d) { return d.is_dynamic(); }))
     layer.set("use_time_mask", true);
   layer.set("in_spatial_dims", l.dims(axes));
-  layer.set("out_spatial_dims", l.dims_attr("out_axes"));
+  layer.set("out_spatial_dims", l.dims_attr<ir::attr::OutAxes>());
 }
 
 // loss_opts (`opts` plus use_normalized_loss) and loss_scale of a loss node.
 void set_loss_options(PyValue& layer, const ir::Node& n, PyValue opts) {
-  if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
+  if (const bool* z = n.attrs.find<ir::attr::Normalize>(); z && *z)
     opts.set("use_normalized_loss", true);
   if (!opts.items().empty()) layer.set("loss_opts", std::move(opts));
-  if (const double* s = n.attrs.get<double>("scale")) layer.set("loss_scale", *s);
+  if (const double* s = n.attrs.find<ir::attr::Scale>()) layer.set("loss_scale", *s);
 }
 
 // RETURNN's loss on a softmax activation layer over the logits (input 0),
@@ -187,7 +194,7 @@ void set_loss_options(PyValue& layer, const ir::Node& n, PyValue opts) {
 // and reports the loss's error (frame or label error rate).
 // A loss's target: extern data by its key, a computed one as "layer:NAME".
 std::string loss_target(const Lowering& l, size_t k) {
-  if (const std::string* key = l.input(k).attrs.get<std::string>("key");
+  if (const std::string* key = l.input(k).attrs.find<ir::attr::Key>();
       key && l.input(k).kind == ir::NodeKind::kData)
     return *key;
   const ir::NodeId in = l.facts().layer_of[l.node().inputs[k].index];
@@ -256,7 +263,7 @@ PyValue lower_param(const Lowering& l) {
 PyValue lower_norm(const Lowering& l) {
   PyValue layer = l.layer("math_norm");
   layer.set("p", 2);
-  layer.set("axis", l.dim_or_dims(l.attr<std::vector<ir::Dim>>("axes")));
+  layer.set("axis", l.dim_or_dims(l.attr<ir::attr::Axes>()));
   return layer;
 }
 
@@ -274,13 +281,15 @@ PyValue lower_random(const Lowering& l) {
   // network's random_seed) advances at every evaluation, and in a rec loop
   // at every frame.
   PyValue layer = PyValue::dict({{"class", "random"}});
-  layer.set("shape", l.dims_attr("shape"));
-  layer.set("distribution", l.attr<std::string>("distribution"));
-  for (const char* key : {"mean", "stddev", "minval", "maxval"}) {
-    if (const double* v = l.node().attrs.get<double>(key)) layer.set(key, *v);
-  }
+  layer.set("shape", l.dims_attr<ir::attr::Shape>());
+  layer.set("distribution", l.attr<ir::attr::Distribution>());
+  const ir::Attrs& a = l.node().attrs;
+  if (const double* v = a.find<ir::attr::Mean>()) layer.set("mean", *v);
+  if (const double* v = a.find<ir::attr::Stddev>()) layer.set("stddev", *v);
+  if (const double* v = a.find<ir::attr::Minval>()) layer.set("minval", *v);
+  if (const double* v = a.find<ir::attr::Maxval>()) layer.set("maxval", *v);
   if (l.node().kind == ir::NodeKind::kRandom) {
-    layer.set("seed", l.attr<int64_t>("seed"));
+    layer.set("seed", l.attr<ir::attr::Seed>());
     layer.set("static", true);
   }
   set_shape_deps(l, layer);
@@ -288,21 +297,22 @@ PyValue lower_random(const Lowering& l) {
 }
 
 PyValue lower_constant(const Lowering& l) {
-  PyValue layer = PyValue::dict(
-      {{"class", "constant"}, {"value", l.attr<double>("value")}, {"shape", l.dims_attr("shape")}});
+  PyValue layer = PyValue::dict({{"class", "constant"},
+                                 {"value", l.attr<ir::attr::Value>()},
+                                 {"shape", l.dims_attr<ir::attr::Shape>()}});
   set_shape_deps(l, layer);
   return layer;
 }
 
 PyValue lower_dot(const Lowering& l) {
   PyValue layer = l.layer("dot");
-  layer.set("reduce", l.dim_or_dims(l.attr<std::vector<ir::Dim>>("reduce")));
+  layer.set("reduce", l.dim_or_dims(l.attr<ir::attr::Reduce>()));
   return layer;
 }
 
 PyValue lower_activation(const Lowering& l) {
   PyValue layer = l.layer("activation");
-  layer.set("activation", l.attr<std::string>("func"));
+  layer.set("activation", l.attr<ir::attr::Func>());
   return layer;
 }
 
@@ -310,46 +320,47 @@ PyValue lower_dropout(const Lowering& l) {
   // RETURNN's default mask is shared over batch and time; the IR names the
   // axes along which it varies.
   PyValue layer = l.layer("dropout");
-  layer.set("dropout", l.attr<double>("rate"));
-  layer.set("dropout_axis", l.dims_attr("axes"));
+  layer.set("dropout", l.attr<ir::attr::Rate>());
+  layer.set("dropout_axis", l.dims_attr<ir::attr::Axes>());
   return layer;
 }
 
 PyValue lower_reduce(const Lowering& l) {
   PyValue layer = l.layer("reduce");
-  layer.set("mode", l.attr<std::string>("mode"));
-  layer.set("axes", l.dims_attr("axes"));
+  layer.set("mode", l.attr<ir::attr::Mode>());
+  layer.set("axes", l.dims_attr<ir::attr::Axes>());
   return layer;
 }
 
 PyValue lower_normalize(const Lowering& l) {
   // RETURNN's norm layer without its own params: retc's modules own them.
   PyValue layer = l.layer("norm");
-  layer.set("axes", l.dims_attr("axes"));
+  layer.set("axes", l.dims_attr<ir::attr::Axes>());
   layer.set("scale", false);
   layer.set("bias", false);
-  layer.set("epsilon", l.attr<double>("epsilon"));
+  layer.set("epsilon", l.attr<ir::attr::Epsilon>());
   return layer;
 }
 
 PyValue lower_gather(const Lowering& l) {
   PyValue layer = l.layer_from("gather", 0);
   layer.set("position", l.ref(1));
-  layer.set("axis", l.dim_attr("axis"));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
   return layer;
 }
 
 PyValue lower_concat(const Lowering& l) {
-  return PyValue::dict({{"class", "concat"},
-                        {"from", PyValue::list({PyValue::tuple({l.ref(0), l.dim_attr("axis_a")}),
-                                                PyValue::tuple({l.ref(1), l.dim_attr("axis_b")})})},
-                        {"out_dim", l.dim_attr("out_dim")}});
+  return PyValue::dict(
+      {{"class", "concat"},
+       {"from", PyValue::list({PyValue::tuple({l.ref(0), l.dim_attr<ir::attr::AxisA>()}),
+                               PyValue::tuple({l.ref(1), l.dim_attr<ir::attr::AxisB>()})})},
+       {"out_dim", l.dim_attr<ir::attr::OutDim>()}});
 }
 
 PyValue lower_softmax(const Lowering& l) {
   PyValue layer = l.layer("softmax_over_spatial");
-  layer.set("axis", l.dim_attr("axis"));
-  if (l.attr<bool>("log")) layer.set("log_space", true);
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  if (l.attr<ir::attr::Log>()) layer.set("log_space", true);
   return layer;
 }
 
@@ -359,11 +370,11 @@ PyValue lower_softmax(const Lowering& l) {
 PyValue lower_self_attention(const Lowering& l, PyValue& network) {
   const ir::Node& n = l.node();
   PyValue layer = l.layer_from("self_attention", 0);
-  layer.set("num_heads", l.attr<int64_t>("num_heads"));
-  layer.set("total_key_dim", *l.attr<ir::Dim>("key_dim").size());
-  layer.set("out_dim", l.dim_attr("out_dim"));
-  if (l.attr<bool>("causal")) layer.set("attention_left_only", true);
-  if (const double* r = n.attrs.get<double>("att_dropout")) layer.set("attention_dropout", *r);
+  layer.set("num_heads", l.attr<ir::attr::NumHeads>());
+  layer.set("total_key_dim", *l.attr<ir::attr::KeyDim>().size());
+  layer.set("out_dim", l.dim_attr<ir::attr::OutDim>());
+  if (l.attr<ir::attr::Causal>()) layer.set("attention_left_only", true);
+  if (const double* r = n.attrs.find<ir::attr::AttDropout>()) layer.set("attention_dropout", *r);
   layer.set("reuse_params", reuse_params({{"QKV", l.ref(1)}}));
   if (n.inputs.size() == 3) {
     const std::string rel = rel_pos_layer_name(n);
@@ -371,7 +382,7 @@ PyValue lower_self_attention(const Lowering& l, PyValue& network) {
                             {"class", "relative_positional_encoding"},
                             {"from", l.ref(0)},
                             {"out_dim", l.dim(l.input(2).type.dims[1])},
-                            {"clipping", l.attr<int64_t>("clipping")},
+                            {"clipping", l.attr<ir::attr::Clipping>()},
                             {"reuse_params", reuse_params({{"encoding_matrix", l.ref(2)}})},
                         }));
     layer.set("key_shift", rel);
@@ -384,8 +395,8 @@ PyValue lower_self_attention(const Lowering& l, PyValue& network) {
 PyValue lower_masked_select(const Lowering& l) {
   PyValue layer = l.layer_from("masked_computation", 0);
   layer.set("mask", l.ref(1));
-  layer.set("in_spatial_dim", l.dim_attr("axis"));
-  layer.set("out_spatial_dim", l.dim_attr("out_dim"));
+  layer.set("in_spatial_dim", l.dim_attr<ir::attr::Axis>());
+  layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
   layer.set("unit", PyValue::dict({{"class", "copy"}, {"from", "data"}}));
   return layer;
 }
@@ -393,15 +404,15 @@ PyValue lower_masked_select(const Lowering& l) {
 PyValue lower_conv(const Lowering& l) {
   // RETURNN's conv with retc's filter and bias as layers.
   const ir::Node& w = l.input(1);
-  const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
+  const auto& axes = l.attr<ir::attr::Axes>();
   std::vector<PyValue> kernel;
   for (size_t k = 0; k < axes.size(); ++k) kernel.push_back(l.dim(w.type.dims[k]));
   PyValue layer = l.layer_from("conv", 0);
   layer.set("filter_size", PyValue::list(std::move(kernel)));
-  layer.set("padding", l.attr<std::string>("padding"));
+  layer.set("padding", l.attr<ir::attr::Padding>());
   set_windowed(layer, l);
-  if (l.attr<int64_t>("dilation") != 1) layer.set("dilation_rate", l.attr<int64_t>("dilation"));
-  const int64_t groups = l.attr<int64_t>("groups");
+  if (l.attr<ir::attr::Dilation>() != 1) layer.set("dilation_rate", l.attr<ir::attr::Dilation>());
+  const int64_t groups = l.attr<ir::attr::Groups>();
   if (groups != 1) layer.set("groups", groups);
   const ir::Dim& w_in = w.type.dims[axes.size()];
   layer.set("in_dim", l.dim(groups == 1 ? w_in : w_in.operands()[0]));
@@ -416,17 +427,17 @@ PyValue lower_transposed_conv(const Lowering& l) {
   // RETURNN's transposed_conv with retc's filter [kernel..., out, in] (its
   // own layout) and bias as layers; frames past the ends masked first.
   const ir::Node& w = l.input(1);
-  const auto& axes = l.attr<std::vector<ir::Dim>>("axes");
+  const auto& axes = l.attr<ir::attr::Axes>();
   std::vector<int64_t> kernel;
   for (size_t k = 0; k < axes.size(); ++k) kernel.push_back(*w.type.dims[k].size());
   PyValue layer = l.layer_from("transposed_conv", 0);
   layer.set("filter_size", ints_value(kernel));
-  layer.set("strides", ints_value(l.attr<std::vector<int64_t>>("strides")));
-  layer.set("padding", l.attr<std::string>("padding"));
+  layer.set("strides", ints_value(l.attr<ir::attr::Strides>()));
+  layer.set("padding", l.attr<ir::attr::Padding>());
   if (std::any_of(axes.begin(), axes.end(), [](const ir::Dim& d) { return d.is_dynamic(); }))
     layer.set("use_time_mask", true);
   layer.set("in_spatial_dims", l.dims(axes));
-  layer.set("out_spatial_dims", l.dims_attr("out_axes"));
+  layer.set("out_spatial_dims", l.dims_attr<ir::attr::OutAxes>());
   layer.set("in_dim", l.dim(w.type.dims[axes.size() + 1]));
   layer.set("out_dim", l.dim(w.type.dims[axes.size()]));
   layer.set("filter", l.ref(1));
@@ -440,10 +451,10 @@ PyValue lower_transposed_conv(const Lowering& l) {
 
 PyValue lower_top_k(const Lowering& l, PyValue& network) {
   PyValue layer = l.layer_from("top_k", 0);
-  layer.set("axis", l.dim_attr("axis"));
-  layer.set("k", *l.attr<ir::Dim>("k_dim").size());
-  layer.set("k_dim", l.dim_attr("k_dim"));
-  if (!l.attr<bool>("indices")) return layer;
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  layer.set("k", *l.attr<ir::attr::KDim>().size());
+  layer.set("k_dim", l.dim_attr<ir::attr::KDim>());
+  if (!l.attr<ir::attr::Indices>()) return layer;
   // The indices: the top_k layer's sub-layer.
   const std::string top_k = l.node().name + "_top_k";
   network.append(top_k, std::move(layer));
@@ -452,7 +463,7 @@ PyValue lower_top_k(const Lowering& l, PyValue& network) {
 
 // A JSON value of a raw layer as Python; "$k" strings: the k-th layer dim.
 PyValue raw_value(const Lowering& l, const nlohmann::json& j) {
-  const auto& dims = l.attr<std::vector<ir::Dim>>("layer_dims");
+  const auto& dims = l.attr<ir::attr::LayerDims>();
   if (j.is_string()) {
     const std::string& s = j.get_ref<const std::string&>();
     if (s.size() > 1 && s[0] == '$' && std::all_of(s.begin() + 1, s.end(), ::isdigit)) {
@@ -479,10 +490,10 @@ PyValue raw_value(const Lowering& l, const nlohmann::json& j) {
 
 PyValue lower_raw_layer(const Lowering& l) {
   // The user's layer on the inputs, with out_shape: RETURNN checks its dims.
-  PyValue layer = raw_value(l, nlohmann::json::parse(l.attr<std::string>("layer")));
+  PyValue layer = raw_value(l, nlohmann::json::parse(l.attr<ir::attr::Layer>()));
   layer.set("from", l.from());
   std::vector<PyValue> shape;
-  for (const ir::Dim& d : l.attr<std::vector<ir::Dim>>("out_dims")) shape.push_back(l.dim(d));
+  for (const ir::Dim& d : l.attr<ir::attr::OutDims>()) shape.push_back(l.dim(d));
   layer.set("out_shape", PyValue::set_of(std::move(shape)));
   return layer;
 }
@@ -490,33 +501,33 @@ PyValue lower_raw_layer(const Lowering& l) {
 PyValue lower_window(const Lowering& l) {
   // "same": centered, as rf.window; the window's left and right written out.
   PyValue layer = l.layer_from("window", 0);
-  const int64_t w = *l.attr<ir::Dim>("window_dim").size();
-  layer.set("window_dim", l.dim_attr("window_dim"));
-  layer.set("axis", l.dim_attr("axis"));
-  layer.set("padding", l.attr<std::string>("padding"));
-  if (l.attr<std::string>("padding") == "same") {
+  const int64_t w = *l.attr<ir::attr::WindowDim>().size();
+  layer.set("window_dim", l.dim_attr<ir::attr::WindowDim>());
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  layer.set("padding", l.attr<ir::attr::Padding>());
+  if (l.attr<ir::attr::Padding>() == "same") {
     layer.set("window_left", (w - 1) / 2);
     layer.set("window_right", w - 1 - (w - 1) / 2);
   }
-  if (l.attr<int64_t>("stride") != 1) layer.set("stride", l.attr<int64_t>("stride"));
-  if (l.attr<ir::Dim>("out_axis") != l.attr<ir::Dim>("axis"))
-    layer.set("out_spatial_dim", l.dim_attr("out_axis"));
+  if (l.attr<ir::attr::Stride>() != 1) layer.set("stride", l.attr<ir::attr::Stride>());
+  if (l.attr<ir::attr::OutAxis>() != l.attr<ir::attr::Axis>())
+    layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutAxis>());
   return layer;
 }
 
 PyValue lower_pad(const Lowering& l) {
   PyValue layer = l.layer_from("pad", 0);
-  layer.set("axes", l.dim_attr("axis"));
+  layer.set("axes", l.dim_attr<ir::attr::Axis>());
   layer.set("padding",
-            PyValue::list({PyValue::tuple({l.attr<int64_t>("left"), l.attr<int64_t>("right")})}));
-  layer.set("out_dims", l.dim_attr("out_dim"));
-  const double value = l.attr<double>("value");
+            PyValue::list({PyValue::tuple({l.attr<ir::attr::Left>(), l.attr<ir::attr::Right>()})}));
+  layer.set("out_dims", l.dim_attr<ir::attr::OutDim>());
+  const double value = l.attr<ir::attr::Value>();
   if (l.node().type.sparse_dim) {
     layer.set("value", static_cast<int64_t>(value));  // tf.pad takes the labels' dtype
   } else {
     layer.set("value", value);
   }
-  if (l.attr<ir::Dim>("axis").is_dynamic()) layer.set("handle_dynamic_dims", true);
+  if (l.attr<ir::attr::Axis>().is_dynamic()) layer.set("handle_dynamic_dims", true);
   return layer;
 }
 
@@ -524,12 +535,12 @@ PyValue lower_pad(const Lowering& l) {
 // gather at length - 1 - t, clipped to the valid range.
 PyValue lower_reverse(const Lowering& l, PyValue& network) {
   const std::string base = l.node().name;
-  network.append(
-      base + "_length",
-      PyValue::dict({{"class", "length"}, {"from", l.ref(0)}, {"axis", l.dim_attr("axis")}}));
+  network.append(base + "_length", PyValue::dict({{"class", "length"},
+                                                  {"from", l.ref(0)},
+                                                  {"axis", l.dim_attr<ir::attr::Axis>()}}));
   network.append(base + "_range", PyValue::dict({{"class", "range_in_axis"},
                                                  {"from", l.ref(0)},
-                                                 {"axis", l.dim_attr("axis")}}));
+                                                 {"axis", l.dim_attr<ir::attr::Axis>()}}));
   network.append(
       base + "_from_end",
       PyValue::dict({{"class", "combine"},
@@ -541,7 +552,7 @@ PyValue lower_reverse(const Lowering& l, PyValue& network) {
       PyValue::dict({{"class", "eval"}, {"from", base + "_from_end"}, {"eval", "source(0) - 1"}}));
   PyValue layer = l.layer_from("gather", 0);
   layer.set("position", base + "_index");
-  layer.set("axis", l.dim_attr("axis"));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
   layer.set("clip_to_valid", true);
   return layer;
 }
@@ -555,9 +566,9 @@ PyValue lower_reverse(const Lowering& l, PyValue& network) {
 // windows merged with their axis.
 PyValue lower_inverse_window(const Lowering& l, PyValue& network) {
   const std::string base = l.node().name;
-  const int64_t s = l.attr<int64_t>("stride"), w = *l.attr<ir::Dim>("window_dim").size();
-  const int64_t n = *l.attr<ir::Dim>("overlap_dim").size();
-  const int64_t shift = l.attr<int64_t>("window_left") - (n - 1) * s;
+  const int64_t s = l.attr<ir::attr::Stride>(), w = *l.attr<ir::attr::WindowDim>().size();
+  const int64_t n = *l.attr<ir::attr::OverlapDim>().size();
+  const int64_t shift = l.attr<ir::attr::WindowLeft>() - (n - 1) * s;
   auto add = [&](const std::string& suffix, PyValue layer) {
     network.append(base + suffix, std::move(layer));
     return PyValue(base + suffix);
@@ -572,13 +583,14 @@ PyValue lower_inverse_window(const Lowering& l, PyValue& network) {
   };
   PyValue t = add("_frames", PyValue::dict({{"class", "range_in_axis"},
                                             {"from", l.ref(1)},
-                                            {"axis", l.dim_attr("out_axis")}}));
-  PyValue k = add("_overlaps", PyValue::dict({{"class", "range"},
-                                              {"limit", n},
-                                              {"out_spatial_dim", l.dim_attr("overlap_dim")}}));
-  PyValue len =
-      add("_length",
-          PyValue::dict({{"class", "length"}, {"from", l.ref(0)}, {"axis", l.dim_attr("axis")}}));
+                                            {"axis", l.dim_attr<ir::attr::OutAxis>()}}));
+  PyValue k =
+      add("_overlaps", PyValue::dict({{"class", "range"},
+                                      {"limit", n},
+                                      {"out_spatial_dim", l.dim_attr<ir::attr::OverlapDim>()}}));
+  PyValue len = add("_length", PyValue::dict({{"class", "length"},
+                                              {"from", l.ref(0)},
+                                              {"axis", l.dim_attr<ir::attr::Axis>()}}));
   const std::string ts = absl::StrCat("(source(0) + ", shift, ")");
   PyValue win = eval("_window_index", {t, k}, absl::StrCat(ts, " // ", s, " + source(1)"), "int32");
   PyValue off = eval("_offset", {t, k},
@@ -591,25 +603,25 @@ PyValue lower_inverse_window(const Lowering& l, PyValue& network) {
       eval("_flat", {win, off, valid},
            absl::StrCat("tf.where(source(2), source(0) * ", w, " + source(1), 0)"), "int32");
   PyValue merged =
-      add("_merged",
-          PyValue::dict({{"class", "merge_dims"},
-                         {"from", l.ref(0)},
-                         {"axes", PyValue::list({l.dim_attr("axis"), l.dim_attr("window_dim")})},
-                         {"out_dim", l.dim_attr("merged_dim")}}));
+      add("_merged", PyValue::dict({{"class", "merge_dims"},
+                                    {"from", l.ref(0)},
+                                    {"axes", PyValue::list({l.dim_attr<ir::attr::Axis>(),
+                                                            l.dim_attr<ir::attr::WindowDim>()})},
+                                    {"out_dim", l.dim_attr<ir::attr::MergedDim>()}}));
   PyValue gathered = add("_gathered", PyValue::dict({{"class", "gather"},
                                                      {"from", merged},
                                                      {"position", flat},
-                                                     {"axis", l.dim_attr("merged_dim")}}));
+                                                     {"axis", l.dim_attr<ir::attr::MergedDim>()}}));
   PyValue kept = eval("_kept", {gathered, valid}, "tf.where(source(1), source(0), 0.0)", "float32");
   PyValue sum = add("_sum", PyValue::dict({{"class", "reduce"},
                                            {"from", kept},
                                            {"mode", "sum"},
-                                           {"axes", l.dim_attr("overlap_dim")}}));
+                                           {"axes", l.dim_attr<ir::attr::OverlapDim>()}}));
   PyValue counts = eval("_counts", {valid}, "tf.cast(source(0), tf.float32)", "float32");
   PyValue count = add("_count", PyValue::dict({{"class", "reduce"},
                                                {"from", counts},
                                                {"mode", "sum"},
-                                               {"axes", l.dim_attr("overlap_dim")}}));
+                                               {"axes", l.dim_attr<ir::attr::OverlapDim>()}}));
   return PyValue::dict({{"class", "eval"},
                         {"from", PyValue::list({sum, count})},
                         {"eval", "source(0) / tf.maximum(source(1), 1.0)"},
@@ -621,43 +633,44 @@ PyValue lower_inverse_window(const Lowering& l, PyValue& network) {
 PyValue lower_slice_at(const Lowering& l) {
   PyValue layer = l.layer_from("slice_nd", 0);
   layer.set("start", l.ref(1));
-  layer.set("size", *l.attr<ir::Dim>("out_dim").size());
-  layer.set("out_spatial_dim", l.dim_attr("out_dim"));
-  layer.set("axis", l.dim_attr("axis"));
+  layer.set("size", *l.attr<ir::attr::OutDim>().size());
+  layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
   return layer;
 }
 
 PyValue lower_replace_dim(const Lowering& l) {
   // A static dim of the same size, or a new dynamic one with the axis's
   // lengths (RETURNN copies them to the undefined tag): a new tag.
-  if (!l.attr<ir::Dim>("axis").is_dynamic() || l.node().inputs.size() == 1) {
+  if (!l.attr<ir::attr::Axis>().is_dynamic() || l.node().inputs.size() == 1) {
     PyValue layer = l.layer_from("reinterpret_data", 0);
-    layer.set("set_dim_tags", PyValue::map({{l.dim_attr("axis"), l.dim_attr("out_dim")}}));
+    layer.set("set_dim_tags",
+              PyValue::map({{l.dim_attr<ir::attr::Axis>(), l.dim_attr<ir::attr::OutDim>()}}));
     return layer;
   }
   // A dynamic one: x's frames 0.. up to the new dim's extent (zero-padded
   // past x's), with the new dim's lengths, as rf.replace_dim_v2 on torch.
   PyValue layer = l.layer_from("slice_nd", 0);
   layer.set("start", 0);
-  layer.set("size", l.dim_attr("out_dim"));
-  layer.set("axis", l.dim_attr("axis"));
+  layer.set("size", l.dim_attr<ir::attr::OutDim>());
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
   return layer;
 }
 
 PyValue lower_pool(const Lowering& l, PyValue& network) {
   PyValue layer = l.layer_from("pool", 0);
-  layer.set("mode", l.attr<std::string>("mode"));
-  layer.set("pool_size", ints_value(l.attr<std::vector<int64_t>>("size")));
-  layer.set("padding", l.attr<std::string>("padding"));
+  layer.set("mode", l.attr<ir::attr::Mode>());
+  layer.set("pool_size", ints_value(l.attr<ir::attr::Size>()));
+  layer.set("padding", l.attr<ir::attr::Padding>());
   set_windowed(layer, l);
   // Masked max pooling leaves the lowest float in the frames past a
   // sequence's end, which the next op can overflow to -inf (dropout's
   // 1 / (1 - rate)) and an LSTM then spreads as NaN: they become 0.
   std::vector<ir::Dim> dynamic;
-  for (const ir::Dim& d : l.attr<std::vector<ir::Dim>>("out_axes")) {
+  for (const ir::Dim& d : l.attr<ir::attr::OutAxes>()) {
     if (d.is_dynamic()) dynamic.push_back(d);
   }
-  if (l.attr<std::string>("mode") != "max" || dynamic.empty()) return layer;
+  if (l.attr<ir::attr::Mode>() != "max" || dynamic.empty()) return layer;
   std::string from = l.node().name + "_unmasked";
   network.append(from, std::move(layer));
   for (size_t k = 0; k + 1 < dynamic.size(); ++k) {
@@ -675,26 +688,26 @@ PyValue lower_pool(const Lowering& l, PyValue& network) {
 }
 
 PyValue lower_slice(const Lowering& l) {
-  const int64_t start = l.attr<int64_t>("start");
+  const int64_t start = l.attr<ir::attr::Start>();
   PyValue layer = l.layer_from("slice", 0);
-  layer.set("axis", l.dim_attr("axis"));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
   layer.set("slice_start", start);
-  layer.set("slice_end", start + *l.attr<ir::Dim>("out_dim").size());
-  layer.set("out_dim", l.dim_attr("out_dim"));
+  layer.set("slice_end", start + *l.attr<ir::attr::OutDim>().size());
+  layer.set("out_dim", l.dim_attr<ir::attr::OutDim>());
   return layer;
 }
 
 PyValue lower_split_dims(const Lowering& l) {
   PyValue layer = l.layer_from("split_dims", 0);
-  layer.set("axis", l.dim_attr("axis"));
-  layer.set("dims", l.dims_attr("dims"));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  layer.set("dims", l.dims_attr<ir::attr::DimsAttr>());
   return layer;
 }
 
 PyValue lower_merge_dims(const Lowering& l) {
   PyValue layer = l.layer_from("merge_dims", 0);
-  layer.set("axes", l.dims_attr("axes"));
-  layer.set("out_dim", l.dim_attr("out_dim"));
+  layer.set("axes", l.dims_attr<ir::attr::Axes>());
+  layer.set("out_dim", l.dim_attr<ir::attr::OutDim>());
   layer.set("keep_order", true);
   return layer;
 }
@@ -704,10 +717,10 @@ PyValue lower_batch_norm(const Lowering& l) {
   // variables: running mean and variance are non-trainable params that the
   // layer updates in training.
   PyValue layer = l.layer_from("batch_norm", 0);
-  layer.set("in_dim", l.dim_attr("axis"));
+  layer.set("in_dim", l.dim_attr<ir::attr::Axis>());
   layer.set("masked_time", true);
-  layer.set("epsilon", l.attr<double>("epsilon"));
-  layer.set("momentum", l.attr<double>("momentum"));
+  layer.set("epsilon", l.attr<ir::attr::Epsilon>());
+  layer.set("momentum", l.attr<ir::attr::Momentum>());
   layer.set("reuse_params", reuse_params({{"batch_norm/v2_mean", l.ref(1)},
                                           {"batch_norm/v2_variance", l.ref(2)},
                                           {"batch_norm/v2_gamma", l.ref(3)},
@@ -717,10 +730,10 @@ PyValue lower_batch_norm(const Lowering& l) {
 
 PyValue lower_shift_axis(const Lowering& l) {
   PyValue layer = l.layer_from("shift_axis", 0);
-  layer.set("axis", l.dim_attr("axis"));
-  layer.set("amount", l.attr<int64_t>("amount"));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  layer.set("amount", l.attr<ir::attr::Amount>());
   layer.set("pad", true);
-  if (const double* v = l.node().attrs.get<double>("pad_value")) {
+  if (const double* v = l.node().attrs.find<ir::attr::PadValue>()) {
     if (l.node().type.sparse_dim) {
       layer.set("pad_value", static_cast<int64_t>(*v));
     } else {
@@ -734,30 +747,30 @@ PyValue lower_shift_axis(const Lowering& l) {
 PyValue lower_pos_encoding(const Lowering& l) {
   PyValue layer = l.layer_from("positional_encoding", 0);
   // In a loop, the layer encodes the rec step (RETURNN's default there).
-  if (!l.node().attrs.get<int64_t>("loop")) layer.set("axis", l.dim_attr("axis"));
+  if (!l.node().attrs.find<ir::attr::Loop>()) layer.set("axis", l.dim_attr<ir::attr::Axis>());
   layer.set("add_to_input", true);
   return layer;
 }
 
 PyValue lower_seq_mask(const Lowering& l) {
   PyValue layer = l.layer_from("seq_len_mask", 0);
-  layer.set("axis", l.dim_attr("axis"));
-  layer.set("mask_value", l.attr<double>("value"));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  layer.set("mask_value", l.attr<ir::attr::Value>());
   return layer;
 }
 
 PyValue lower_scale_grad(const Lowering& l) {
   PyValue layer = l.layer("scaled_grad");
-  layer.set("scale", l.attr<double>("scale"));
+  layer.set("scale", l.attr<ir::attr::Scale>());
   return layer;
 }
 
 PyValue lower_lstm(const Lowering& l) {
   PyValue layer = l.layer_from("rec", 0);
   layer.set("unit", "nativelstm2");
-  layer.set("out_dim", l.dim_attr("out_dim"));
-  layer.set("axis", l.dim_attr("axis"));
-  if (l.attr<int64_t>("direction") == -1) layer.set("direction", -1);
+  layer.set("out_dim", l.dim_attr<ir::attr::OutDim>());
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  if (l.attr<ir::attr::Direction>() == -1) layer.set("direction", -1);
   layer.set("reuse_params", reuse_params({{"W", l.ref(1)}, {"W_re", l.ref(2)}, {"b", l.ref(3)}}));
   if (l.node().inputs.size() == 6)
     layer.set("initial_state", PyValue::dict({{"h", l.ref(4)}, {"c", l.ref(5)}}));
@@ -773,9 +786,9 @@ PyValue lower_cross_entropy(const Lowering& l) {
   }
   PyValue layer = softmax_loss(l, "ce");
   PyValue opts = PyValue::dict();
-  if (const double* e = l.node().attrs.get<double>("label_smoothing"))
+  if (const double* e = l.node().attrs.find<ir::attr::LabelSmoothing>())
     opts.set("label_smoothing", *e);
-  if (const double* f = l.node().attrs.get<double>("focal_loss_factor"))
+  if (const double* f = l.node().attrs.find<ir::attr::FocalLossFactor>())
     opts.set("focal_loss_factor", *f);
   set_loss_options(layer, l.node(), std::move(opts));
   return layer;
@@ -812,7 +825,7 @@ PyValue lower_ctc_loss(const Lowering& l) {
 
 PyValue lower_regression_loss(const Lowering& l) {
   PyValue layer = l.layer_from("copy", 0);
-  layer.set("loss", l.attr<std::string>("mode"));
+  layer.set("loss", l.attr<ir::attr::Mode>());
   layer.set("target", loss_target(l, 1));
   set_loss_options(layer, l.node(), PyValue::dict());
   return layer;
@@ -824,23 +837,23 @@ PyValue lower_custom_loss(const Lowering& l) {
   PyValue layer = l.layer_from("copy", 0);
   layer.set("loss", "as_is");
   PyValue opts = PyValue::dict();
-  if (const bool* e = l.node().attrs.get<bool>("as_error"); e && *e) opts.set("as_error", true);
+  if (const bool* e = l.node().attrs.find<ir::attr::AsError>(); e && *e) opts.set("as_error", true);
   set_loss_options(layer, l.node(), std::move(opts));
   return layer;
 }
 
 PyValue lower_loop_unstack(const Lowering& l, PyValue& network) {
   const ir::Node& in = l.input(0);
-  const ir::Dim& axis = l.attr<ir::Dim>("axis");
+  const ir::Dim& axis = l.attr<ir::attr::Axis>();
   // Teacher forcing, x shifted by one frame along the loop's axis: RETURNN's
   // own idiom, `prev:` of x's frame with the pad value before the first,
   // instead of a shift_axis layer outside (which RETURNN's loss flattening
   // mishandles when a layer moved out of the loop reads its frames).
-  if (in.kind == ir::NodeKind::kShiftAxis && *in.attrs.get<ir::Dim>("axis") == axis &&
-      *in.attrs.get<int64_t>("amount") == 1) {
+  if (in.kind == ir::NodeKind::kShiftAxis && in.attrs.get<ir::attr::Axis>() == axis &&
+      in.attrs.get<ir::attr::Amount>() == 1) {
     const ir::NodeId src = l.facts().layer_of[in.inputs[0].index];
     const std::string frame = l.node().name + "_frame";
-    const double* pad = in.attrs.get<double>("pad_value");
+    const double* pad = in.attrs.find<ir::attr::PadValue>();
     PyValue initial = in.type.sparse_dim ? PyValue(static_cast<int64_t>(pad ? *pad : 0.0))
                                          : PyValue(pad ? *pad : 0.0);
     network.append(frame, PyValue::dict({{"class", "rec_unstack"},
@@ -850,7 +863,7 @@ PyValue lower_loop_unstack(const Lowering& l, PyValue& network) {
     return PyValue::dict({{"class", "copy"}, {"from", "prev:" + frame}});
   }
   PyValue layer = l.layer_from("rec_unstack", 0);
-  layer.set("axis", l.dim_attr("axis"));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
   return layer;
 }
 
@@ -861,7 +874,7 @@ PyValue lower_loop_next(const Lowering& l) {
 }
 
 PyValue lower_range(const Lowering& l) {
-  const ir::Dim& dim = l.attr<ir::Dim>("dim");
+  const ir::Dim& dim = l.attr<ir::attr::DimAttr>();
   if (dim.is_dynamic()) {
     PyValue layer = l.layer_from("range_in_axis", 0);
     layer.set("axis", l.dim(dim));
@@ -876,14 +889,14 @@ PyValue lower_range(const Lowering& l) {
 
 PyValue lower_compare(const Lowering& l) {
   PyValue layer = l.layer("compare");
-  layer.set("kind", l.attr<std::string>("op"));
+  layer.set("kind", l.attr<ir::attr::Op>());
   layer.set("allow_broadcast_all_sources", true);
   return layer;
 }
 
 PyValue lower_cast(const Lowering& l) {
   PyValue layer = l.layer_from("cast", 0);
-  layer.set("dtype", l.attr<std::string>("dtype"));
+  layer.set("dtype", l.attr<ir::attr::DType>());
   return layer;
 }
 
@@ -900,7 +913,7 @@ PyValue lower_where(const Lowering& l) {
 absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network) {
   const ir::Node& n = l.node();
   switch (n.kind) {
-#define RETC_X(E, S, F) case ir::NodeKind::k##E:
+#define RETC_X(E, S, F, ...) case ir::NodeKind::k##E:
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
 #undef RETC_X
     return lower_binary(l, *ir::binary_op(n.kind));
@@ -960,14 +973,14 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     }
     case ir::NodeKind::kCumsum: {
       PyValue layer = l.layer_from("cumsum", 0);
-      layer.set("axis", l.dim_attr("axis"));
+      layer.set("axis", l.dim_attr<ir::attr::Axis>());
       return layer;
     }
     case ir::NodeKind::kTopK:
       return lower_top_k(l, network);
     case ir::NodeKind::kStack: {
       PyValue layer = l.layer("stack");
-      layer.set("out_spatial_dim", l.dim_attr("out_dim"));
+      layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
       return layer;
     }
     case ir::NodeKind::kWindow:
@@ -989,19 +1002,19 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     case ir::NodeKind::kRepeat: {
       PyValue layer = l.layer_from("repeat", 0);
       layer.set("repetitions", l.ref(1));
-      layer.set("axis", l.dim_attr("axis"));
-      layer.set("out_dim", l.dim_attr("out_dim"));
+      layer.set("axis", l.dim_attr<ir::attr::Axis>());
+      layer.set("out_dim", l.dim_attr<ir::attr::OutDim>());
       return layer;
     }
     case ir::NodeKind::kLength: {
       PyValue layer = l.layer_from("length", 0);
-      layer.set("axis", l.dim_attr("axis"));
+      layer.set("axis", l.dim_attr<ir::attr::Axis>());
       return layer;
     }
     case ir::NodeKind::kLstmFinal: {
       PyValue layer = l.layer_from("get_last_hidden_state", 0);
-      layer.set("key", l.attr<std::string>("state"));
-      layer.set("out_dim", l.dim(*l.input(0).attrs.get<ir::Dim>("out_dim")));
+      layer.set("key", l.attr<ir::attr::State>());
+      layer.set("out_dim", l.dim(l.input(0).attrs.get<ir::attr::OutDim>()));
       return layer;
     }
     case ir::NodeKind::kCond:  // emit_net_dict: a cond layer of the branches' subnetworks
@@ -1020,7 +1033,7 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
     }
     case ir::NodeKind::kCumConcat: {
       PyValue layer = l.layer_from("cum_concat", 0);
-      layer.set("out_spatial_dim", l.dim_attr("out_dim"));
+      layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
       return layer;
     }
     case ir::NodeKind::kSplitDims:
@@ -1053,7 +1066,7 @@ absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network
       return lower_loop_next(l);
     case ir::NodeKind::kLoopStack: {
       // After a loop with a choice: the best hypothesis.
-      const int64_t id = l.attr<int64_t>("loop");
+      const int64_t id = l.attr<ir::attr::Loop>();
       const bool search = l.facts().loops.loops[id].choice.valid();
       return l.layer_from(search ? "decide" : "copy", 0);
     }
@@ -1080,7 +1093,7 @@ PyValue extern_data_entry(const GraphFacts& f, size_t i) {
   if (n.type.sparse_dim) d.set("sparse_dim", dim_ref(f.t, *n.type.sparse_dim));
   // RETURNN treats keys besides "data" as targets, missing in evaluation
   // inside loops; data that no loss reads as its target is an input.
-  if (*n.attrs.get<std::string>("key") != "data" && !f.is_target[i])
+  if (n.attrs.get<ir::attr::Key>() != "data" && !f.is_target[i])
     d.set("available_for_inference", true);
   return d;
 }
@@ -1101,7 +1114,7 @@ void fold_weight_options(GraphFacts& f) {
     const ir::NodeId param = f.layer_of[in.index];
     f.layer_of[i] = param;
     (noise ? f.param_noise : f.param_dropout)[param.index] =
-        *n.attrs.get<double>(noise ? "stddev" : "rate");
+        noise ? n.attrs.get<ir::attr::Stddev>() : n.attrs.get<ir::attr::Rate>();
   }
 }
 
@@ -1174,16 +1187,16 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
     if (n.name.empty())
       return absl::InternalError("emit_net_dict: a node has no name; run tf-naming first");
     if (n.kind == ir::NodeKind::kData) {
-      out.extern_data.set(*n.attrs.get<std::string>("key"), extern_data_entry(f, i));
+      out.extern_data.set(n.attrs.get<ir::attr::Key>(), extern_data_entry(f, i));
       continue;
     }
     // A loop's unit "output": its first stacked value, else its first next value.
     if (n.kind == ir::NodeKind::kLoopNext) {
-      const int64_t id = *n.attrs.get<int64_t>("loop");
+      const int64_t id = n.attrs.get<ir::attr::Loop>();
       if (unit_output[id].empty()) unit_output[id] = n.name;
     }
     if (n.kind == ir::NodeKind::kLoopStack) {
-      const int64_t id = *n.attrs.get<int64_t>("loop");
+      const int64_t id = n.attrs.get<ir::attr::Loop>();
       if (!unit_output_stacked[id]) unit_output[id] = g.node(n.inputs[0]).name;
       unit_output_stacked[id] = true;
     }
@@ -1191,12 +1204,12 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
     if (n.kind == ir::NodeKind::kCond) {
       // RETURNN's cond: only the branch the scalar condition picks is
       // computed; each a subnetwork whose output is the branch's value.
-      auto& net = branches[*n.attrs.get<int64_t>("cond")];
+      auto& net = branches[n.attrs.get<ir::attr::Cond>()];
       PyValue layer = PyValue::dict({{"class", "cond"}, {"from", PyValue::list({})}});
       layer.set("condition", l.ref(0));
       for (int k = 0; k < 2; ++k) {
         const ir::Node& value = g.node(n.inputs[1 + k]);
-        const int64_t* b = value.attrs.get<int64_t>("branch");
+        const int64_t* b = value.attrs.find<ir::attr::Branch>();
         PyValue sub = PyValue::dict();
         for (auto& [name, branch_layer] : net[k]) sub.append(name, std::move(branch_layer));
         sub.append("output",
@@ -1217,8 +1230,8 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
     ASSIGN_OR_RETURN(std::optional<PyValue> layer,
                      lower(l, l.in_loop() >= 0 ? units[l.in_loop()] : out.network));
     if (!layer) continue;
-    if (const int64_t* b = n.attrs.get<int64_t>("branch")) {
-      branches[*n.attrs.get<int64_t>("cond")][*b].emplace_back(n.name, *std::move(layer));
+    if (const int64_t* b = n.attrs.find<ir::attr::Branch>()) {
+      branches[n.attrs.get<ir::attr::Cond>()][*b].emplace_back(n.name, *std::move(layer));
       continue;
     }
     if (f.is_output[i] && n.name != "output") layer->set("is_output_layer", true);

@@ -36,7 +36,7 @@ absl::string_view rf_activation(absl::string_view func) {
 // activation of the IR; weight_norm never reaches it.)
 std::string not_lowered(const ir::Node& n) {
   switch (n.kind) {
-#define RETC_X(E, S, F) case ir::NodeKind::k##E:
+#define RETC_X(E, S, F, ...) case ir::NodeKind::k##E:
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
 #undef RETC_X
     case ir::NodeKind::kData:
@@ -90,8 +90,8 @@ std::string not_lowered(const ir::Node& n) {
     case ir::NodeKind::kLoopStack:
       return "";
     case ir::NodeKind::kActivation:
-      return rf_activation(*n.attrs.get<std::string>("func")).empty()
-                 ? absl::StrCat("the activation ", ir::quote(*n.attrs.get<std::string>("func")))
+      return rf_activation(n.attrs.get<ir::attr::Func>()).empty()
+                 ? absl::StrCat("the activation ", ir::quote(n.attrs.get<ir::attr::Func>()))
                  : "";
     case ir::NodeKind::kReplaceDim:
     case ir::NodeKind::kLogicalNot:
@@ -108,7 +108,7 @@ std::string not_lowered(const ir::Node& n) {
       return "raw_layer (a RETURNN TF net-dict layer)";
     case ir::NodeKind::kTransposedConv:
       // RETURNN's torch frontend has no "same" padding for it.
-      return *n.attrs.get<std::string>("padding") == "same"
+      return n.attrs.get<ir::attr::Padding>() == "same"
                  ? "a transposed convolution with \"same\" padding"
                  : "";
     case ir::NodeKind::kWeightNorm:  // expand-parametrizations expanded it
@@ -146,7 +146,7 @@ const ir::Dim& feature_dim(const ir::TensorType& type) {
 // The classes-plus-blank dim of a CTC loss's logits: the one neither batch, nor the axis.
 const ir::Dim& class_dim(const ir::Graph& g, const ir::Node& ctc) {
   const ir::TensorType& logits = g.node(ctc.inputs[0]).type;
-  const ir::Dim& axis = *ctc.attrs.get<ir::Dim>("axis");
+  const ir::Dim& axis = ctc.attrs.get<ir::attr::Axis>();
   for (const ir::Dim& d : logits.dims) {
     if (!d.is_batch() && d != axis && d.size()) return d;
   }
@@ -234,169 +234,186 @@ PyValue dim_definition(const ir::DimTable& t, const ir::Dim& d) {
   return PyValue();
 }
 
+// A node attribute's value as Python: `a.dim<ir::attr::Axis>()`.
+struct AttrText {
+  const ir::DimTable& t;
+  const ir::Node& n;
+  template <ir::attr::Tag A>
+  std::string dim() const {
+    return t.id(n.attrs.get<A>());
+  }
+  template <ir::attr::Tag A>
+  std::string dims() const {
+    return dims_value(t, n.attrs.get<A>()).repr();
+  }
+  template <ir::attr::Tag A>
+  std::string num() const {
+    return PyValue(n.attrs.get<A>()).repr();
+  }
+};
+
 // The Python expression of one node (inputs by their names).
 std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                        absl::string_view model) {
   auto in = [&](size_t k) { return g.node(n.inputs[k]).name; };
-  auto dims_attr = [&](absl::string_view key) {
-    return dims_value(t, *n.attrs.get<std::vector<ir::Dim>>(key)).repr();
-  };
-  auto dim_attr = [&](absl::string_view key) { return t.id(*n.attrs.get<ir::Dim>(key)); };
-  auto num = [&](absl::string_view key) { return PyValue(*n.attrs.get<double>(key)).repr(); };
+  const AttrText a{t, n};
   auto dtype = [&] { return PyValue(std::string(dtype_name(n.type.dtype))).repr(); };
   auto ints = [](const std::vector<int64_t>& v) {
     return PyValue::list(std::vector<PyValue>(v.begin(), v.end())).repr();
   };
   switch (n.kind) {
-#define RETC_X(E, S, F) case ir::NodeKind::k##E:
+#define RETC_X(E, S, F, ...) case ir::NodeKind::k##E:
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
 #undef RETC_X
     return absl::StrCat("rf.combine(", in(0), ", ",
                         PyValue(std::string(combine_kind(*ir::binary_op(n.kind)))).repr(), ", ",
                         in(1), ", allow_broadcast_all_sources=True)");
     case ir::NodeKind::kData:
-      return absl::StrCat("extern_data[", PyValue(*n.attrs.get<std::string>("key")).repr(), "]");
+      return absl::StrCat("extern_data[", PyValue(n.attrs.get<ir::attr::Key>()).repr(), "]");
     case ir::NodeKind::kParam:
       return absl::StrCat("_param(", model, ", ", PyValue(g.param(n.param).path).repr(), ")");
     case ir::NodeKind::kDot: {
       // As TF's dot layer: over a dynamic dim, the frames past a sequence's end count 0.
       std::vector<ir::Dim> dynamic;
-      for (const ir::Dim& d : *n.attrs.get<std::vector<ir::Dim>>("reduce")) {
+      for (const ir::Dim& d : n.attrs.get<ir::attr::Reduce>()) {
         if (d.is_dynamic()) dynamic.push_back(d);
       }
       if (dynamic.empty())
-        return absl::StrCat("rf.matmul(", in(0), ", ", in(1), ", reduce=", dims_attr("reduce"),
-                            ")");
+        return absl::StrCat("rf.matmul(", in(0), ", ", in(1),
+                            ", reduce=", a.dims<ir::attr::Reduce>(), ")");
       return absl::StrCat("rf.matmul(", in(0),
                           ".copy_masked(0.0, dims=", dims_value(t, dynamic).repr(), "), ", in(1),
-                          ", reduce=", dims_attr("reduce"), ", use_mask=False)");
+                          ", reduce=", a.dims<ir::attr::Reduce>(), ", use_mask=False)");
     }
     case ir::NodeKind::kActivation:
-      return absl::StrCat(rf_activation(*n.attrs.get<std::string>("func")), "(", in(0), ")");
+      return absl::StrCat(rf_activation(n.attrs.get<ir::attr::Func>()), "(", in(0), ")");
     case ir::NodeKind::kDropout:
-      return absl::StrCat("rf.dropout(", in(0), ", ", num("rate"), ", axis=", dims_attr("axes"),
-                          ")");
+      return absl::StrCat("rf.dropout(", in(0), ", ", a.num<ir::attr::Rate>(),
+                          ", axis=", a.dims<ir::attr::Axes>(), ")");
     case ir::NodeKind::kLstm:
       return absl::StrCat(
-          "_lstm(", in(0), ", ", in(1), ", ", in(2), ", ", in(3), ", axis=", dim_attr("axis"),
-          ", out_dim=", dim_attr("out_dim"),
-          ", backward=", *n.attrs.get<int64_t>("direction") == -1 ? "True" : "False",
+          "_lstm(", in(0), ", ", in(1), ", ", in(2), ", ", in(3),
+          ", axis=", a.dim<ir::attr::Axis>(), ", out_dim=", a.dim<ir::attr::OutDim>(),
+          ", backward=", n.attrs.get<ir::attr::Direction>() == -1 ? "True" : "False",
           n.inputs.size() == 6 ? absl::StrCat(", initial=(", in(4), ", ", in(5), ")") : "",
           has_final_state_reader(g, n) ? ", with_state=True" : "", ")");
     case ir::NodeKind::kCond:  // step_code writes the if statement
       return in(1);
     case ir::NodeKind::kLstmFinal:
-      return absl::StrCat("_state_", in(0), "[", *n.attrs.get<std::string>("state") == "h" ? 0 : 1,
+      return absl::StrCat("_state_", in(0), "[", n.attrs.get<ir::attr::State>() == "h" ? 0 : 1,
                           "]");
     case ir::NodeKind::kRandom: {
-      const std::string& dist = *n.attrs.get<std::string>("distribution");
+      const std::string& dist = n.attrs.get<ir::attr::Distribution>();
       const bool uniform = dist == "uniform";
-      return absl::StrCat("_random(", PyValue(dist).repr(), ", ", dims_attr("shape"), ", ",
-                          num(uniform ? "minval" : "mean"), ", ",
-                          num(uniform ? "maxval" : "stddev"), ", ", *n.attrs.get<int64_t>("seed"),
-                          ", ", dtype(), ")");
+      return absl::StrCat("_random(", PyValue(dist).repr(), ", ", a.dims<ir::attr::Shape>(), ", ",
+                          uniform ? a.num<ir::attr::Minval>() : a.num<ir::attr::Mean>(), ", ",
+                          uniform ? a.num<ir::attr::Maxval>() : a.num<ir::attr::Stddev>(), ", ",
+                          n.attrs.get<ir::attr::Seed>(), ", ", dtype(), ")");
     }
     case ir::NodeKind::kFreshRandom: {
       // rf's random numbers from torch's generator, which RETURNN's engine
       // seeds from random_seed (and the epoch) and which advances per draw.
-      if (*n.attrs.get<std::string>("distribution") == "uniform") {
-        return absl::StrCat("rf.random_uniform(", dims_attr("shape"), ", minval=", num("minval"),
-                            ", maxval=", num("maxval"), ", dtype=", dtype(), ")");
+      if (n.attrs.get<ir::attr::Distribution>() == "uniform") {
+        return absl::StrCat("rf.random_uniform(", a.dims<ir::attr::Shape>(),
+                            ", minval=", a.num<ir::attr::Minval>(),
+                            ", maxval=", a.num<ir::attr::Maxval>(), ", dtype=", dtype(), ")");
       }
-      return absl::StrCat("rf.random_normal(", dims_attr("shape"), ", mean=", num("mean"),
-                          ", stddev=", num("stddev"), ", dtype=", dtype(), ")");
+      return absl::StrCat("rf.random_normal(", a.dims<ir::attr::Shape>(),
+                          ", mean=", a.num<ir::attr::Mean>(),
+                          ", stddev=", a.num<ir::attr::Stddev>(), ", dtype=", dtype(), ")");
     }
     case ir::NodeKind::kTrainStep:
       return "rf.cast(rf.get_run_ctx().get_step_tensor(), \"int64\")";
     case ir::NodeKind::kConstant:
-      return absl::StrCat("rf.full(dims=", dims_attr("shape"), ", fill_value=", num("value"),
-                          ", dtype=", dtype(), ")");
+      return absl::StrCat("rf.full(dims=", a.dims<ir::attr::Shape>(),
+                          ", fill_value=", a.num<ir::attr::Value>(), ", dtype=", dtype(), ")");
     case ir::NodeKind::kNorm:
-      return absl::StrCat("_norm(", in(0), ", axis=", dims_attr("axes"), ")");
+      return absl::StrCat("_norm(", in(0), ", axis=", a.dims<ir::attr::Axes>(), ")");
     case ir::NodeKind::kWeightDropout:
-      return absl::StrCat("_weight_dropout(", in(0), ", ", num("rate"), ")");
+      return absl::StrCat("_weight_dropout(", in(0), ", ", a.num<ir::attr::Rate>(), ")");
     case ir::NodeKind::kWeightNoise:
-      return absl::StrCat("_weight_noise(", in(0), ", ", num("stddev"), ")");
+      return absl::StrCat("_weight_noise(", in(0), ", ", a.num<ir::attr::Stddev>(), ")");
     case ir::NodeKind::kReduce: {
-      const std::string& mode = *n.attrs.get<std::string>("mode");
-      const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
+      const std::string& mode = n.attrs.get<ir::attr::Mode>();
+      const auto& axes = n.attrs.get<ir::attr::Axes>();
       if (mode == "argmax" || mode == "argmin")
         return absl::StrCat("rf.reduce_", mode, "(", in(0), ", axis=", t.id(axes[0]), ")");
       if (mode == "logsumexp")
-        return absl::StrCat("rf.reduce_logsumexp(", in(0), ", axis=", dims_attr("axes"), ")");
+        return absl::StrCat("rf.reduce_logsumexp(", in(0), ", axis=", a.dims<ir::attr::Axes>(),
+                            ")");
       return absl::StrCat("rf.reduce(", in(0), ", mode=", PyValue(mode).repr(),
-                          ", axis=", dims_attr("axes"), ")");
+                          ", axis=", a.dims<ir::attr::Axes>(), ")");
     }
     case ir::NodeKind::kSoftmax:
-      return absl::StrCat(*n.attrs.get<bool>("log") ? "rf.log_softmax(" : "rf.softmax(", in(0),
-                          ", axis=", dim_attr("axis"), ")");
+      return absl::StrCat(n.attrs.get<ir::attr::Log>() ? "rf.log_softmax(" : "rf.softmax(", in(0),
+                          ", axis=", a.dim<ir::attr::Axis>(), ")");
     case ir::NodeKind::kCompare:
-      return absl::StrCat("rf.compare(", in(0), ", ",
-                          PyValue(*n.attrs.get<std::string>("op")).repr(), ", ", in(1),
-                          ", allow_broadcast_all_sources=True)");
+      return absl::StrCat("rf.compare(", in(0), ", ", PyValue(n.attrs.get<ir::attr::Op>()).repr(),
+                          ", ", in(1), ", allow_broadcast_all_sources=True)");
     case ir::NodeKind::kCast:
-      return absl::StrCat("rf.cast(", in(0), ", ",
-                          PyValue(*n.attrs.get<std::string>("dtype")).repr(), ")");
+      return absl::StrCat("rf.cast(", in(0), ", ", PyValue(n.attrs.get<ir::attr::DType>()).repr(),
+                          ")");
     case ir::NodeKind::kWhere:
       return absl::StrCat("rf.where(", in(0), ", ", in(1), ", ", in(2),
                           ", allow_broadcast_all_sources=True)");
     case ir::NodeKind::kConcat:
-      return absl::StrCat("rf.concat((", in(0), ", ", dim_attr("axis_a"), "), (", in(1), ", ",
-                          dim_attr("axis_b"), "), out_dim=", dim_attr("out_dim"),
+      return absl::StrCat("rf.concat((", in(0), ", ", a.dim<ir::attr::AxisA>(), "), (", in(1), ", ",
+                          a.dim<ir::attr::AxisB>(), "), out_dim=", a.dim<ir::attr::OutDim>(),
                           ", allow_broadcast=True)[0]");
     case ir::NodeKind::kGather:
-      return absl::StrCat("rf.gather(", in(0), ", indices=", in(1), ", axis=", dim_attr("axis"),
-                          ")");
+      return absl::StrCat("rf.gather(", in(0), ", indices=", in(1),
+                          ", axis=", a.dim<ir::attr::Axis>(), ")");
     case ir::NodeKind::kNormalize:
-      return absl::StrCat("_normalize(", in(0), ", axis=", dims_attr("axes"),
-                          ", epsilon=", num("epsilon"), ")");
+      return absl::StrCat("_normalize(", in(0), ", axis=", a.dims<ir::attr::Axes>(),
+                          ", epsilon=", a.num<ir::attr::Epsilon>(), ")");
     case ir::NodeKind::kScaleGrad:
-      return *n.attrs.get<double>("scale") == 0.0
+      return n.attrs.get<ir::attr::Scale>() == 0.0
                  ? absl::StrCat("rf.stop_gradient(", in(0), ")")
-                 : absl::StrCat("rf.scaled_gradient(", in(0), ", ", num("scale"), ")");
+                 : absl::StrCat("rf.scaled_gradient(", in(0), ", ", a.num<ir::attr::Scale>(), ")");
     case ir::NodeKind::kSplitDims:
-      return absl::StrCat("rf.split_dims(", in(0), ", axis=", dim_attr("axis"),
-                          ", dims=", dims_attr("dims"), ")");
+      return absl::StrCat("rf.split_dims(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", dims=", a.dims<ir::attr::DimsAttr>(), ")");
     case ir::NodeKind::kMergeDims:
-      return absl::StrCat("rf.merge_dims(", in(0), ", dims=", dims_attr("axes"),
-                          ", out_dim=", dim_attr("out_dim"), ")[0]");
+      return absl::StrCat("rf.merge_dims(", in(0), ", dims=", a.dims<ir::attr::Axes>(),
+                          ", out_dim=", a.dim<ir::attr::OutDim>(), ")[0]");
     case ir::NodeKind::kSlice:
-      return absl::StrCat("rf.slice(", in(0), ", axis=", dim_attr("axis"),
-                          ", start=", *n.attrs.get<int64_t>("start"),
-                          ", size=", dim_attr("out_dim"), ")[0]");
+      return absl::StrCat("rf.slice(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", start=", n.attrs.get<ir::attr::Start>(),
+                          ", size=", a.dim<ir::attr::OutDim>(), ")[0]");
     case ir::NodeKind::kReverse:
-      return absl::StrCat("rf.reverse_sequence(", in(0), ", axis=", dim_attr("axis"), ")");
+      return absl::StrCat("rf.reverse_sequence(", in(0), ", axis=", a.dim<ir::attr::Axis>(), ")");
     case ir::NodeKind::kInverseWindow:
-      return absl::StrCat(
-          "_inverse_window(", in(0), ", axis=", dim_attr("axis"),
-          ", window_dim=", dim_attr("window_dim"), ", out_axis=", dim_attr("out_axis"),
-          ", overlap_dim=", dim_attr("overlap_dim"), ", stride=", *n.attrs.get<int64_t>("stride"),
-          ", window_left=", *n.attrs.get<int64_t>("window_left"), ")");
+      return absl::StrCat("_inverse_window(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", window_dim=", a.dim<ir::attr::WindowDim>(),
+                          ", out_axis=", a.dim<ir::attr::OutAxis>(),
+                          ", overlap_dim=", a.dim<ir::attr::OverlapDim>(),
+                          ", stride=", n.attrs.get<ir::attr::Stride>(),
+                          ", window_left=", n.attrs.get<ir::attr::WindowLeft>(), ")");
     case ir::NodeKind::kSliceAt:
-      return absl::StrCat("_slice_at(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
-                          ", out_dim=", dim_attr("out_dim"), ")");
+      return absl::StrCat("_slice_at(", in(0), ", ", in(1), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", out_dim=", a.dim<ir::attr::OutDim>(), ")");
     case ir::NodeKind::kRepeat:
-      return absl::StrCat("_repeat(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
-                          ", out_dim=", dim_attr("out_dim"), ")");
+      return absl::StrCat("_repeat(", in(0), ", ", in(1), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", out_dim=", a.dim<ir::attr::OutDim>(), ")");
     case ir::NodeKind::kMaskedSelect:
-      return absl::StrCat("_masked_select(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
-                          ", out_dim=", dim_attr("out_dim"), ")");
+      return absl::StrCat("_masked_select(", in(0), ", ", in(1), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", out_dim=", a.dim<ir::attr::OutDim>(), ")");
     case ir::NodeKind::kSeqMask:
-      return absl::StrCat("rf.where(rf.sequence_mask(", dim_attr("axis"), "), ", in(0), ", ",
-                          num("value"), ", allow_broadcast_all_sources=True)");
+      return absl::StrCat("rf.where(rf.sequence_mask(", a.dim<ir::attr::Axis>(), "), ", in(0), ", ",
+                          a.num<ir::attr::Value>(), ", allow_broadcast_all_sources=True)");
     case ir::NodeKind::kTrainFlag:
       return "rf.convert_to_tensor(rf.get_run_ctx().train_flag)";
     case ir::NodeKind::kCrossEntropy: {
       const std::string axis = t.id(*g.node(n.inputs[1]).type.sparse_dim);
       std::string ce;
-      if (const double* e = n.attrs.get<double>("label_smoothing"); e && *e != 0.0) {
+      if (const double* e = n.attrs.find<ir::attr::LabelSmoothing>(); e && *e != 0.0) {
         ce = absl::StrCat("_label_smoothed_ce(", in(0), ", ", in(1), ", axis=", axis,
                           ", label_smoothing=", PyValue(*e).repr(), ")");
       } else {
         ce = absl::StrCat("rf.cross_entropy(estimated=", in(0),
                           ", estimated_type=\"logits\", target=", in(1), ", axis=", axis, ")");
       }
-      if (const double* f = n.attrs.get<double>("focal_loss_factor"); f && *f != 0.0)
+      if (const double* f = n.attrs.find<ir::attr::FocalLossFactor>(); f && *f != 0.0)
         return absl::StrCat("_focal(", ce, ", ", in(0), ", ", in(1), ", axis=", axis,
                             ", factor=", PyValue(*f).repr(), ")");
       return ce;
@@ -405,35 +422,36 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
       const ir::Node& qkv = g.node(n.inputs[1]);
       return absl::StrCat(
           "_self_attention(", in(0), ", ", in(1), ", ", n.inputs.size() == 3 ? in(2) : "None",
-          ", axis=", dim_attr("axis"), ", in_dim=", t.id(qkv.type.dims[0]),
-          ", key_dim=", dim_attr("key_dim"), ", out_dim=", dim_attr("out_dim"),
-          ", num_heads=", *n.attrs.get<int64_t>("num_heads"),
-          ", causal=", *n.attrs.get<bool>("causal") ? "True" : "False",
-          n.inputs.size() == 3 ? absl::StrCat(", clipping=", *n.attrs.get<int64_t>("clipping"))
+          ", axis=", a.dim<ir::attr::Axis>(), ", in_dim=", t.id(qkv.type.dims[0]),
+          ", key_dim=", a.dim<ir::attr::KeyDim>(), ", out_dim=", a.dim<ir::attr::OutDim>(),
+          ", num_heads=", n.attrs.get<ir::attr::NumHeads>(),
+          ", causal=", n.attrs.get<ir::attr::Causal>() ? "True" : "False",
+          n.inputs.size() == 3 ? absl::StrCat(", clipping=", n.attrs.get<ir::attr::Clipping>())
                                : "",
-          n.attrs.get<double>("att_dropout")
-              ? absl::StrCat(", att_dropout=", PyValue(*n.attrs.get<double>("att_dropout")).repr())
+          n.attrs.find<ir::attr::AttDropout>()
+              ? absl::StrCat(", att_dropout=", PyValue(n.attrs.get<ir::attr::AttDropout>()).repr())
               : "",
           ")");
     }
     case ir::NodeKind::kConv: {
       const ir::Node& w = g.node(n.inputs[1]);
-      const auto& axes = *n.attrs.get<std::vector<ir::Dim>>("axes");
-      const int64_t groups = *n.attrs.get<int64_t>("groups");
+      const auto& axes = n.attrs.get<ir::attr::Axes>();
+      const int64_t groups = n.attrs.get<ir::attr::Groups>();
       const ir::Dim& w_in = w.type.dims[axes.size()];
       std::vector<ir::Dim> kernel(w.type.dims.begin(), w.type.dims.begin() + axes.size());
       return absl::StrCat("_conv(", in(0), ", ", in(1), ", ", in(2),
                           ", in_dim=", t.id(groups == 1 ? w_in : w_in.operands()[0]),
                           ", out_dim=", weight_dim_id(t, w.type.dims, w.type.dims.size() - 1),
-                          ", axes=", dims_attr("axes"), ", out_axes=", dims_attr("out_axes"),
+                          ", axes=", a.dims<ir::attr::Axes>(),
+                          ", out_axes=", a.dims<ir::attr::OutAxes>(),
                           ", kernel=", dims_value(t, kernel).repr(),
-                          ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")),
-                          ", dilation=", *n.attrs.get<int64_t>("dilation"), ", groups=", groups,
-                          ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(), ")");
+                          ", strides=", ints(n.attrs.get<ir::attr::Strides>()),
+                          ", dilation=", n.attrs.get<ir::attr::Dilation>(), ", groups=", groups,
+                          ", padding=", PyValue(n.attrs.get<ir::attr::Padding>()).repr(), ")");
     }
     case ir::NodeKind::kTransposedConv: {
       const ir::Node& w = g.node(n.inputs[1]);
-      const size_t axes = n.attrs.get<std::vector<ir::Dim>>("axes")->size();
+      const size_t axes = n.attrs.find<ir::attr::Axes>()->size();
       std::vector<ir::Dim> kernel(w.type.dims.begin(), w.type.dims.begin() + axes);
       return absl::StrCat(
           "_transposed_conv(",
@@ -444,93 +462,96 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
               : in(0),
           ", ", in(1), ", ", n.inputs.size() == 3 ? in(2) : "None",
           ", in_dim=", weight_dim_id(t, w.type.dims, axes + 1),
-          ", out_dim=", t.id(w.type.dims[axes]), ", axes=", dims_attr("axes"),
-          ", out_axes=", dims_attr("out_axes"), ", kernel=", dims_value(t, kernel).repr(),
-          ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")), ")");
+          ", out_dim=", t.id(w.type.dims[axes]), ", axes=", a.dims<ir::attr::Axes>(),
+          ", out_axes=", a.dims<ir::attr::OutAxes>(), ", kernel=", dims_value(t, kernel).repr(),
+          ", strides=", ints(n.attrs.get<ir::attr::Strides>()), ")");
     }
     case ir::NodeKind::kStack: {
       std::vector<std::string> xs;
       for (size_t k = 0; k < n.inputs.size(); ++k) xs.push_back(in(k));
-      return absl::StrCat("rf.stack([", absl::StrJoin(xs, ", "), "], out_dim=", dim_attr("out_dim"),
-                          ")[0]");
+      return absl::StrCat("rf.stack([", absl::StrJoin(xs, ", "),
+                          "], out_dim=", a.dim<ir::attr::OutDim>(), ")[0]");
     }
     case ir::NodeKind::kWindow: {
-      const int64_t w = *n.attrs.get<ir::Dim>("window_dim")->size();
-      const bool same = *n.attrs.get<std::string>("padding") == "same";
-      return absl::StrCat(
-          "_window(", in(0), ", axis=", dim_attr("axis"), ", window_dim=", dim_attr("window_dim"),
-          ", out_axis=", dim_attr("out_axis"), ", stride=", *n.attrs.get<int64_t>("stride"),
-          ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(),
-          same ? absl::StrCat(", window_left=", (w - 1) / 2) : "", ")");
+      const int64_t w = *n.attrs.get<ir::attr::WindowDim>().size();
+      const bool same = n.attrs.get<ir::attr::Padding>() == "same";
+      return absl::StrCat("_window(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", window_dim=", a.dim<ir::attr::WindowDim>(),
+                          ", out_axis=", a.dim<ir::attr::OutAxis>(),
+                          ", stride=", n.attrs.get<ir::attr::Stride>(),
+                          ", padding=", PyValue(n.attrs.get<ir::attr::Padding>()).repr(),
+                          same ? absl::StrCat(", window_left=", (w - 1) / 2) : "", ")");
     }
     case ir::NodeKind::kRawLayer:  // legalize rejected it
       return "None";
     case ir::NodeKind::kLogicalNot:
       return absl::StrCat("rf.logical_not(", in(0), ")");
     case ir::NodeKind::kCumsum:
-      return absl::StrCat("rf.cumsum(", in(0), ", spatial_dim=", dim_attr("axis"), ")");
+      return absl::StrCat("rf.cumsum(", in(0), ", spatial_dim=", a.dim<ir::attr::Axis>(), ")");
     case ir::NodeKind::kTopK:
-      return absl::StrCat("rf.top_k(", in(0), ", axis=", dim_attr("axis"),
-                          ", k=", *n.attrs.get<ir::Dim>("k_dim")->size(),
-                          ", k_dim=", dim_attr("k_dim"), ")[",
-                          *n.attrs.get<bool>("indices") ? 1 : 0, "]");
+      return absl::StrCat("rf.top_k(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", k=", *n.attrs.get<ir::attr::KDim>().size(),
+                          ", k_dim=", a.dim<ir::attr::KDim>(), ")[",
+                          n.attrs.get<ir::attr::Indices>() ? 1 : 0, "]");
     case ir::NodeKind::kPad:
-      return absl::StrCat(
-          "_pad(", in(0), ", axis=", dim_attr("axis"), ", left=", *n.attrs.get<int64_t>("left"),
-          ", right=", *n.attrs.get<int64_t>("right"), ", value=",
-          n.type.sparse_dim ? absl::StrCat(static_cast<int64_t>(*n.attrs.get<double>("value")))
-                            : num("value"),
-          ", out_dim=", dim_attr("out_dim"), ")");
+      return absl::StrCat("_pad(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", left=", n.attrs.get<ir::attr::Left>(),
+                          ", right=", n.attrs.get<ir::attr::Right>(), ", value=",
+                          n.type.sparse_dim
+                              ? absl::StrCat(static_cast<int64_t>(n.attrs.get<ir::attr::Value>()))
+                              : a.num<ir::attr::Value>(),
+                          ", out_dim=", a.dim<ir::attr::OutDim>(), ")");
     case ir::NodeKind::kReplaceDim:
-      if (n.inputs.size() == 1 && n.attrs.get<ir::Dim>("axis")->is_dynamic())
-        return absl::StrCat("_copy_dim(", in(0), ", in_dim=", dim_attr("axis"),
-                            ", out_dim=", dim_attr("out_dim"), ")");
-      return absl::StrCat("rf.replace_dim_v2(", in(0), ", in_dim=", dim_attr("axis"),
-                          ", out_dim=", dim_attr("out_dim"), ")");
+      if (n.inputs.size() == 1 && n.attrs.find<ir::attr::Axis>()->is_dynamic())
+        return absl::StrCat("_copy_dim(", in(0), ", in_dim=", a.dim<ir::attr::Axis>(),
+                            ", out_dim=", a.dim<ir::attr::OutDim>(), ")");
+      return absl::StrCat("rf.replace_dim_v2(", in(0), ", in_dim=", a.dim<ir::attr::Axis>(),
+                          ", out_dim=", a.dim<ir::attr::OutDim>(), ")");
     case ir::NodeKind::kPool:
-      return absl::StrCat("_pool(", in(0),
-                          ", mode=", PyValue(*n.attrs.get<std::string>("mode")).repr(),
-                          ", size=", ints(*n.attrs.get<std::vector<int64_t>>("size")),
-                          ", strides=", ints(*n.attrs.get<std::vector<int64_t>>("strides")),
-                          ", padding=", PyValue(*n.attrs.get<std::string>("padding")).repr(),
-                          ", axes=", dims_attr("axes"), ", out_axes=", dims_attr("out_axes"), ")");
+      return absl::StrCat("_pool(", in(0), ", mode=", PyValue(n.attrs.get<ir::attr::Mode>()).repr(),
+                          ", size=", ints(n.attrs.get<ir::attr::Size>()),
+                          ", strides=", ints(n.attrs.get<ir::attr::Strides>()),
+                          ", padding=", PyValue(n.attrs.get<ir::attr::Padding>()).repr(),
+                          ", axes=", a.dims<ir::attr::Axes>(),
+                          ", out_axes=", a.dims<ir::attr::OutAxes>(), ")");
     case ir::NodeKind::kBatchNorm:
       return absl::StrCat("_batch_norm(", in(0), ", ", in(1), ", ", in(2), ", ", in(3), ", ", in(4),
-                          ", axis=", dim_attr("axis"), ", epsilon=", num("epsilon"),
-                          ", momentum=", num("momentum"), ")");
+                          ", axis=", a.dim<ir::attr::Axis>(),
+                          ", epsilon=", a.num<ir::attr::Epsilon>(),
+                          ", momentum=", a.num<ir::attr::Momentum>(), ")");
     case ir::NodeKind::kCtcLoss: {
       const ir::Node& targets = g.node(n.inputs[1]);
-      return absl::StrCat("_ctc_loss(", in(0), ", ", in(1), ", axis=", dim_attr("axis"),
+      return absl::StrCat("_ctc_loss(", in(0), ", ", in(1), ", axis=", a.dim<ir::attr::Axis>(),
                           ", targets_axis=", t.id(targets_axis(targets.type)),
                           ", classes=", t.id(class_dim(g, n)), ")");
     }
     case ir::NodeKind::kShiftAxis: {
-      const double* pad = n.attrs.get<double>("pad_value");
+      const double* pad = n.attrs.find<ir::attr::PadValue>();
       std::string pad_value = "0.0";
       if (n.type.sparse_dim) {
         pad_value = absl::StrCat(pad ? static_cast<int64_t>(*pad) : 0);
       } else if (pad) {
         pad_value = PyValue(*pad).repr();
       }
-      return absl::StrCat("_shift(", in(0), ", axis=", dim_attr("axis"),
-                          ", amount=", *n.attrs.get<int64_t>("amount"), ", pad_value=", pad_value,
+      return absl::StrCat("_shift(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
+                          ", amount=", n.attrs.get<ir::attr::Amount>(), ", pad_value=", pad_value,
                           ")");
     }
     case ir::NodeKind::kPosEncoding:
-      if (const int64_t* loop = n.attrs.get<int64_t>("loop"))
+      if (const int64_t* loop = n.attrs.find<ir::attr::Loop>())
         return absl::StrCat("_pos_encoding_at(", in(0), ", _t", *loop,
                             ", feature_dim=", t.id(feature_dim(n.type)), ")");
-      return absl::StrCat("_pos_encoding(", in(0), ", axis=", dim_attr("axis"),
+      return absl::StrCat("_pos_encoding(", in(0), ", axis=", a.dim<ir::attr::Axis>(),
                           ", feature_dim=", t.id(feature_dim(n.type)), ")");
     case ir::NodeKind::kRange:
-      return absl::StrCat("rf.range_over_dim(", dim_attr("dim"), ", dtype=\"int32\")");
+      return absl::StrCat("rf.range_over_dim(", a.dim<ir::attr::DimAttr>(), ", dtype=\"int32\")");
     case ir::NodeKind::kRegressionLoss: {
       std::vector<ir::Dim> features;
       for (const ir::Dim& d : g.node(n.inputs[0]).type.dims) {
         if (d.is_feature_like()) features.push_back(d);
       }
       std::string diff = absl::StrCat(in(0), " - ", in(1));
-      std::string per_entry = *n.attrs.get<std::string>("mode") == "mse"
+      std::string per_entry = n.attrs.get<ir::attr::Mode>() == "mse"
                                   ? absl::StrCat("rf.square(", diff, ")")
                                   : absl::StrCat("rf.abs(", diff, ")");
       if (features.empty()) return per_entry;
@@ -542,33 +563,34 @@ std::string expression(const ir::Graph& g, const ir::DimTable& t, const ir::Node
     // Loops (see emit_loop): a frame of the input, the state's initial value
     // (before the loop), the state's next value, the frames stacked.
     case ir::NodeKind::kLoopUnstack:
-      return absl::StrCat("rf.gather(", in(0), ", axis=", dim_attr("axis"), ", indices=_t",
-                          *n.attrs.get<int64_t>("loop"), ")");
+      return absl::StrCat("rf.gather(", in(0), ", axis=", a.dim<ir::attr::Axis>(), ", indices=_t",
+                          n.attrs.get<ir::attr::Loop>(), ")");
     case ir::NodeKind::kLoopState:
       return in(0);
     case ir::NodeKind::kLoopNext:
       return in(1);
     case ir::NodeKind::kLoopStack: {
       // Over a new axis: the search picks the best hypothesis and gives the axis its lengths.
-      const int64_t loop = *n.attrs.get<int64_t>("loop");
+      const int64_t loop = n.attrs.get<ir::attr::Loop>();
       for (const ir::Node& e : g.nodes()) {
-        if (e.kind == ir::NodeKind::kLoopEnd && *e.attrs.get<int64_t>("loop") == loop)
+        if (e.kind == ir::NodeKind::kLoopEnd && e.attrs.get<ir::attr::Loop>() == loop)
           return absl::StrCat("_search", loop, ".stack(_frames_of_", in(0),
-                              ", axis=", dim_attr("axis"), ")");
+                              ", axis=", a.dim<ir::attr::Axis>(), ")");
       }
-      return absl::StrCat("rf.stack(_frames_of_", in(0), ", out_dim=", dim_attr("axis"), ")[0]");
+      return absl::StrCat("rf.stack(_frames_of_", in(0), ", out_dim=", a.dim<ir::attr::Axis>(),
+                          ")[0]");
     }
     case ir::NodeKind::kLength:
-      return absl::StrCat("_length(", in(0), ", ", dim_attr("axis"), ")");
+      return absl::StrCat("_length(", in(0), ", ", a.dim<ir::attr::Axis>(), ")");
     case ir::NodeKind::kLoopEnd:  // emit_loop ends the sequences
       return in(0);
     case ir::NodeKind::kChoice:
-      return absl::StrCat("_search", *n.attrs.get<int64_t>("loop"), ".choose(", in(0), ", ",
-                          dim_attr("dim"), ")");
+      return absl::StrCat("_search", n.attrs.get<ir::attr::Loop>(), ".choose(", in(0), ", ",
+                          a.dim<ir::attr::DimAttr>(), ")");
     case ir::NodeKind::kCumConcat: {
-      const int64_t loop = *n.attrs.get<int64_t>("loop");
+      const int64_t loop = n.attrs.get<ir::attr::Loop>();
       return absl::StrCat("_cum_concat(", in(0), ", _acc_", n.name,
-                          ", out_dim=", dim_attr("out_dim"), ", t=_t", loop, ")");
+                          ", out_dim=", a.dim<ir::attr::OutDim>(), ", t=_t", loop, ")");
     }
     case ir::NodeKind::kWeightNorm:
       break;  // torch-legalize rejected it
@@ -741,30 +763,30 @@ std::string step_code(const ir::Graph& g, const ir::DimTable& t, const ir::LoopA
       const ir::Node& n = g.nodes()[i];
       if (n.stage != ir::Stage::kStep || done[i]) continue;
       const int32_t l = loops.loop_of[i];
-      if (n.attrs.get<int64_t>("branch")) continue;  // written with its cond
+      if (n.attrs.find<ir::attr::Branch>()) continue;  // written with its cond
       if (n.kind == ir::NodeKind::kCond) {
         // A Python if: only the branch the condition picks runs.
-        const int64_t id = *n.attrs.get<int64_t>("cond");
+        const int64_t id = n.attrs.get<ir::attr::Cond>();
         std::array<std::vector<size_t>, 2> members;
         for (size_t j = 0; j < i; ++j) {
           const ir::Node& m = g.nodes()[j];
-          const int64_t* c = m.attrs.get<int64_t>("cond");
-          if (m.stage == ir::Stage::kStep && c && *c == id && m.attrs.get<int64_t>("branch"))
-            members[*m.attrs.get<int64_t>("branch")].push_back(j);
+          const int64_t* c = m.attrs.find<ir::attr::Cond>();
+          if (m.stage == ir::Stage::kStep && c && *c == id && m.attrs.find<ir::attr::Branch>())
+            members[m.attrs.get<ir::attr::Branch>()].push_back(j);
         }
         bool cond_ready = ready(n.inputs[0]);
         for (int k = 0; k < 2; ++k) {
           for (size_t j : members[k]) {
             for (ir::NodeId in : g.nodes()[j].inputs) {
               const ir::Node& src = g.node(in);
-              const int64_t* c = src.attrs.get<int64_t>("cond");
-              const bool inside = c && *c == id && src.attrs.get<int64_t>("branch");
+              const int64_t* c = src.attrs.find<ir::attr::Cond>();
+              const bool inside = c && *c == id && src.attrs.find<ir::attr::Branch>();
               if (!inside && !ready(in)) cond_ready = false;
             }
           }
           const ir::Node& value = g.node(n.inputs[1 + k]);
-          const int64_t* c = value.attrs.get<int64_t>("cond");
-          if (!(c && *c == id && value.attrs.get<int64_t>("branch")) && !ready(n.inputs[1 + k]))
+          const int64_t* c = value.attrs.find<ir::attr::Cond>();
+          if (!(c && *c == id && value.attrs.find<ir::attr::Branch>()) && !ready(n.inputs[1 + k]))
             cond_ready = false;
         }
         if (!cond_ready) continue;
@@ -1517,9 +1539,9 @@ std::string train_step_body(const ir::Graph& g, const ir::DimTable& t,
     if (m.kind != ir::Mark::Kind::kLoss) continue;
     const ir::Node& n = g.node(m.node);
     std::string options;
-    if (const double* s = n.attrs.get<double>("scale"))
+    if (const double* s = n.attrs.find<ir::attr::Scale>())
       absl::StrAppend(&options, ", scale=", PyValue(*s).repr());
-    if (const bool* z = n.attrs.get<bool>("normalize"); z && *z)
+    if (const bool* z = n.attrs.find<ir::attr::Normalize>(); z && *z)
       absl::StrAppend(&options, ", use_normalized_loss=True");
     const std::string error_name = PyValue(m.name + "_error").repr();
     if (n.kind == ir::NodeKind::kCrossEntropy) {
@@ -1539,12 +1561,12 @@ std::string train_step_body(const ir::Graph& g, const ir::DimTable& t,
       absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), norm,
                       options, ")\n");
       absl::StrAppend(&out, "    ctx.mark_as_loss(_ctc_error(", g.node(n.inputs[0]).name, ", ",
-                      targets.name, ", axis=", t.id(*n.attrs.get<ir::Dim>("axis")),
+                      targets.name, ", axis=", t.id(n.attrs.get<ir::attr::Axis>()),
                       ", targets_axis=", t.id(targets_axis(targets.type)),
                       ", classes=", t.id(class_dim(g, n)), "), ", error_name, norm,
                       ", as_error=True)\n");
     } else {  // regression and custom losses: their value as it is
-      if (const bool* e = n.attrs.get<bool>("as_error"); e && *e) options += ", as_error=True";
+      if (const bool* e = n.attrs.find<ir::attr::AsError>(); e && *e) options += ", as_error=True";
       absl::StrAppend(&out, "    ctx.mark_as_loss(", n.name, ", ", PyValue(m.name).repr(), options,
                       ")\n");
     }
@@ -1644,7 +1666,7 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
     if (!n.type.sparse_dim && !n.type.dims.empty() && n.type.dims.back().is_feature_like() &&
         n.type.dims.back().size())
       d.set("feature_dim", dim_ref(t, n.type.dims.back()));
-    const std::string& key = *n.attrs.get<std::string>("key");
+    const std::string& key = n.attrs.get<ir::attr::Key>();
     if (key != "data" && !is_target[i]) d.set("available_for_inference", true);
     extern_data.append(key, std::move(d));
   }

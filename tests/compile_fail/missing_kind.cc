@@ -5,7 +5,7 @@
 
 int lower(retc::ir::NodeKind k) {
   switch (k) {
-#define RETC_X(E, S, F)          \
+#define RETC_X(E, S, F, ...)     \
   case retc::ir::NodeKind::k##E: \
     return 1;
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
