@@ -8,6 +8,7 @@
 # curriculum (epoch_wise_filter) shortens epoch 1. Also:
 # the corpus maker is deterministic (two tiny corpora, byte for byte), and a
 # missing corpus is a one-line error that says how to make it.
+# ctest-variants: tf torch
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

@@ -2,6 +2,8 @@
 # SIGKILL in the middle of epoch 2, then `retc train` again: it resumes from
 # epoch 1's checkpoint, finishes all 4 epochs, and trains no epoch twice.
 # `kill_resume.sh torch` does the same on the torch target.
+# ctest-variants: tf torch
+# ctest-serial
 source "$(dirname "$0")/lib.sh"
 
 backend=${1:-tf}

@@ -1,5 +1,6 @@
 # Shared helpers for the integration tests (sourced). ctest sets RETC,
 # RETC_TEST_MODELS, RETC_SOURCE_DIR and RETC_BUILD_DIR.
+# ctest: none (sourced by the tests)
 set -euo pipefail
 # Pipelines into grep read all input (no -q): under pipefail, grep -q exiting
 # early kills the writer with SIGPIPE and fails the check at random.

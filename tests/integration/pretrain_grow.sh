@@ -7,6 +7,7 @@
 # torch: the model holds them from the start, untouched by stage 0's steps).
 # The bundled conformer-ctc-grow trains its 5 epochs through the change with
 # its training loss falling. Usage: pretrain_grow.sh [torch]
+# ctest-variants: tf torch
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

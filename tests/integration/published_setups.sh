@@ -5,6 +5,7 @@
 # finite training loss, and librispeech-att-2019 then decodes the dev set
 # with beam search (12 hypotheses), one hypothesis of BPE labels per sequence.
 # (test_published.py compares their params with the published files'.)
+# ctest-variants: tf torch
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

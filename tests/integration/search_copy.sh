@@ -8,6 +8,10 @@
 # labels fed back): sequence accuracy at least 90% with --beam 4 and with
 # --beam 1. The checkpoint converted to the other backend decodes there to
 # the same best hypothesis for at least 99% of the dev sequences.
+# ctest-cases: it.search_transformer-copy.tf transformer-copy tf
+# ctest-cases: it.search_transformer-copy.torch transformer-copy torch
+# ctest-cases: it.search_lstm-attention.tf lstm-attention tf
+# ctest-cases: it.search_lstm-attention.torch lstm-attention torch
 source "$(dirname "$0")/lib.sh"
 model=${1:?MODEL}
 backend=${2:-tf}

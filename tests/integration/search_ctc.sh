@@ -4,6 +4,7 @@
 # (repeats collapsed, blanks removed; the model's mark_as_search_output),
 # writes one hypothesis per sequence in RETURNN's search output format and
 # prints the dev label error, <= 0.05, as its last line.
+# ctest-variants: tf torch
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 work="$TMP/work"

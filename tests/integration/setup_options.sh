@@ -6,6 +6,7 @@
 # rates for epochs 1 and 2 and the control's rates after them (within its
 # bounds), and chunking makes more steps per epoch than whole sequences
 # would (1000 sequences, at most 10 per batch: 100). Usage: setup_options.sh [torch]
+# ctest-variants: tf torch
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

@@ -5,6 +5,7 @@
 # forward_check.py on the same sequences; bad input (a missing checkpoint,
 # another model's, no checkpoint in the workdir, --beam 0, a model without
 # a search output) is one line on stderr and writes nothing.
+# ctest-variants: tf torch
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 work="$TMP/work"

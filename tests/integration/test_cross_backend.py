@@ -10,6 +10,43 @@ order, the QKV columns of self-attention, conv filters) shows.
 
 Run by ctest as `python test_cross_backend.py MODEL tf|torch` (the source backend).
 """
+# The cases ctest runs (tests/CMakeLists.txt reads these lines):
+# ctest-cases: cross_backend.12ax.from_tf 12ax tf
+# ctest-cases: cross_backend.12ax.from_torch 12ax torch
+# ctest-cases: cross_backend.12ax-wn.from_tf 12ax-wn tf
+# ctest-cases: cross_backend.12ax-wn.from_torch 12ax-wn torch
+# ctest-cases: cross_backend.blstm-tagger.from_tf blstm-tagger tf
+# ctest-cases: cross_backend.blstm-tagger.from_torch blstm-tagger torch
+# ctest-cases: cross_backend.lstm-lm.from_tf lstm-lm tf
+# ctest-cases: cross_backend.lstm-lm.from_torch lstm-lm torch
+# ctest-cases: cross_backend.transformer-copy.from_tf transformer-copy tf
+# ctest-cases: cross_backend.transformer-copy.from_torch transformer-copy torch
+# ctest-cases: cross_backend.conformer-ctc.from_tf conformer-ctc tf
+# ctest-cases: cross_backend.conformer-ctc.from_torch conformer-ctc torch
+# ctest-cases: cross_backend.conformer-12x512.from_tf conformer-12x512 tf
+# ctest-cases: cross_backend.conformer-12x512.from_torch conformer-12x512 torch
+# ctest-cases: cross_backend.mod-loop.from_tf mod-loop tf
+# ctest-cases: cross_backend.rq-loop-encoder-state.from_tf rq-loop-encoder-state tf
+# ctest-cases: cross_backend.mod-conv-stride.from_tf mod-conv-stride tf
+# ctest-cases: cross_backend.mod-conv2d.from_tf mod-conv2d tf
+# ctest-cases: cross_backend.mod-batch-norm.from_tf mod-batch-norm tf
+# ctest-cases: cross_backend.mod-rel-pos-attention.from_tf mod-rel-pos-attention tf
+# ctest-cases: cross_backend.mod-transposed-conv.from_tf mod-transposed-conv tf
+# ctest-cases: cross_backend.op-array.from_tf op-array tf
+# ctest-cases: cross_backend.op-stack-window.from_tf op-stack-window tf
+# ctest-cases: cross_backend.op-repeat-const.from_tf op-repeat-const tf
+# ctest-cases: cross_backend.op-reverse-slice.from_tf op-reverse-slice tf
+# ctest-cases: cross_backend.mod-named-sequential.from_tf mod-named-sequential tf
+# ctest-cases: cross_backend.mod-zoneout-lstm.from_tf mod-zoneout-lstm tf
+# ctest-cases: cross_backend.mod-rel-pos-xl.from_tf mod-rel-pos-xl tf
+# ctest-cases: cross_backend.loss-values.from_tf loss-values tf
+# ctest-cases: cross_backend.mod-att-dropout.from_tf mod-att-dropout tf
+# ctest-cases: cross_backend.mod-seq2seq.from_tf mod-seq2seq tf
+# ctest-cases: cross_backend.mod-conformer-ctc.from_tf mod-conformer-ctc tf
+# ctest-cases: cross_backend.mod-lstm-state.from_tf mod-lstm-state tf
+# ctest-cases: cross_backend.mod-stepwise-decoder.from_tf mod-stepwise-decoder tf
+# ctest-cases: cross_backend.op-cond.from_tf op-cond tf
+# ctest-cases: cross_backend.sweep sweep
 
 import os
 import subprocess

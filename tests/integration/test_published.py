@@ -10,6 +10,9 @@ Usage: test_published.py MODEL
 Each network is built in a process of its own (RETURNN's behavior version is
 per process: the published files have none, retc's configs set one).
 """
+# The cases ctest runs (tests/CMakeLists.txt reads these lines):
+# ctest-cases: published.librispeech-att-2019 librispeech-att-2019
+# ctest-cases: published.swb-conformer-hybrid-2021 swb-conformer-hybrid-2021
 
 import collections
 import json

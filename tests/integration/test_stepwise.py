@@ -6,6 +6,7 @@ target) on the same input and params, within 1e-5, on both backends
 
 Run by ctest as `python test_stepwise.py`.
 """
+# ctest-cases: modules.stepwise_decoder
 
 import numpy
 

@@ -3,6 +3,7 @@
 # torchrun, gloo on CPU): `retc train 12ax --backend torch --nproc 2` trains to
 # the dev bound; after an epoch both ranks hold identical params; --nproc on
 # the tf target and a bad --nproc are one-line errors.
+# ctest-serial
 source "$(dirname "$0")/lib.sh"
 
 "$RETC" train 12ax --backend torch --nproc 2 --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" ||
