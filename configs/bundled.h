@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/model.h"
 #include "compiler/nn/loop.h"
+#include "emit/model.h"
 
 namespace retc::configs {
 

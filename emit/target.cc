@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/diagnostic.h"
 #include "ir/status_macros.h"
 
 namespace retc::emit {
@@ -50,9 +51,10 @@ absl::Status check_stages_grow(const ModelDef& def, const std::vector<ir::Graph>
         if (c.path == p.path) q = &c;
       }
       if (q && sizes(q->dims) == sizes(p.dims) && q->dtype == p.dtype) continue;
-      return absl::InvalidArgumentError(
-          absl::StrCat(p.loc.str(), ": error: pretraining stage ", s, " of '", def.name,
-                       "' has the param '", p.path, "' ", ir::describe(p.dims),
+      return ir::user_error(
+          p.loc,
+          absl::StrCat("pretraining stage ", s, " of '", def.name, "' has the param '", p.path,
+                       "' ", ir::describe(p.dims),
                        q ? absl::StrCat(", which the last stage has as ", ir::describe(q->dims))
                          : std::string(", which the last stage lacks"),
                        ": each stage's params must be among the last stage's, with the same shapes "
@@ -72,10 +74,12 @@ absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& targe
   if (task != Task::kSearch) {
     for (const ir::Node& n : g.nodes()) {
       if (n.kind != ir::NodeKind::kChoice) continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          n.loc.str(), ": error: choice: the ", task_name(task), " task computes '", def.name,
-          "' with a loop's choice, which only search makes (retc search); in training, feed "
-          "the targets instead (teacher forcing)"));
+      return ir::user_error(
+          n.loc,
+          absl::StrCat(
+              "choice: the ", task_name(task), " task computes '", def.name,
+              "' with a loop's choice, which only search makes (retc search); in training, feed "
+              "the targets instead (teacher forcing)"));
     }
   }
   return g;

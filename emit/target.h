@@ -11,9 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "compiler/model.h"
 #include "compiler/pipeline.h"
 #include "emit/config.h"
+#include "emit/model.h"
 #include "ir/graph.h"
 
 namespace retc::emit {

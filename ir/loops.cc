@@ -2,6 +2,7 @@
 #include "ir/loops.h"
 
 #include "absl/strings/str_cat.h"
+#include "ir/diagnostic.h"
 
 namespace retc::ir {
 
@@ -45,9 +46,8 @@ absl::StatusOr<LoopAnalysis> analyze_loops(const Graph& g) {
     const Node& n = g.nodes()[i];
     auto l = node_loop(n.kind, n.attrs, n.inputs, a.loop_of);
     if (!l.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: node %", i, " (",
-                                                     node_kind_name(n.kind),
-                                                     "): ", l.status().message()));
+      return user_error(n.loc, absl::StrCat("node %", i, " (", node_kind_name(n.kind),
+                                            "): ", l.status().message()));
     }
     a.loop_of[i] = *l;
     if (*l >= 0) {
@@ -67,9 +67,10 @@ absl::StatusOr<LoopAnalysis> analyze_loops(const Graph& g) {
     if (n.kind == NodeKind::kLoopEnd || n.kind == NodeKind::kChoice) {
       NodeId& slot = n.kind == NodeKind::kLoopEnd ? a.loops[*l].end : a.loops[*l].choice;
       if (slot.valid()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            n.loc.str(), ": error: node %", i, " (", node_kind_name(n.kind), "): loop ", *l,
-            n.kind == NodeKind::kLoopEnd ? " has an end already" : " has a choice already"));
+        return user_error(n.loc,
+                          absl::StrCat("node %", i, " (", node_kind_name(n.kind), "): loop ", *l,
+                                       n.kind == NodeKind::kLoopEnd ? " has an end already"
+                                                                    : " has a choice already"));
       }
       slot = g.id_of(i);
     }
@@ -79,9 +80,9 @@ absl::StatusOr<LoopAnalysis> analyze_loops(const Graph& g) {
   for (size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes()[i];
     if (n.kind == NodeKind::kLoopState && nexts[i] != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(n.loc.str(), ": error: node %", i, " (loop_state): has ", nexts[i],
-                       " next values; a loop state needs exactly one (loop_next)"));
+      return user_error(n.loc,
+                        absl::StrCat("node %", i, " (loop_state): has ", nexts[i],
+                                     " next values; a loop state needs exactly one (loop_next)"));
     }
   }
   return a;

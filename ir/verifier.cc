@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/diagnostic.h"
 #include "ir/loops.h"
 #include "ir/status_macros.h"
 
@@ -13,7 +14,7 @@ absl::Status node_error(const Graph& g, size_t i, absl::string_view what) {
   std::string where = absl::StrCat("node %", i, " (", node_kind_name(n.kind));
   if (!n.module_path.empty()) absl::StrAppend(&where, " in '", n.module_path, "'");
   where += ")";
-  return absl::InvalidArgumentError(absl::StrCat(n.loc.str(), ": error: ", where, ": ", what));
+  return user_error(n.loc, absl::StrCat(where, ": ", what));
 }
 
 // Why a param-init node may not read `in` (empty: it may). A step node of a
@@ -71,8 +72,7 @@ absl::Status verify(const Graph& g) {
   for (const Param& p : g.params()) {
     if (p.path.empty()) return absl::InvalidArgumentError("a param has an empty path");
     if (!paths.insert(p.path).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(p.loc.str(), ": error: duplicate param path '", p.path, "'"));
+      return user_error(p.loc, absl::StrCat("duplicate param path '", p.path, "'"));
     }
   }
   std::vector<bool> param_read(g.params().size(), false);
@@ -138,12 +138,11 @@ absl::Status verify(const Graph& g) {
       return absl::InvalidArgumentError(absl::StrCat("mark '", m.name, "' refers to no node"));
     }
     if (m.name.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(m.loc.str(), ": error: a mark has an empty name"));
+      return user_error(m.loc, "a mark has an empty name");
     }
     if (!mark_names[static_cast<int>(m.kind)].insert(m.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          m.loc.str(), ": error: ", mark_kind_name(m.kind), " name '", m.name, "' is used twice"));
+      return user_error(m.loc,
+                        absl::StrCat(mark_kind_name(m.kind), " name '", m.name, "' is used twice"));
     }
   }
   return absl::OkStatus();

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "compiler/model.h"
 #include "compiler/nn/modules.h"
 #include "configs/bundled.h"
+#include "emit/model.h"
 #include "emit/target.h"
 #include "emit/tf/net_dict.h"
 #include "emit/tf/target.h"

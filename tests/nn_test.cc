@@ -1,10 +1,10 @@
 // Unit tests of the model API: module tree, params, errors at the user's line.
 #include <catch2/catch.hpp>
 
-#include "compiler/model.h"
 #include "compiler/nn/error.h"
 #include "compiler/nn/modules.h"
 #include "compiler/nn/parametrize.h"
+#include "emit/model.h"
 #include "emit/target.h"
 #include "emit/tf/target.h"
 #include "tests/test_models.h"

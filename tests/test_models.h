@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "compiler/model.h"
+#include "emit/model.h"
 
 namespace retc::testing {
 

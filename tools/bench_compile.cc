@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "compiler/model.h"
 #include "compiler/nn/builder.h"
 #include "compiler/nn/modules.h"
 #include "compiler/pipeline.h"
 #include "configs/bundled.h"
 #include "emit/config.h"
+#include "emit/model.h"
 #include "emit/target.h"
 #include "emit/tf/target.h"
 #include "emit/torch/target.h"

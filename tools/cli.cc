@@ -19,6 +19,7 @@
 #include "compiler/pipeline.h"
 #include "emit/file_util.h"
 #include "emit/target.h"
+#include "ir/diagnostic.h"
 #include "ir/dot.h"
 #include "ir/json.h"
 #include "ir/parser.h"
@@ -150,7 +151,7 @@ int usage_error(absl::string_view msg) {
 int error(const absl::Status& s) {
   std::string msg(s.message());
   // One line for the headline; notes (further lines) follow as they are.
-  std::cerr << (msg.find(": error: ") != std::string::npos ? "" : "retc: error: ") << msg << "\n";
+  std::cerr << (ir::is_user_error_text(msg) ? "" : "retc: error: ") << msg << "\n";
   return s.code() == absl::StatusCode::kCancelled ? kInterrupted : kError;
 }
 

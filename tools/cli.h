@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "compiler/model.h"
+#include "emit/model.h"
 
 namespace retc {
 

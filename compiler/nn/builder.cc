@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/error.h"
+#include "ir/diagnostic.h"
 #include "ir/format.h"
 #include "ir/loops.h"
 
@@ -24,7 +25,7 @@ bool is_layer_name(absl::string_view s) {
 }  // namespace
 
 void fail(const ir::SourceLoc& loc, absl::string_view message) {
-  throw ModelError(absl::InvalidArgumentError(absl::StrCat(loc.str(), ": error: ", message)));
+  throw ModelError(ir::user_error(loc, message));
 }
 
 void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::FunctionRef<std::string()> what,

@@ -2,7 +2,7 @@
 //
 // Model code reads like PyTorch (`y = lin->forward(x) + b`), so the model API
 // reports user errors by throwing ModelError, which carries an absl::Status
-// with `file:line:col: error: ...`. `build_model` (compiler/model.h) is the
+// with `file:line:col: error: ...`. `build_model` (emit/model.h) is the
 // boundary: it catches ModelError and returns the status, so nothing outside
 // compiler/nn ever sees an exception.
 #pragma once

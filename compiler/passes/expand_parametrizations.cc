@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "ir/diagnostic.h"
 #include "ir/status_macros.h"
 
 namespace retc::passes {
@@ -18,17 +19,11 @@ absl::StatusOr<ir::NodeId> add(ir::Graph& g, ir::NodeKind kind, std::vector<ir::
   return id;
 }
 
-absl::Status user_error(const ir::Node& n, absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
-                   n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
-}
-
 absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   const ir::Node n = g.node(id);  // copy: g.add may reallocate
   const ir::Node& x = g.node(n.inputs[0]);
   if (x.kind != ir::NodeKind::kParam) {
-    return user_error(
+    return ir::user_error(
         n, "weight norm applies to a param directly (register it before other reparametrizations)");
   }
   const std::vector<ir::Dim> axes = n.attrs.get<ir::attr::Axes>();
@@ -69,7 +64,7 @@ absl::Status expand_weight_norm(ir::Graph& g, ir::NodeId id) {
   gp.options.device = v.options.device;
   for (const ir::Param& p : g.params()) {
     if (p.path == gp.path) {
-      return user_error(
+      return ir::user_error(
           n, absl::StrCat("weight norm needs the param name '", gp.path, "', which is taken"));
     }
   }

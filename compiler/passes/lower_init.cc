@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "ir/diagnostic.h"
 
 namespace retc::passes {
 
@@ -103,8 +104,7 @@ absl::StatusOr<bool> lower_init(ir::Graph& g, const LowerInitOptions&) {
     spec.stage = ir::Stage::kParamInit;
     auto id = g.add(ir::NodeKind::kRandom, {}, std::move(spec));
     if (!id.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(p.loc.str(), ": error: param '", p.path, "': ", id.status().message()));
+      return ir::user_error(p.loc, absl::StrCat("param '", p.path, "': ", id.status().message()));
     }
     g.mutable_param(pid).options.init_node = id->index;
     changed = true;

@@ -4,16 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/dce.h"
+#include "ir/diagnostic.h"
 #include "ir/status_macros.h"
 
 namespace retc::emit::tf {
 namespace {
-
-absl::Status user_error(const ir::Node& n, absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
-                   n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
-}
 
 // Whether no input of `n` has all of its dims.
 bool outer_broadcast(const ir::Graph& g, const ir::Node& n) {
@@ -30,11 +25,11 @@ absl::Status broadcast_where(ir::Graph& g, ir::NodeId id) {
   const ir::Node n = g.node(id);  // copy: g.add may reallocate
   const ir::Node& a = g.node(n.inputs[1]);
   if (a.type.dtype != ir::DType::kFloat32 || a.type.sparse_dim) {
-    return user_error(n, absl::StrCat("none of the condition and the branches has all of the "
-                                      "result's dims ",
-                                      ir::describe(n.type.dims),
-                                      ", which RETURNN's switch needs for non-float branches; "
-                                      "give one of them all these dims"));
+    return ir::user_error(n, absl::StrCat("none of the condition and the branches has all of the "
+                                          "result's dims ",
+                                          ir::describe(n.type.dims),
+                                          ", which RETURNN's switch needs for non-float branches; "
+                                          "give one of them all these dims"));
   }
   std::vector<ir::Dim> missing;
   std::vector<ir::NodeId> sizes;
@@ -84,18 +79,19 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
       // Targets may be computed (RETURNN's "layer:" targets); cross-entropy
       // and CTC are also values (their own layers), a regression loss is not.
       if (n.kind == ir::NodeKind::kRegressionLoss && (!is_loss[i] || uses[i] > 0))
-        return user_error(n, "the result may only be marked as a loss, not used further");
+        return ir::user_error(n, "the result may only be marked as a loss, not used further");
       if (n.kind == ir::NodeKind::kCrossEntropy && (!is_loss[i] || uses[i] > 0) &&
           (n.attrs.find<ir::attr::LabelSmoothing>() || n.attrs.find<ir::attr::FocalLossFactor>()))
-        return user_error(n,
-                          "a cross-entropy value (not only marked as a loss) with label smoothing "
-                          "or a focal loss factor: RETURNN's TF value layer has neither (the "
-                          "torch target has: --backend torch)");
+        return ir::user_error(
+            n,
+            "a cross-entropy value (not only marked as a loss) with label smoothing "
+            "or a focal loss factor: RETURNN's TF value layer has neither (the "
+            "torch target has: --backend torch)");
     }
     if (n.kind == ir::NodeKind::kConcat && n.attrs.find<ir::attr::AxisA>()->is_dynamic()) {
       // tf.concat of the padded tensors: a shorter sequence's second part
       // would start after the first part's padding, not after its end.
-      return user_error(
+      return ir::user_error(
           n, absl::StrCat("concat along the dynamic axis ",
                           n.attrs.find<ir::attr::AxisA>()->describe(),
                           ": RETURNN's TF concat layer puts the second part after the first "
@@ -108,25 +104,27 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
       const ir::Dim& classes = *g.node(n.inputs[1]).type.sparse_dim;
       for (const ir::Dim& d : g.node(n.inputs[0]).type.dims) {
         if (d.is_feature_like() && d != classes) {
-          return user_error(n, absl::StrCat("logits may have no feature dim besides the classes ",
-                                            classes.describe(), ", got ", d.describe()));
+          return ir::user_error(n,
+                                absl::StrCat("logits may have no feature dim besides the classes ",
+                                             classes.describe(), ", got ", d.describe()));
         }
       }
     }
     if (n.kind == ir::NodeKind::kWeightNoise && g.node(n.inputs[0]).kind != ir::NodeKind::kParam) {
-      return user_error(
+      return ir::user_error(
           n,
           "weight noise applies to a param directly (register it before other reparametrizations)");
     }
     if (n.kind == ir::NodeKind::kCustomLoss && !is_loss[i])
-      return user_error(n, "the result must be marked as a loss");
+      return ir::user_error(n, "the result must be marked as a loss");
     if (n.kind == ir::NodeKind::kParam) {
       const ir::Param& p = g.param(n.param);
       const ir::WeightDecay& wd = p.options.weight_decay;
       if (wd.value != 0.0) {
         if (decoupled && *decoupled == wd.coupled) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(p.loc.str(), ": error: param '", p.path,
+          return ir::user_error(
+              p.loc,
+              absl::StrCat("param '", p.path,
                            "': RETURNN applies weight decay either all coupled or all decoupled "
                            "(global decouple_constraints); this model mixes both"));
         }

@@ -4,6 +4,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "ir/diagnostic.h"
 #include "ir/format.h"
 
 namespace retc::emit::tf {
@@ -76,9 +77,9 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
       other = first_what;
       note = absl::StrCat("\n", first_loc.str(), ": note: ", other, " wants it here");
     }
-    return absl::InvalidArgumentError(absl::StrCat(loc.str(), ": error: the RETURNN layer name ",
-                                                   ir::quote(w), " of ", what, " is wanted by ",
-                                                   other, " too; rename one of them", note));
+    return ir::user_error(
+        loc, absl::StrCat("the RETURNN layer name ", ir::quote(w), " of ", what, " is wanted by ",
+                          other, " too; rename one of them", note));
   }
   bool changed = false;
   // The next suffix to try per base name: numbering stays linear in the
@@ -105,10 +106,8 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
   for (const ir::Node& n : g.nodes()) {
     if (n.kind != ir::NodeKind::kSelfAttention || n.inputs.size() != 3) continue;
     if (taken.contains(rel_pos_layer_name(n))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(n.loc.str(), ": error: self_attention", n.module_path.empty() ? "" : " in '",
-                       n.module_path, n.module_path.empty() ? "" : "'", ": the layer name ",
-                       ir::quote(rel_pos_layer_name(n)), " of its relative positions is taken"));
+      return ir::user_error(n, absl::StrCat("the layer name ", ir::quote(rel_pos_layer_name(n)),
+                                            " of its relative positions is taken"));
     }
   }
   return changed;

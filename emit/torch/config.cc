@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "emit/py_value.h"
 #include "emit/torch/target.h"
+#include "ir/diagnostic.h"
 #include "ir/dim_table.h"
 #include "ir/format.h"
 #include "ir/loops.h"
@@ -115,12 +116,6 @@ std::string not_lowered(const ir::Node& n) {
       return absl::StrCat(node_kind_name(n.kind), " nodes");
   }
   return "this kind";
-}
-
-absl::Status user_error(const ir::Node& n, absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(n.loc.str(), ": error: ", node_kind_name(n.kind),
-                   n.module_path.empty() ? "" : " in '" + n.module_path + "'", ": ", what));
 }
 
 // Why this target cannot give `p` what it asks for; empty: it can.
@@ -1492,22 +1487,22 @@ std::string used_helpers(absl::string_view code) {
 absl::StatusOr<bool> legalize(ir::Graph& g) {
   for (const ir::Node& n : g.nodes()) {
     if (n.kind == ir::NodeKind::kRawLayer) {
-      return user_error(n,
-                        "a raw RETURNN layer is a layer of TF's net dict: the torch target has "
-                        "none (the tf target: --backend tf)");
+      return ir::user_error(n,
+                            "a raw RETURNN layer is a layer of TF's net dict: the torch target has "
+                            "none (the tf target: --backend tf)");
     }
     std::string why = not_lowered(n);
     if (!why.empty()) {
-      return user_error(n, absl::StrCat("the torch target does not lower ", why,
-                                        " yet (the tf target does: --backend tf)"));
+      return ir::user_error(n, absl::StrCat("the torch target does not lower ", why,
+                                            " yet (the tf target does: --backend tf)"));
     }
     if (n.kind == ir::NodeKind::kParam) {
       const ir::Param& p = g.param(n.param);
       if (std::string o = unsupported_option(p); !o.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(p.loc.str(), ": error: param '", p.path,
-                                                       "': the torch target does not "
-                                                       "support ",
-                                                       o));
+        return ir::user_error(p.loc, absl::StrCat("param '", p.path,
+                                                  "': the torch target does not "
+                                                  "support ",
+                                                  o));
       }
     }
   }

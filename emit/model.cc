@@ -1,4 +1,4 @@
-#include "compiler/model.h"
+#include "emit/model.h"
 
 #include <filesystem>
 

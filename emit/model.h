@@ -2,9 +2,10 @@
 // build_model, the boundary from model code to the IR. Compiling for a
 // target (passes and config) is emit/target.h.
 //
-// Note: the training setup (datasets, optimizer) is RETURNN config data
-// shared by every target, made of emit::PyValue; so this header includes
-// emit/config.h, the one include of emit/ from compiler/.
+// It lives in emit/, not compiler/: the training setup (datasets, optimizer)
+// is RETURNN config data shared by every target (emit/config.h), and the
+// build function is model code (compiler/nn); emit/ sits above both, so no
+// lower folder includes a higher one.
 #pragma once
 
 #include <functional>
