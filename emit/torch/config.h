@@ -1,10 +1,8 @@
-// The torch target's passes and its config writer (see target.h).
-//
-// torch-legalize: every node's kind is one this target lowers, and params use
-// no option but their initial value; else the user's error at their line,
-// naming the target. Changes nothing.
-// torch-naming: every node gets a Python name `n<index>_<kind>` (unique; names
-// already set are kept). Returns whether it named any.
+// The torch target's config writer: a complete RETURNN config for its
+// PyTorch engine (imports, dims, extern_data, the used helpers, the model
+// with its param-init stage, train_step or forward_step, the training setup).
+// The target's passes: legalize.h, naming.h; its parts: lower.h (one
+// expression per node), loops.h (the step code), stages.h, helpers.h.
 #pragma once
 
 #include <string>
@@ -14,9 +12,6 @@
 #include "ir/graph.h"
 
 namespace retc::emit::torch {
-
-absl::StatusOr<bool> legalize(ir::Graph& g);
-absl::StatusOr<bool> naming(ir::Graph& g);
 
 /// Requires: a graph after pipeline(torch::target()).
 absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts);

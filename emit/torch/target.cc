@@ -1,6 +1,8 @@
 #include "emit/torch/target.h"
 
 #include "emit/torch/config.h"
+#include "emit/torch/legalize.h"
+#include "emit/torch/naming.h"
 
 namespace retc::emit::torch {
 

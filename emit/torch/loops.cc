@@ -1,0 +1,261 @@
+#include "emit/torch/loops.h"
+
+#include <algorithm>
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "emit/torch/lower.h"
+
+namespace retc::emit::torch {
+
+bool has_final_state_reader(const ir::Graph& g, const ir::Node& n) {
+  if (n.kind != ir::NodeKind::kLstm) return false;
+  for (const ir::Node& m : g.nodes()) {
+    if (m.kind == ir::NodeKind::kLstmFinal && &g.node(m.inputs[0]) == &n) return true;
+  }
+  return false;
+}
+
+void write_assignment(PyWriter& w, const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
+  std::string extra;
+  if (n.kind == ir::NodeKind::kCumConcat) extra = absl::StrCat(", _acc_", n.name);
+  if (has_final_state_reader(g, n)) extra = absl::StrCat(", _state_", n.name);
+  w.line(n.name, extra, " = ", value_of(g, t, n, "model"));
+}
+
+namespace {
+
+// Before a loop: the states' initial values (their names and next values
+// collected), the stacked values' frame lists, the cum_concat caches.
+void write_loop_prologue(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+                         const ir::LoopAnalysis& loops, const ir::Loop& loop,
+                         std::vector<std::string>& states, std::vector<std::string>& nexts) {
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind == ir::NodeKind::kLoopState) {
+      w.line(n.name, " = ", value_of(g, t, n, "model"));
+      states.push_back(n.name);
+      nexts.push_back(g.node(loops.next_of_state[m.index]).name);
+    }
+    if (loops.stacked[m.index]) w.line("_frames_of_", n.name, " = []");
+    if (n.kind == ir::NodeKind::kCumConcat) w.line("_acc_", n.name, " = None");
+  }
+}
+
+// At the end of a frame: the states take their next values.
+void write_next_states(PyWriter& w, const std::vector<std::string>& states,
+                       const std::vector<std::string>& nexts) {
+  if (!states.empty()) w.line(absl::StrJoin(states, ", "), " = ", absl::StrJoin(nexts, ", "));
+}
+
+// Which members of a search loop depend on this frame's choice (the states
+// do not; next values and the end come after it), and which of those before
+// it are read after it (they follow their hypotheses).
+struct ChoiceSplit {
+  std::vector<bool> after, read_after;
+};
+ChoiceSplit split_at_choice(const ir::Graph& g, const ir::LoopAnalysis& loops, size_t id) {
+  const ir::Loop& loop = loops.loops[id];
+  ChoiceSplit s{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false)};
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind == ir::NodeKind::kLoopState) continue;
+    bool a = n.kind == ir::NodeKind::kChoice || n.kind == ir::NodeKind::kLoopNext ||
+             n.kind == ir::NodeKind::kLoopEnd;
+    for (ir::NodeId in : n.inputs) a = a || s.after[in.index];
+    s.after[m.index] = a;
+  }
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (!s.after[m.index] || n.kind == ir::NodeKind::kChoice) continue;
+    for (ir::NodeId in : n.inputs) {
+      if (loops.loop_of[in.index] == static_cast<int32_t>(id)) s.read_after[in.index] = true;
+    }
+  }
+  return s;
+}
+
+// After the choice: the values of the hypotheses before it that are read
+// later follow their hypotheses (_Search.follow), as do the cum_concat caches.
+void write_follow(PyWriter& w, const ir::Graph& g, const ir::LoopAnalysis& loops,
+                  const ir::Loop& loop, const ChoiceSplit& s, const std::string& search) {
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (s.after[m.index]) continue;
+    if (s.read_after[m.index] || (loops.stacked[m.index] && n.kind != ir::NodeKind::kLoopState))
+      w.line(n.name, " = ", search, ".follow(", n.name, ")");
+    if (n.kind == ir::NodeKind::kCumConcat)
+      w.line("_acc_", n.name, " = ", search, ".follow(_acc_", n.name, ")");
+  }
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind == ir::NodeKind::kCumConcat && s.after[m.index])
+      w.line("_acc_", n.name, " = ", search, ".follow(_acc_", n.name, ")");
+  }
+}
+
+// A loop over a new axis (with its loop_end): at most max_len frames, until
+// every sequence ended (_Search). With a choice, each frame computes what
+// does not depend on the choice, chooses (the beams of this frame's
+// hypotheses), then lets every value of the hypotheses before the choice
+// that is read later follow its hypothesis (the states' next values, the
+// cached frames of cum_concat, stacked frames), and computes the rest.
+void write_search_loop(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+                       const ir::LoopAnalysis& loops, size_t id) {
+  const ir::Loop& loop = loops.loops[id];
+  const std::string search = absl::StrCat("_search", id), frame = absl::StrCat("_t", id);
+  const bool beam = loop.choice.valid();
+  w.line("# loop ", id, " over ", t.id(*loop.axis), ", until each ",
+         beam ? "hypothesis" : "sequence", " ends", beam ? " (beam search)" : "");
+  w.line(search, " = _Search(", beam ? "beam_size" : "", ")");
+  std::vector<std::string> states, nexts;
+  write_loop_prologue(w, g, t, loops, loop, states, nexts);
+  const ChoiceSplit s = split_at_choice(g, loops, id);
+  const ir::Node& end = g.node(loop.end);
+  auto body =
+      w.block("for ", frame, " in range(int(", g.node(end.inputs[1]).name, ".raw_tensor)):");
+  auto emit = [&](const ir::Node& n) {
+    if (n.kind != ir::NodeKind::kLoopEnd) write_assignment(w, g, t, n);
+  };
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind != ir::NodeKind::kLoopState && !s.after[m.index]) emit(n);
+  }
+  if (beam) {
+    emit(g.node(loop.choice));
+    write_follow(w, g, loops, loop, s, search);
+  }
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (s.after[m.index] && n.kind != ir::NodeKind::kChoice) emit(n);
+  }
+  w.line(search, ".end(", g.node(end.inputs[0]).name, ", ", frame, ")");
+  for (ir::NodeId m : loop.members) {
+    if (!loops.stacked[m.index]) continue;
+    const std::string& name = g.node(m).name;
+    w.line("_frames_of_", name, " = ", search, ".follow_all(_frames_of_", name, ") + [", name, "]");
+  }
+  write_next_states(w, states, nexts);
+  auto ended = w.block("if ", search, ".all_ended():");
+  w.line("break");
+}
+
+// One loop as a Python for-loop over its axis's frames (in this batch: the
+// longest sequence's): the states start at their initial values, the body
+// runs in graph order, stacked values collect their frames, and the states
+// take their next values at the end of each frame. As on TF, frames past a
+// sequence's end are computed too and ignored by what reads the stack.
+void write_loop(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+                const ir::LoopAnalysis& loops, size_t id) {
+  const ir::Loop& loop = loops.loops[id];
+  if (loop.end.valid()) return write_search_loop(w, g, t, loops, id);
+  w.line("# loop ", id, " over ", t.id(*loop.axis));
+  std::vector<std::string> states, nexts;
+  write_loop_prologue(w, g, t, loops, loop, states, nexts);
+  auto body = w.block("for _t", id, " in range(_frames(", t.id(*loop.axis), ")):");
+  for (ir::NodeId m : loop.members) {
+    const ir::Node& n = g.node(m);
+    if (n.kind != ir::NodeKind::kLoopState) write_assignment(w, g, t, n);
+  }
+  for (ir::NodeId m : loop.members) {
+    if (loops.stacked[m.index])
+      w.line("_frames_of_", g.node(m).name, ".append(", g.node(m).name, ")");
+  }
+  write_next_states(w, states, nexts);
+}
+
+// Whether node `m` is in a branch of cond `id`.
+bool in_branch(const ir::Node& m, int64_t id) {
+  const int64_t* c = m.attrs.find<ir::attr::Cond>();
+  return c && *c == id && m.attrs.find<ir::attr::Branch>();
+}
+
+// The step stage's order: what is written, and what is ready to be.
+struct StepOrder {
+  const ir::Graph& g;
+  const ir::LoopAnalysis& loops;
+  std::vector<bool> done, loop_done;
+  bool ready(ir::NodeId in) const {
+    const int32_t l = loops.loop_of[in.index];
+    return l >= 0 ? loop_done[l] : done[in.index] || g.node(in).stage != ir::Stage::kStep;
+  }
+};
+
+// A cond node `i` as a Python if (only the branch the condition picks
+// runs), once everything its branches read from outside is computed;
+// returns whether it wrote it.
+bool write_cond(PyWriter& w, const ir::DimTable& t, StepOrder& o, size_t i) {
+  const ir::Graph& g = o.g;
+  const ir::Node& n = g.nodes()[i];
+  const int64_t id = n.attrs.get<ir::attr::Cond>();
+  std::array<std::vector<size_t>, 2> members;
+  for (size_t j = 0; j < i; ++j) {
+    const ir::Node& m = g.nodes()[j];
+    if (m.stage == ir::Stage::kStep && in_branch(m, id))
+      members[m.attrs.get<ir::attr::Branch>()].push_back(j);
+  }
+  bool ready = o.ready(n.inputs[0]);
+  for (int k = 0; k < 2; ++k) {
+    for (size_t j : members[k]) {
+      for (ir::NodeId in : g.nodes()[j].inputs) {
+        if (!in_branch(g.node(in), id) && !o.ready(in)) ready = false;
+      }
+    }
+    if (!in_branch(g.node(n.inputs[1 + k]), id) && !o.ready(n.inputs[1 + k])) ready = false;
+  }
+  if (!ready) return false;
+  for (int k = 0; k < 2; ++k) {
+    auto branch =
+        k == 0 ? w.block("if bool(", g.node(n.inputs[0]).name, ".raw_tensor):") : w.block("else:");
+    for (size_t j : members[k]) {
+      write_assignment(w, g, t, g.nodes()[j]);
+      o.done[j] = true;
+    }
+    w.line(n.name, " = ", g.node(n.inputs[1 + k]).name);
+  }
+  return o.done[i] = true;
+}
+
+}  // namespace
+
+// Every step node once its inputs are, each loop as one block once all its
+// inputs from outside are, each cond with its branches.
+void write_step_code(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+                     const ir::LoopAnalysis& loops) {
+  StepOrder o{g, loops, std::vector<bool>(g.size(), false),
+              std::vector<bool>(loops.loops.size(), false)};
+  auto ready = [&](ir::NodeId in) { return o.ready(in); };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const ir::Node& n = g.nodes()[i];
+      if (n.stage != ir::Stage::kStep || o.done[i]) continue;
+      if (n.attrs.find<ir::attr::Branch>()) continue;  // written with its cond
+      if (n.kind == ir::NodeKind::kCond) {
+        progress |= write_cond(w, t, o, i);
+        continue;
+      }
+      const int32_t l = loops.loop_of[i];
+      if (l < 0) {
+        if (!std::all_of(n.inputs.begin(), n.inputs.end(), ready)) continue;
+        write_assignment(w, g, t, n);
+        o.done[i] = progress = true;
+        continue;
+      }
+      // A loop: ready when every member's input from outside it is.
+      bool loop_ready = true;
+      for (ir::NodeId m : loops.loops[l].members) {
+        for (ir::NodeId in : g.node(m).inputs) {
+          if (loops.loop_of[in.index] != l && !ready(in)) loop_ready = false;
+        }
+      }
+      if (!loop_ready) continue;
+      write_loop(w, g, t, loops, l);
+      for (ir::NodeId m : loops.loops[l].members) o.done[m.index] = true;
+      o.loop_done[l] = progress = true;
+    }
+  }
+}
+
+}  // namespace retc::emit::torch
