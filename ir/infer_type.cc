@@ -305,60 +305,88 @@ absl::StatusOr<TensorType> infer_regression_loss(const Graph& g, const std::vect
   return out;
 }
 
-absl::StatusOr<TensorType> infer_loop(const Graph& g, NodeKind kind, const std::vector<NodeId>& in,
-                                      const NodeSpec& spec) {
-  const auto& loop = spec.attrs.get<attr::Loop>();
-  if (loop < 0) return absl::InvalidArgumentError("loop ids are not negative");
-  const TensorType& x = g.node(in[0]).type;
-  auto err = [&](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
-  };
-  if (kind == NodeKind::kLoopNext) {
-    const Node& state = g.node(in[0]);
-    const TensorType& v = g.node(in[1]).type;
-    if (state.kind != NodeKind::kLoopState || state.attrs.get<attr::Loop>() != loop)
-      return err("the first input must be a state of loop ", loop);
-    bool same =
-        v.dims.size() == x.dims.size() && v.dtype == x.dtype && v.sparse_dim == x.sparse_dim;
-    for (const Dim& d : v.dims) same = same && index_of(x.dims, d) >= 0;
-    if (!same) {
-      return err("the next value ", v.describe(), " of a loop state must have the state's type ",
-                 x.describe());
-    }
-    return v;
-  }
-  const auto& axis = spec.attrs.get<attr::Axis>();
+// `kind: parts...` as an InvalidArgument error.
+template <class... Parts>
+absl::Status kind_error(NodeKind kind, const Parts&... parts) {
+  return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
+}
+
+// A loop node's loop id and axis: an id >= 0, a spatial axis.
+absl::Status check_loop(NodeKind kind, const NodeSpec& spec, bool has_axis = true) {
+  if (spec.attrs.get<attr::Loop>() < 0) return kind_error(kind, "loop ids are not negative");
+  if (!has_axis) return absl::OkStatus();
+  const Dim& axis = spec.attrs.get<attr::Axis>();
   if (axis.is_batch() || axis.is_feature_like())
-    return err("the loop axis ", axis.describe(), " must be a spatial dim");
-  int pos = index_of(x.dims, axis);
-  if (kind == NodeKind::kLoopUnstack) {
-    if (pos < 0) return err("the input ", x.describe(), " lacks the loop axis ", axis.describe());
-    TensorType out = x;
-    out.dims.erase(out.dims.begin() + pos);
-    return out;
+    return kind_error(kind, "the loop axis ", axis.describe(), " must be a spatial dim");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorType> infer_loop_next(const Graph& g, const std::vector<NodeId>& in,
+                                           const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kLoopNext;
+  RETURN_IF_ERROR(check_loop(kKind, spec, /*has_axis=*/false));
+  const int64_t loop = spec.attrs.get<attr::Loop>();
+  const Node& state = g.node(in[0]);
+  const TensorType& x = state.type;
+  const TensorType& v = g.node(in[1]).type;
+  if (state.kind != NodeKind::kLoopState || state.attrs.get<attr::Loop>() != loop)
+    return kind_error(kKind, "the first input must be a state of loop ", loop);
+  bool same = v.dims.size() == x.dims.size() && v.dtype == x.dtype && v.sparse_dim == x.sparse_dim;
+  for (const Dim& d : v.dims) same = same && index_of(x.dims, d) >= 0;
+  if (!same) {
+    return kind_error(kKind, "the next value ", v.describe(),
+                      " of a loop state must have the state's type ", x.describe());
   }
-  if (kind == NodeKind::kLoopState) {
-    // The state's dims.
-    const auto& dims = spec.attrs.get<attr::DimsAttr>();
-    // Exactly the state's dims (nn::Loop::state broadcasts the user's value).
-    bool same = x.dims.size() == dims.size();
-    for (const Dim& d : x.dims) same = same && index_of(dims, d) >= 0;
-    if (index_of(dims, axis) >= 0 || !same) {
-      return err("the initial value ", x.describe(), " must have the state's dims ", describe(dims),
-                 ", which lack the loop axis ", axis.describe());
-    }
-    TensorType out = x;
-    out.dims = dims;
-    return out;
+  return v;
+}
+
+absl::StatusOr<TensorType> infer_loop_unstack(const Graph& g, const std::vector<NodeId>& in,
+                                              const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kLoopUnstack;
+  RETURN_IF_ERROR(check_loop(kKind, spec));
+  const TensorType& x = g.node(in[0]).type;
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  const int pos = index_of(x.dims, axis);
+  if (pos < 0)
+    return kind_error(kKind, "the input ", x.describe(), " lacks the loop axis ", axis.describe());
+  TensorType out = x;
+  out.dims.erase(out.dims.begin() + pos);
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_loop_state(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kLoopState;
+  RETURN_IF_ERROR(check_loop(kKind, spec));
+  const TensorType& x = g.node(in[0]).type;
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  // Exactly the state's dims (nn::Loop::state broadcasts the user's value).
+  const auto& dims = spec.attrs.get<attr::DimsAttr>();
+  bool same = x.dims.size() == dims.size();
+  for (const Dim& d : x.dims) same = same && index_of(dims, d) >= 0;
+  if (index_of(dims, axis) >= 0 || !same) {
+    return kind_error(kKind, "the initial value ", x.describe(), " must have the state's dims ",
+                      describe(dims), ", which lack the loop axis ", axis.describe());
   }
-  // kLoopStack
-  if (pos >= 0) return err("the value ", x.describe(), " already has the axis ", axis.describe());
+  TensorType out = x;
+  out.dims = dims;
+  return out;
+}
+
+// After the loop: the frames stacked along the axis (after the batch).
+absl::StatusOr<TensorType> infer_loop_stack(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kLoopStack;
+  RETURN_IF_ERROR(check_loop(kKind, spec));
+  const TensorType& x = g.node(in[0]).type;
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  if (index_of(x.dims, axis) >= 0)
+    return kind_error(kKind, "the value ", x.describe(), " already has the axis ", axis.describe());
   TensorType out = x;
   size_t at = !out.dims.empty() && out.dims[0].is_batch() ? 1 : 0;
   out.dims.insert(out.dims.begin() + at, axis);
   return out;
 }
-
 // Dims of `a` followed by those of `b` not in `a` (broadcasting by identity).
 std::vector<Dim> union_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
   std::vector<Dim> out = a;
@@ -368,59 +396,58 @@ std::vector<Dim> union_dims(const std::vector<Dim>& a, const std::vector<Dim>& b
   return out;
 }
 
-// range, compare, cast, where, train_flag.
-absl::StatusOr<TensorType> infer_select(const Graph& g, NodeKind kind,
-                                        const std::vector<NodeId>& in, const NodeSpec& spec) {
-  auto err = [&](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
-  };
-  if (kind == NodeKind::kTrainFlag) {
-    return TensorType{{}, DType::kBool, std::nullopt};
+absl::StatusOr<TensorType> infer_range(const Graph& g, const std::vector<NodeId>& in,
+                                       const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kRange;
+  const Dim& dim = spec.attrs.get<attr::DimAttr>();
+  if (dim.is_batch()) return kind_error(kKind, "no range over the batch");
+  if (dim.is_dynamic()) {
+    // Positions along a dynamic axis: the input gives its lengths.
+    RETURN_IF_ERROR(arity(kKind, in, 1));
+    if (index_of(g.node(in[0]).type.dims, dim) < 0)
+      return kind_error(kKind, "the input ", g.node(in[0]).type.describe(), " lacks the axis ",
+                        dim.describe());
+    return TensorType{{dim}, DType::kInt32, std::nullopt};
   }
-  if (kind == NodeKind::kTrainStep) {
-    return TensorType{{}, DType::kInt64, std::nullopt};
-  }
-  if (kind == NodeKind::kRange) {
-    const auto& dim = spec.attrs.get<attr::DimAttr>();
-    if (dim.is_batch()) return err("no range over the batch");
-    if (dim.is_dynamic()) {
-      // Positions along a dynamic axis: the input gives its lengths.
-      RETURN_IF_ERROR(arity(kind, in, 1));
-      if (index_of(g.node(in[0]).type.dims, dim) < 0)
-        return err("the input ", g.node(in[0]).type.describe(), " lacks the axis ", dim.describe());
-      return TensorType{{dim}, DType::kInt32, std::nullopt};
-    }
-    RETURN_IF_ERROR(arity(kind, in, 0));
-    return TensorType{{dim}, DType::kInt32, dim};
-  }
-  if (kind == NodeKind::kCompare) {
-    const auto& op = spec.attrs.get<attr::Op>();
-    static const char* kOps[] = {"equal",      "not_equal", "less",
-                                 "less_equal", "greater",   "greater_equal"};
-    if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
-      return err("unknown op '", op, "'");
-    const TensorType& a = g.node(in[0]).type;
-    const TensorType& b = g.node(in[1]).type;
-    if (a.dtype != b.dtype)
-      return err("operands ", a.describe(), " and ", b.describe(), " differ in dtype");
-    return TensorType{union_dims(a.dims, b.dims), DType::kBool, std::nullopt};
-  }
-  if (kind == NodeKind::kCast) {
-    const auto& dtype = spec.attrs.get<attr::DType>();
-    std::optional<DType> t = parse_dtype(dtype);
-    if (!t) return err("unknown dtype '", dtype, "'");
-    return TensorType{g.node(in[0]).type.dims, *t, std::nullopt};
-  }
-  // kWhere
+  RETURN_IF_ERROR(arity(kKind, in, 0));
+  return TensorType{{dim}, DType::kInt32, dim};
+}
+
+absl::StatusOr<TensorType> infer_compare(const Graph& g, const std::vector<NodeId>& in,
+                                         const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kCompare;
+  const std::string& op = spec.attrs.get<attr::Op>();
+  static const char* kOps[] = {"equal",      "not_equal", "less",
+                               "less_equal", "greater",   "greater_equal"};
+  if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps))
+    return kind_error(kKind, "unknown op '", op, "'");
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  if (a.dtype != b.dtype)
+    return kind_error(kKind, "operands ", a.describe(), " and ", b.describe(), " differ in dtype");
+  return TensorType{union_dims(a.dims, b.dims), DType::kBool, std::nullopt};
+}
+
+absl::StatusOr<TensorType> infer_cast(const Graph& g, const std::vector<NodeId>& in,
+                                      const NodeSpec& spec) {
+  const std::string& dtype = spec.attrs.get<attr::DType>();
+  std::optional<DType> t = parse_dtype(dtype);
+  if (!t) return kind_error(NodeKind::kCast, "unknown dtype '", dtype, "'");
+  return TensorType{g.node(in[0]).type.dims, *t, std::nullopt};
+}
+
+absl::StatusOr<TensorType> infer_where(const Graph& g, const std::vector<NodeId>& in) {
+  constexpr NodeKind kKind = NodeKind::kWhere;
   const TensorType& c = g.node(in[0]).type;
   const TensorType& a = g.node(in[1]).type;
   const TensorType& b = g.node(in[2]).type;
-  if (c.dtype != DType::kBool) return err("the condition ", c.describe(), " must be bool");
+  if (c.dtype != DType::kBool)
+    return kind_error(kKind, "the condition ", c.describe(), " must be bool");
   if (a.dtype != b.dtype || a.sparse_dim != b.sparse_dim)
-    return err("the branches ", a.describe(), " and ", b.describe(), " differ in type");
+    return kind_error(kKind, "the branches ", a.describe(), " and ", b.describe(),
+                      " differ in type");
   return TensorType{union_dims(union_dims(a.dims, b.dims), c.dims), a.dtype, a.sparse_dim};
 }
-
 // The size along an axis after a window of `window` (dilated) with `stride`:
 // "same" keeps ceil(n / stride) positions, "valid" ceil((n - span + 1) / stride).
 int64_t windowed_size(int64_t n, int64_t window, int64_t dilation, int64_t stride,
@@ -619,58 +646,64 @@ absl::StatusOr<TensorType> infer_repeat(const Graph& g, const std::vector<NodeId
   return out;
 }
 
-// length, loop_end, choice, cum_concat.
-absl::StatusOr<TensorType> infer_decoding(const Graph& g, NodeKind kind,
-                                          const std::vector<NodeId>& in, const NodeSpec& spec) {
+absl::StatusOr<TensorType> infer_length(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
   const TensorType& x = g.node(in[0]).type;
-  auto err = [&](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(node_kind_name(kind), ": ", parts...));
-  };
-  if (kind == NodeKind::kLength) {
-    const auto& axis = spec.attrs.get<attr::Axis>();
-    if (!axis.is_dynamic() || axis.is_batch() || index_of(x.dims, axis) < 0)
-      return err("the axis ", axis.describe(), " must be a dynamic axis of ", x.describe());
-    TensorType out;
-    out.dims = {Dim::batch()};
-    out.dtype = DType::kInt32;
-    return out;
-  }
-  const auto& loop = spec.attrs.get<attr::Loop>();
-  if (loop < 0) return err("loop ids are not negative");
-  if (kind == NodeKind::kLoopEnd) {
-    const auto& axis = spec.attrs.get<attr::Axis>();
-    const TensorType& max_len = g.node(in[1]).type;
-    if (x.dtype != DType::kBool || x.sparse_dim || index_of(x.dims, axis) >= 0)
-      return err("the end condition ", x.describe(), " must be a bool frame");
-    if (max_len.dtype != DType::kInt32 || max_len.sparse_dim || !max_len.dims.empty())
-      return err("the maximal length ", max_len.describe(), " must be a scalar int32");
-    return x;
-  }
-  if (kind == NodeKind::kChoice) {
-    const auto& dim = spec.attrs.get<attr::DimAttr>();
-    ASSIGN_OR_RETURN(auto t, require_float(x, "choice input"));
-    const int pos = index_of(t.dims, dim);
-    if (pos < 0 || !dim.size())
-      return err("the log-probs ", x.describe(), " lack the static label dim ", dim.describe());
-    t.dims.erase(t.dims.begin() + pos);
-    t.dtype = DType::kInt32;
-    t.sparse_dim = dim;
-    return t;
-  }
-  // kCumConcat
-  const auto& axis = spec.attrs.get<attr::Axis>();
-  const auto& out_dim = spec.attrs.get<attr::OutDim>();
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  if (!axis.is_dynamic() || axis.is_batch() || index_of(x.dims, axis) < 0)
+    return kind_error(NodeKind::kLength, "the axis ", axis.describe(),
+                      " must be a dynamic axis of ", x.describe());
+  return TensorType{{Dim::batch()}, DType::kInt32, std::nullopt};
+}
+
+absl::StatusOr<TensorType> infer_loop_end(const Graph& g, const std::vector<NodeId>& in,
+                                          const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kLoopEnd;
+  RETURN_IF_ERROR(check_loop(kKind, spec, /*has_axis=*/false));
+  const TensorType& x = g.node(in[0]).type;
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  const TensorType& max_len = g.node(in[1]).type;
+  if (x.dtype != DType::kBool || x.sparse_dim || index_of(x.dims, axis) >= 0)
+    return kind_error(kKind, "the end condition ", x.describe(), " must be a bool frame");
+  if (max_len.dtype != DType::kInt32 || max_len.sparse_dim || !max_len.dims.empty())
+    return kind_error(kKind, "the maximal length ", max_len.describe(), " must be a scalar int32");
+  return x;
+}
+
+absl::StatusOr<TensorType> infer_choice(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kChoice;
+  RETURN_IF_ERROR(check_loop(kKind, spec, /*has_axis=*/false));
+  const TensorType& x = g.node(in[0]).type;
+  const Dim& dim = spec.attrs.get<attr::DimAttr>();
+  ASSIGN_OR_RETURN(auto t, require_float(x, "choice input"));
+  const int pos = index_of(t.dims, dim);
+  if (pos < 0 || !dim.size())
+    return kind_error(kKind, "the log-probs ", x.describe(), " lack the static label dim ",
+                      dim.describe());
+  t.dims.erase(t.dims.begin() + pos);
+  t.dtype = DType::kInt32;
+  t.sparse_dim = dim;
+  return t;
+}
+
+absl::StatusOr<TensorType> infer_cum_concat(const Graph& g, const std::vector<NodeId>& in,
+                                            const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kCumConcat;
+  RETURN_IF_ERROR(check_loop(kKind, spec, /*has_axis=*/false));
+  const TensorType& x = g.node(in[0]).type;
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  const Dim& out_dim = spec.attrs.get<attr::OutDim>();
   if (index_of(x.dims, axis) >= 0 || index_of(x.dims, out_dim) >= 0 || !out_dim.is_dynamic() ||
       out_dim.is_batch()) {
-    return err("a frame ", x.describe(), " of the loop over ", axis.describe(),
-               " accumulates along a new dynamic dim, not ", out_dim.describe());
+    return kind_error(kKind, "a frame ", x.describe(), " of the loop over ", axis.describe(),
+                      " accumulates along a new dynamic dim, not ", out_dim.describe());
   }
   TensorType out = x;
   const size_t at = !out.dims.empty() && out.dims[0].is_batch() ? 1 : 0;
   out.dims.insert(out.dims.begin() + at, out_dim);
   return out;
 }
-
 // The size along an axis after a transposed convolution (RETURNN's and
 // Keras' deconv length): "valid" n * stride + max(window - stride, 0),
 // "same" n * stride.
@@ -726,105 +759,143 @@ absl::StatusOr<TensorType> infer_transposed_conv(const Graph& g, const std::vect
   return out;
 }
 
-absl::StatusOr<TensorType> infer_array_op(const Graph& g, NodeKind kind,
-                                          const std::vector<NodeId>& in, const NodeSpec& spec) {
-  const std::string name(node_kind_name(kind));
-  auto err = [&](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": ", parts...));
-  };
+// The windows of axis averaged back into the frames of like's out axis.
+absl::StatusOr<TensorType> infer_inverse_window(const Graph& g, const std::vector<NodeId>& in,
+                                                const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kInverseWindow;
   const TensorType& x = g.node(in[0]).type;
-  if (kind == NodeKind::kInverseWindow) {
-    const auto& axis = spec.attrs.get<attr::Axis>();
-    const auto& window_dim = spec.attrs.get<attr::WindowDim>();
-    const auto& out_axis = spec.attrs.get<attr::OutAxis>();
-    const auto& overlap_dim = spec.attrs.get<attr::OverlapDim>();
-    const auto& merged_dim = spec.attrs.get<attr::MergedDim>();
-    const auto& stride = spec.attrs.get<attr::Stride>();
-    const auto& left = spec.attrs.get<attr::WindowLeft>();
-    const TensorType& like = g.node(in[1]).type;
-    const int pos = index_of(x.dims, axis), wpos = index_of(x.dims, window_dim);
-    if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || wpos < 0 || window_dim.is_dynamic() ||
-        !window_dim.size() || !out_axis.is_dynamic() || index_of(like.dims, out_axis) < 0 ||
-        (out_axis != axis && index_of(x.dims, out_axis) >= 0))
-      return err("the windows ", x.describe(), " need the dynamic axis ", axis.describe(),
-                 " and the static window dim ", window_dim.describe(), ", and ", like.describe(),
-                 " the dynamic out axis ", out_axis.describe());
-    if (stride < 1 || left < 0 || left >= *window_dim.size() || !overlap_dim.size() ||
-        overlap_dim.is_dynamic() || !merged_dim.is_dynamic())
-      return err(
-          "needs a stride >= 1, a window_left within the window, a static overlap dim and "
-          "a dynamic merged dim");
-    RETURN_IF_ERROR(require_float(x, "inverse_window input").status());
-    TensorType out = x;
-    out.dims[pos] = out_axis;
-    out.dims.erase(out.dims.begin() + wpos);
-    return out;
-  }
-  if (kind == NodeKind::kSliceAt) {
-    const auto& axis = spec.attrs.get<attr::Axis>();
-    const auto& out_dim = spec.attrs.get<attr::OutDim>();
-    const TensorType& start = g.node(in[1]).type;
-    const int pos = index_of(x.dims, axis);
-    if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || !out_dim.size() ||
-        out_dim.is_dynamic() || index_of(x.dims, out_dim) >= 0)
-      return err("the axis ", axis.describe(), " must be a dynamic axis of ", x.describe(),
-                 " and the out dim ", out_dim.describe(), " a new static dim");
-    if (start.dtype != DType::kInt32 || start.sparse_dim || start.dims.size() != 1 ||
-        !start.dims[0].is_batch() || index_of(x.dims, start.dims[0]) < 0)
-      return err("the start ", start.describe(), " must be int32 over the batch of ", x.describe());
-    TensorType out = x;
-    out.dims[pos] = out_dim;
-    return out;
-  }
-  if (kind == NodeKind::kLogicalNot) {
-    if (x.dtype != DType::kBool || x.sparse_dim)
-      return err("needs a bool input, got ", x.describe());
-    return x;
-  }
   const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& window_dim = spec.attrs.get<attr::WindowDim>();
+  const auto& out_axis = spec.attrs.get<attr::OutAxis>();
+  const auto& overlap_dim = spec.attrs.get<attr::OverlapDim>();
+  const auto& merged_dim = spec.attrs.get<attr::MergedDim>();
+  const auto& stride = spec.attrs.get<attr::Stride>();
+  const auto& left = spec.attrs.get<attr::WindowLeft>();
+  const TensorType& like = g.node(in[1]).type;
+  const int pos = index_of(x.dims, axis), wpos = index_of(x.dims, window_dim);
+  if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || wpos < 0 || window_dim.is_dynamic() ||
+      !window_dim.size() || !out_axis.is_dynamic() || index_of(like.dims, out_axis) < 0 ||
+      (out_axis != axis && index_of(x.dims, out_axis) >= 0))
+    return kind_error(kKind, "the windows ", x.describe(), " need the dynamic axis ",
+                      axis.describe(), " and the static window dim ", window_dim.describe(),
+                      ", and ", like.describe(), " the dynamic out axis ", out_axis.describe());
+  if (stride < 1 || left < 0 || left >= *window_dim.size() || !overlap_dim.size() ||
+      overlap_dim.is_dynamic() || !merged_dim.is_dynamic())
+    return kind_error(
+        kKind,
+        "needs a stride >= 1, a window_left within the window, a static overlap dim and "
+        "a dynamic merged dim");
+  RETURN_IF_ERROR(require_float(x, "inverse_window input").status());
+  TensorType out = x;
+  out.dims[pos] = out_axis;
+  out.dims.erase(out.dims.begin() + wpos);
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_slice_at(const Graph& g, const std::vector<NodeId>& in,
+                                          const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kSliceAt;
+  const TensorType& x = g.node(in[0]).type;
+  const auto& axis = spec.attrs.get<attr::Axis>();
+  const auto& out_dim = spec.attrs.get<attr::OutDim>();
+  const TensorType& start = g.node(in[1]).type;
+  const int pos = index_of(x.dims, axis);
+  if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || !out_dim.size() || out_dim.is_dynamic() ||
+      index_of(x.dims, out_dim) >= 0)
+    return kind_error(kKind, "the axis ", axis.describe(), " must be a dynamic axis of ",
+                      x.describe(), " and the out dim ", out_dim.describe(), " a new static dim");
+  if (start.dtype != DType::kInt32 || start.sparse_dim || start.dims.size() != 1 ||
+      !start.dims[0].is_batch() || index_of(x.dims, start.dims[0]) < 0)
+    return kind_error(kKind, "the start ", start.describe(), " must be int32 over the batch of ",
+                      x.describe());
+  TensorType out = x;
+  out.dims[pos] = out_dim;
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_logical_not(const Graph& g, const std::vector<NodeId>& in) {
+  const TensorType& x = g.node(in[0]).type;
+  if (x.dtype != DType::kBool || x.sparse_dim)
+    return kind_error(NodeKind::kLogicalNot, "needs a bool input, got ", x.describe());
+  return x;
+}
+
+// The position of the attr axis in the input: a non-batch axis; for the
+// kinds that need it, of a dense input.
+absl::StatusOr<int> array_axis(NodeKind kind, const TensorType& x, const NodeSpec& spec,
+                               bool dense) {
+  const Dim& axis = spec.attrs.get<attr::Axis>();
   const int pos = index_of(x.dims, axis);
   if (pos < 0 || axis.is_batch())
-    return err("the axis ", axis.describe(), " is not a non-batch axis of ", x.describe());
-  if (kind == NodeKind::kReverse) return x;
-  if (x.sparse_dim && kind != NodeKind::kPad) return err("needs a dense input, got ", x.describe());
-  if (kind == NodeKind::kCumsum) {
-    if (x.dtype == DType::kBool) return err("needs a number input, got ", x.describe());
-    return x;
-  }
+    return kind_error(kind, "the axis ", axis.describe(), " is not a non-batch axis of ",
+                      x.describe());
+  if (dense && x.sparse_dim) return kind_error(kind, "needs a dense input, got ", x.describe());
+  return pos;
+}
+
+absl::StatusOr<TensorType> infer_reverse(const Graph& g, const std::vector<NodeId>& in,
+                                         const NodeSpec& spec) {
+  const TensorType& x = g.node(in[0]).type;
+  RETURN_IF_ERROR(array_axis(NodeKind::kReverse, x, spec, /*dense=*/false).status());
+  return x;
+}
+
+absl::StatusOr<TensorType> infer_cumsum(const Graph& g, const std::vector<NodeId>& in,
+                                        const NodeSpec& spec) {
+  const TensorType& x = g.node(in[0]).type;
+  RETURN_IF_ERROR(array_axis(NodeKind::kCumsum, x, spec, /*dense=*/true).status());
+  if (x.dtype == DType::kBool)
+    return kind_error(NodeKind::kCumsum, "needs a number input, got ", x.describe());
+  return x;
+}
+
+absl::StatusOr<TensorType> infer_top_k(const Graph& g, const std::vector<NodeId>& in,
+                                       const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kTopK;
+  const TensorType& x = g.node(in[0]).type;
+  ASSIGN_OR_RETURN(const int pos, array_axis(kKind, x, spec, /*dense=*/true));
+  const Dim& axis = spec.attrs.get<attr::Axis>();
   TensorType out = x;
-  if (kind == NodeKind::kTopK) {
-    const auto& k_dim = spec.attrs.get<attr::KDim>();
-    RETURN_IF_ERROR(require_float(x, "top_k input").status());
-    if (!axis.size() || !k_dim.size() || k_dim.is_dynamic() || *k_dim.size() < 1 ||
-        *k_dim.size() > *axis.size() || index_of(x.dims, k_dim) >= 0)
-      return err("k_dim ", k_dim.describe(), " must be a new static dim of 1 to |", axis.describe(),
-                 "| entries (a static axis)");
-    out.dims[pos] = k_dim;
-    if (spec.attrs.get<attr::Indices>()) {
-      out.dtype = DType::kInt32;
-      out.sparse_dim = axis;
-    }
-    return out;
+  const auto& k_dim = spec.attrs.get<attr::KDim>();
+  RETURN_IF_ERROR(require_float(x, "top_k input").status());
+  if (!axis.size() || !k_dim.size() || k_dim.is_dynamic() || *k_dim.size() < 1 ||
+      *k_dim.size() > *axis.size() || index_of(x.dims, k_dim) >= 0)
+    return kind_error(kKind, "k_dim ", k_dim.describe(), " must be a new static dim of 1 to |",
+                      axis.describe(), "| entries (a static axis)");
+  out.dims[pos] = k_dim;
+  if (spec.attrs.get<attr::Indices>()) {
+    out.dtype = DType::kInt32;
+    out.sparse_dim = axis;
   }
-  // kPad
+  return out;
+}
+
+absl::StatusOr<TensorType> infer_pad(const Graph& g, const std::vector<NodeId>& in,
+                                     const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kPad;
+  const TensorType& x = g.node(in[0]).type;
+  ASSIGN_OR_RETURN(const int pos, array_axis(kKind, x, spec, /*dense=*/false));
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  TensorType out = x;
   const auto& left = spec.attrs.get<attr::Left>();
   const auto& right = spec.attrs.get<attr::Right>();
   const auto& out_dim = spec.attrs.get<attr::OutDim>();
-  if (left < 0 || right < 0) return err("the padding must not be negative");
+  if (left < 0 || right < 0) return kind_error(kKind, "the padding must not be negative");
   if (x.sparse_dim) {  // labels padded with a label, e.g. BOS before a sequence
     const double v = spec.attrs.get<attr::Value>();
     if (v != static_cast<double>(static_cast<int64_t>(v)) || v < 0 || !x.sparse_dim->size() ||
         v >= static_cast<double>(*x.sparse_dim->size()))
-      return err("the value ", v, " that pads the labels ", x.describe(),
-                 " must be one of their labels 0 .. ", x.sparse_dim->size().value_or(0) - 1);
+      return kind_error(kKind, "the value ", v, " that pads the labels ", x.describe(),
+                        " must be one of their labels 0 .. ", x.sparse_dim->size().value_or(0) - 1);
   }
   if (axis.is_dynamic() ? !out_dim.is_dynamic() || out_dim == axis
                         : out_dim.size() != *axis.size() + left + right || out_dim.is_dynamic())
-    return err("the out dim for ", axis.describe(), " padded by ", left, " and ", right,
-               " must be ", axis.is_dynamic() ? "a new dynamic dim" : "static of that size",
-               ", got ", out_dim.describe());
+    return kind_error(kKind, "the out dim for ", axis.describe(), " padded by ", left, " and ",
+                      right, " must be ",
+                      axis.is_dynamic() ? "a new dynamic dim" : "static of that size", ", got ",
+                      out_dim.describe());
   if (out_dim != axis && index_of(x.dims, out_dim) >= 0)
-    return err("the input ", x.describe(), " already has ", out_dim.describe());
+    return kind_error(kKind, "the input ", x.describe(), " already has ", out_dim.describe());
   out.dims[pos] = out_dim;
   return out;
 }
@@ -1287,13 +1358,19 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kWindow:
       return infer_window(g, inputs, spec);
     case NodeKind::kLogicalNot:
+      return infer_logical_not(g, inputs);
     case NodeKind::kReverse:
+      return infer_reverse(g, inputs, spec);
     case NodeKind::kSliceAt:
+      return infer_slice_at(g, inputs, spec);
     case NodeKind::kInverseWindow:
+      return infer_inverse_window(g, inputs, spec);
     case NodeKind::kCumsum:
+      return infer_cumsum(g, inputs, spec);
     case NodeKind::kTopK:
+      return infer_top_k(g, inputs, spec);
     case NodeKind::kPad:
-      return infer_array_op(g, kind, inputs, spec);
+      return infer_pad(g, inputs, spec);
     case NodeKind::kPool:
       return infer_pool(g, inputs, spec);
     case NodeKind::kSlice:
@@ -1303,10 +1380,13 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kRepeat:
       return infer_repeat(g, inputs, spec);
     case NodeKind::kLength:
+      return infer_length(g, inputs, spec);
     case NodeKind::kLoopEnd:
+      return infer_loop_end(g, inputs, spec);
     case NodeKind::kChoice:
+      return infer_choice(g, inputs, spec);
     case NodeKind::kCumConcat:
-      return infer_decoding(g, kind, inputs, spec);
+      return infer_cum_concat(g, inputs, spec);
     case NodeKind::kSplitDims:
       return infer_split_dims(g, inputs, spec);
     case NodeKind::kMergeDims:
@@ -1316,17 +1396,25 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
     case NodeKind::kCtcLoss:
       return infer_ctc_loss(g, inputs, spec);
     case NodeKind::kLoopUnstack:
+      return infer_loop_unstack(g, inputs, spec);
     case NodeKind::kLoopState:
+      return infer_loop_state(g, inputs, spec);
     case NodeKind::kLoopNext:
+      return infer_loop_next(g, inputs, spec);
     case NodeKind::kLoopStack:
-      return infer_loop(g, kind, inputs, spec);
+      return infer_loop_stack(g, inputs, spec);
     case NodeKind::kRange:
+      return infer_range(g, inputs, spec);
     case NodeKind::kCompare:
+      return infer_compare(g, inputs, spec);
     case NodeKind::kCast:
+      return infer_cast(g, inputs, spec);
     case NodeKind::kWhere:
+      return infer_where(g, inputs);
     case NodeKind::kTrainFlag:
+      return TensorType{{}, DType::kBool, std::nullopt};
     case NodeKind::kTrainStep:
-      return infer_select(g, kind, inputs, spec);
+      return TensorType{{}, DType::kInt64, std::nullopt};
     case NodeKind::kCustomLoss: {
       RETURN_IF_ERROR(check_loss_options(spec));
       return require_float(g.node(inputs[0]).type, "custom_loss value");

@@ -60,87 +60,93 @@ absl::Status broadcast_where(ir::Graph& g, ir::NodeId id) {
   return absl::OkStatus();
 }
 
-}  // namespace
+// Which nodes are marked as losses, and how often each is read.
+struct Uses {
+  std::vector<bool> is_loss;
+  std::vector<int> uses;
+  explicit Uses(const ir::Graph& g) : is_loss(g.size(), false), uses(g.size(), 0) {
+    for (const ir::Mark& m : g.marks()) {
+      if (m.kind == ir::Mark::Kind::kLoss) is_loss[m.node.index] = true;
+    }
+    for (const ir::Node& n : g.nodes()) {
+      for (ir::NodeId in : n.inputs) ++uses[in.index];
+    }
+  }
+};
 
-absl::StatusOr<bool> legalize(ir::Graph& g) {
-  std::vector<bool> is_loss(g.size(), false);
-  for (const ir::Mark& m : g.marks()) {
-    if (m.kind == ir::Mark::Kind::kLoss) is_loss[m.node.index] = true;
+// RETURNN's TF rules for node `i` (the losses', concat's, weight noise's):
+// the user's error at their line, or OK.
+absl::Status check_node(const ir::Graph& g, const Uses& u, size_t i) {
+  const ir::Node& n = g.nodes()[i];
+  const bool only_loss = u.is_loss[i] && u.uses[i] == 0;
+  // Targets may be computed (RETURNN's "layer:" targets); cross-entropy and
+  // CTC are also values (their own layers), a regression loss is not.
+  if (n.kind == ir::NodeKind::kRegressionLoss && !only_loss)
+    return ir::user_error(n, "the result may only be marked as a loss, not used further");
+  if (n.kind == ir::NodeKind::kCrossEntropy && !only_loss &&
+      (n.attrs.has<ir::attr::LabelSmoothing>() || n.attrs.has<ir::attr::FocalLossFactor>()))
+    return ir::user_error(n,
+                          "a cross-entropy value (not only marked as a loss) with label smoothing "
+                          "or a focal loss factor: RETURNN's TF value layer has neither (the "
+                          "torch target has: --backend torch)");
+  if (n.kind == ir::NodeKind::kConcat && n.attrs.get<ir::attr::AxisA>().is_dynamic()) {
+    // tf.concat of the padded tensors: a shorter sequence's second part
+    // would start after the first part's padding, not after its end.
+    return ir::user_error(
+        n, absl::StrCat("concat along the dynamic axis ", n.attrs.get<ir::attr::AxisA>().describe(),
+                        ": RETURNN's TF concat layer puts the second part after the first "
+                        "part's padding, not after each sequence's end (the torch target "
+                        "concatenates per sequence: --backend torch); on TF, put a static axis "
+                        "first or use nn::pad"));
   }
-  std::vector<int> uses(g.size(), 0);
-  for (const ir::Node& n : g.nodes()) {
-    for (ir::NodeId in : n.inputs) ++uses[in.index];
+  if (n.kind == ir::NodeKind::kCrossEntropy) {
+    // RETURNN's "ce" loss is a softmax over the one feature dim.
+    const ir::Dim& classes = *g.node(n.inputs[1]).type.sparse_dim;
+    for (const ir::Dim& d : g.node(n.inputs[0]).type.dims) {
+      if (d.is_feature_like() && d != classes) {
+        return ir::user_error(n, absl::StrCat("logits may have no feature dim besides the classes ",
+                                              classes.describe(), ", got ", d.describe()));
+      }
+    }
   }
+  if (n.kind == ir::NodeKind::kWeightNoise && g.node(n.inputs[0]).kind != ir::NodeKind::kParam) {
+    return ir::user_error(
+        n,
+        "weight noise applies to a param directly (register it before other reparametrizations)");
+  }
+  if (n.kind == ir::NodeKind::kCustomLoss && !u.is_loss[i])
+    return ir::user_error(n, "the result must be marked as a loss");
+  return absl::OkStatus();
+}
+
+// RETURNN applies weight decay either all coupled or all decoupled.
+absl::Status check_weight_decay(const ir::Graph& g) {
   std::optional<bool> decoupled;  // of the weight decay, once a param has some
-  for (size_t i = 0; i < g.size(); ++i) {
-    const ir::Node& n = g.nodes()[i];
-    const ir::KindFacts& facts = ir::kind_facts(n.kind);
-    if (facts.target_input >= 0) {
-      // Targets may be computed (RETURNN's "layer:" targets); cross-entropy
-      // and CTC are also values (their own layers), a regression loss is not.
-      if (n.kind == ir::NodeKind::kRegressionLoss && (!is_loss[i] || uses[i] > 0))
-        return ir::user_error(n, "the result may only be marked as a loss, not used further");
-      if (n.kind == ir::NodeKind::kCrossEntropy && (!is_loss[i] || uses[i] > 0) &&
-          (n.attrs.find<ir::attr::LabelSmoothing>() || n.attrs.find<ir::attr::FocalLossFactor>()))
-        return ir::user_error(
-            n,
-            "a cross-entropy value (not only marked as a loss) with label smoothing "
-            "or a focal loss factor: RETURNN's TF value layer has neither (the "
-            "torch target has: --backend torch)");
-    }
-    if (n.kind == ir::NodeKind::kConcat && n.attrs.find<ir::attr::AxisA>()->is_dynamic()) {
-      // tf.concat of the padded tensors: a shorter sequence's second part
-      // would start after the first part's padding, not after its end.
+  for (const ir::Param& p : g.params()) {
+    const ir::WeightDecay& wd = p.options.weight_decay;
+    if (wd.value == 0.0) continue;
+    if (decoupled && *decoupled == wd.coupled) {
       return ir::user_error(
-          n, absl::StrCat("concat along the dynamic axis ",
-                          n.attrs.find<ir::attr::AxisA>()->describe(),
-                          ": RETURNN's TF concat layer puts the second part after the first "
-                          "part's padding, not after each sequence's end (the torch target "
-                          "concatenates per sequence: --backend torch); on TF, put a static axis "
-                          "first or use nn::pad"));
+          p.loc, absl::StrCat("param '", p.path,
+                              "': RETURNN applies weight decay either all coupled or all decoupled "
+                              "(global decouple_constraints); this model mixes both"));
     }
-    if (n.kind == ir::NodeKind::kCrossEntropy) {
-      // RETURNN's "ce" loss is a softmax over the one feature dim.
-      const ir::Dim& classes = *g.node(n.inputs[1]).type.sparse_dim;
-      for (const ir::Dim& d : g.node(n.inputs[0]).type.dims) {
-        if (d.is_feature_like() && d != classes) {
-          return ir::user_error(n,
-                                absl::StrCat("logits may have no feature dim besides the classes ",
-                                             classes.describe(), ", got ", d.describe()));
-        }
-      }
-    }
-    if (n.kind == ir::NodeKind::kWeightNoise && g.node(n.inputs[0]).kind != ir::NodeKind::kParam) {
-      return ir::user_error(
-          n,
-          "weight noise applies to a param directly (register it before other reparametrizations)");
-    }
-    if (n.kind == ir::NodeKind::kCustomLoss && !is_loss[i])
-      return ir::user_error(n, "the result must be marked as a loss");
-    if (n.kind == ir::NodeKind::kParam) {
-      const ir::Param& p = g.param(n.param);
-      const ir::WeightDecay& wd = p.options.weight_decay;
-      if (wd.value != 0.0) {
-        if (decoupled && *decoupled == wd.coupled) {
-          return ir::user_error(
-              p.loc,
-              absl::StrCat("param '", p.path,
-                           "': RETURNN applies weight decay either all coupled or all decoupled "
-                           "(global decouple_constraints); this model mixes both"));
-        }
-        decoupled = !wd.coupled;
-      }
-    }
+    decoupled = !wd.coupled;
   }
-  // Rewrites, after all checks passed.
+  return absl::OkStatus();
+}
+
+// The rewrites, after all checks passed: a loss that is also a value gets
+// an unmarked copy for its users (RETURNN's value layer; the marked one is
+// its loss layer); a where that broadcasts beyond every input gets the
+// missing dims from a constant.
+absl::StatusOr<bool> rewrite(ir::Graph& g, const Uses& u) {
   bool changed = false;
   const size_t n = g.size();
-  // A loss that is also a value: its users read an unmarked copy, which
-  // lowers to RETURNN's value layer (the marked one to its loss layer).
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = g.nodes()[i];
     if ((node.kind != ir::NodeKind::kCrossEntropy && node.kind != ir::NodeKind::kCtcLoss) ||
-        !is_loss[i] || uses[i] == 0)
+        !u.is_loss[i] || u.uses[i] == 0)
       continue;
     ir::NodeSpec spec;
     spec.attrs = node.attrs;
@@ -162,6 +168,15 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
     RETURN_IF_ERROR(passes::dce(g).status());  // the replaced nodes
   }
   return changed;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> legalize(ir::Graph& g) {
+  const Uses u(g);
+  for (size_t i = 0; i < g.size(); ++i) RETURN_IF_ERROR(check_node(g, u, i));
+  RETURN_IF_ERROR(check_weight_decay(g));
+  return rewrite(g, u);
 }
 
 }  // namespace retc::emit::tf

@@ -910,180 +910,215 @@ PyValue lower_where(const Lowering& l) {
 // The layer of one node; nullopt for nodes that have none (data goes to
 // extern_data, a state is read as prev:<next value>, weight noise and
 // dropout are options of their param's variable layer).
-absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network) {
+// One lowering per kind; a kind without one is a use of this deleted
+// template, an error at the dispatch below.
+template <ir::NodeKind K>
+absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network) = delete;
+#define RETC_LOWER(K)                                                              \
+  template <>                                                                      \
+  absl::StatusOr<std::optional<PyValue>> lower<ir::NodeKind::K>(const Lowering& l, \
+                                                                [[maybe_unused]] PyValue& network)
+
+RETC_LOWER(kData) { return std::nullopt; }
+RETC_LOWER(kLoopState) { return lower<ir::NodeKind::kData>(l, network); }
+
+RETC_LOWER(kWeightDropout) {
   const ir::Node& n = l.node();
-  switch (n.kind) {
-#define RETC_X(E, S, F, ...) case ir::NodeKind::k##E:
+  if (l.facts().layer_of[l.index()] == l.facts().g.id_of(l.index())) {
+    return unlowerable(target(), n,
+                       "expand-parametrizations and tf-legalize leave weight noise and "
+                       "dropout only on a param's own value");
+  }
+  return std::nullopt;
+}
+RETC_LOWER(kWeightNoise) { return lower<ir::NodeKind::kWeightDropout>(l, network); }
+
+RETC_LOWER(kWeightNorm) {
+  const ir::Node& n = l.node();
+  return unlowerable(target(), n, "expand-parametrizations rewrites weight norm");
+}
+
+RETC_LOWER(kParam) { return lower_param(l); }
+
+RETC_LOWER(kNorm) { return lower_norm(l); }
+
+RETC_LOWER(kRandom) { return lower_random(l); }
+RETC_LOWER(kFreshRandom) { return lower<ir::NodeKind::kRandom>(l, network); }
+
+RETC_LOWER(kConstant) { return lower_constant(l); }
+
+RETC_LOWER(kDot) { return lower_dot(l); }
+
+RETC_LOWER(kActivation) { return lower_activation(l); }
+
+RETC_LOWER(kDropout) { return lower_dropout(l); }
+
+RETC_LOWER(kReduce) { return lower_reduce(l); }
+
+RETC_LOWER(kNormalize) { return lower_normalize(l); }
+
+RETC_LOWER(kGather) { return lower_gather(l); }
+
+RETC_LOWER(kConcat) { return lower_concat(l); }
+
+RETC_LOWER(kSoftmax) { return lower_softmax(l); }
+
+RETC_LOWER(kSelfAttention) { return lower_self_attention(l, network); }
+
+RETC_LOWER(kConv) { return lower_conv(l); }
+
+RETC_LOWER(kPool) { return lower_pool(l, network); }
+
+RETC_LOWER(kTransposedConv) { return lower_transposed_conv(l); }
+
+RETC_LOWER(kReplaceDim) { return lower_replace_dim(l); }
+
+RETC_LOWER(kLogicalNot) {
+  PyValue layer = l.layer_from("compare", 0);
+  layer.set("kind", "equal");
+  layer.set("value", false);
+  return layer;
+}
+
+RETC_LOWER(kCumsum) {
+  PyValue layer = l.layer_from("cumsum", 0);
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  return layer;
+}
+
+RETC_LOWER(kTopK) { return lower_top_k(l, network); }
+
+RETC_LOWER(kStack) {
+  PyValue layer = l.layer("stack");
+  layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
+  return layer;
+}
+
+RETC_LOWER(kWindow) { return lower_window(l); }
+
+RETC_LOWER(kRawLayer) { return lower_raw_layer(l); }
+
+RETC_LOWER(kPad) { return lower_pad(l); }
+
+RETC_LOWER(kSlice) { return lower_slice(l); }
+
+RETC_LOWER(kMaskedSelect) { return lower_masked_select(l); }
+
+RETC_LOWER(kReverse) { return lower_reverse(l, network); }
+
+RETC_LOWER(kInverseWindow) { return lower_inverse_window(l, network); }
+
+RETC_LOWER(kSliceAt) { return lower_slice_at(l); }
+
+RETC_LOWER(kRepeat) {
+  PyValue layer = l.layer_from("repeat", 0);
+  layer.set("repetitions", l.ref(1));
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  layer.set("out_dim", l.dim_attr<ir::attr::OutDim>());
+  return layer;
+}
+
+RETC_LOWER(kLength) {
+  PyValue layer = l.layer_from("length", 0);
+  layer.set("axis", l.dim_attr<ir::attr::Axis>());
+  return layer;
+}
+
+RETC_LOWER(kLstmFinal) {
+  PyValue layer = l.layer_from("get_last_hidden_state", 0);
+  layer.set("key", l.attr<ir::attr::State>());
+  layer.set("out_dim", l.dim(l.input(0).attrs.get<ir::attr::OutDim>()));
+  return layer;
+}
+
+// emit_net_dict: a cond layer of the branches' subnetworks
+RETC_LOWER(kCond) { return std::nullopt; }
+
+// the rec layer's "end" and max_seq_len_via
+RETC_LOWER(kLoopEnd) { return std::nullopt; }
+
+RETC_LOWER(kChoice) {
+  // Beam search over the log-probs' label dim (the config's beam_size);
+  // the hypotheses' scores are their summed log-probs.
+  PyValue layer = l.layer_from("choice", 0);
+  layer.set("target", PyValue::none());  // search only
+  layer.set("beam_size", PyValue::ref("beam_size"));
+  layer.set("input_type", "log_prob");
+  layer.set("length_normalization", false);
+  return layer;
+}
+
+RETC_LOWER(kCumConcat) {
+  PyValue layer = l.layer_from("cum_concat", 0);
+  layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
+  return layer;
+}
+
+RETC_LOWER(kSplitDims) { return lower_split_dims(l); }
+
+RETC_LOWER(kMergeDims) { return lower_merge_dims(l); }
+
+RETC_LOWER(kBatchNorm) { return lower_batch_norm(l); }
+
+RETC_LOWER(kShiftAxis) { return lower_shift_axis(l); }
+
+RETC_LOWER(kPosEncoding) { return lower_pos_encoding(l); }
+
+RETC_LOWER(kSeqMask) { return lower_seq_mask(l); }
+
+RETC_LOWER(kScaleGrad) { return lower_scale_grad(l); }
+
+RETC_LOWER(kLstm) { return lower_lstm(l); }
+
+RETC_LOWER(kCrossEntropy) { return lower_cross_entropy(l); }
+
+RETC_LOWER(kCtcLoss) {
+  return l.facts().is_loss[l.index()] ? lower_ctc_loss(l) : lower_ctc_value(l, network);
+}
+
+RETC_LOWER(kRegressionLoss) { return lower_regression_loss(l); }
+
+RETC_LOWER(kCustomLoss) { return lower_custom_loss(l); }
+
+RETC_LOWER(kLoopUnstack) { return lower_loop_unstack(l, network); }
+
+RETC_LOWER(kLoopNext) { return lower_loop_next(l); }
+
+RETC_LOWER(kLoopStack) {
+  // After a loop with a choice: the best hypothesis.
+  const int64_t id = l.attr<ir::attr::Loop>();
+  const bool search = l.facts().loops.loops[id].choice.valid();
+  return l.layer_from(search ? "decide" : "copy", 0);
+}
+
+RETC_LOWER(kTrainFlag) { return PyValue::dict({{"class", "train_flag"}}); }
+
+RETC_LOWER(kTrainStep) { return PyValue::dict({{"class", "global_train_step"}}); }
+
+RETC_LOWER(kRange) { return lower_range(l); }
+
+RETC_LOWER(kCompare) { return lower_compare(l); }
+
+RETC_LOWER(kCast) { return lower_cast(l); }
+
+RETC_LOWER(kWhere) { return lower_where(l); }
+
+#undef RETC_LOWER
+
+absl::StatusOr<std::optional<PyValue>> lower(const Lowering& l, PyValue& network) {
+  switch (l.node().kind) {
+#define RETC_X(E, S, F, ...) \
+  case ir::NodeKind::k##E:   \
+    return lower_binary(l, *ir::binary_op(l.node().kind));
     RETC_FOR_EACH_BINARY_KIND(RETC_X)
 #undef RETC_X
-    return lower_binary(l, *ir::binary_op(n.kind));
-    case ir::NodeKind::kData:
-    case ir::NodeKind::kLoopState:
-      return std::nullopt;
-    case ir::NodeKind::kWeightDropout:
-    case ir::NodeKind::kWeightNoise:
-      if (l.facts().layer_of[l.index()] == l.facts().g.id_of(l.index())) {
-        return unlowerable(target(), n,
-                           "expand-parametrizations and tf-legalize leave weight noise and "
-                           "dropout only on a param's own value");
-      }
-      return std::nullopt;
-    case ir::NodeKind::kWeightNorm:
-      return unlowerable(target(), n, "expand-parametrizations rewrites weight norm");
-    case ir::NodeKind::kParam:
-      return lower_param(l);
-    case ir::NodeKind::kNorm:
-      return lower_norm(l);
-    case ir::NodeKind::kRandom:
-    case ir::NodeKind::kFreshRandom:
-      return lower_random(l);
-    case ir::NodeKind::kConstant:
-      return lower_constant(l);
-    case ir::NodeKind::kDot:
-      return lower_dot(l);
-    case ir::NodeKind::kActivation:
-      return lower_activation(l);
-    case ir::NodeKind::kDropout:
-      return lower_dropout(l);
-    case ir::NodeKind::kReduce:
-      return lower_reduce(l);
-    case ir::NodeKind::kNormalize:
-      return lower_normalize(l);
-    case ir::NodeKind::kGather:
-      return lower_gather(l);
-    case ir::NodeKind::kConcat:
-      return lower_concat(l);
-    case ir::NodeKind::kSoftmax:
-      return lower_softmax(l);
-    case ir::NodeKind::kSelfAttention:
-      return lower_self_attention(l, network);
-    case ir::NodeKind::kConv:
-      return lower_conv(l);
-    case ir::NodeKind::kPool:
-      return lower_pool(l, network);
-    case ir::NodeKind::kTransposedConv:
-      return lower_transposed_conv(l);
-    case ir::NodeKind::kReplaceDim:
-      return lower_replace_dim(l);
-    case ir::NodeKind::kLogicalNot: {
-      PyValue layer = l.layer_from("compare", 0);
-      layer.set("kind", "equal");
-      layer.set("value", false);
-      return layer;
-    }
-    case ir::NodeKind::kCumsum: {
-      PyValue layer = l.layer_from("cumsum", 0);
-      layer.set("axis", l.dim_attr<ir::attr::Axis>());
-      return layer;
-    }
-    case ir::NodeKind::kTopK:
-      return lower_top_k(l, network);
-    case ir::NodeKind::kStack: {
-      PyValue layer = l.layer("stack");
-      layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
-      return layer;
-    }
-    case ir::NodeKind::kWindow:
-      return lower_window(l);
-    case ir::NodeKind::kRawLayer:
-      return lower_raw_layer(l);
-    case ir::NodeKind::kPad:
-      return lower_pad(l);
-    case ir::NodeKind::kSlice:
-      return lower_slice(l);
-    case ir::NodeKind::kMaskedSelect:
-      return lower_masked_select(l);
-    case ir::NodeKind::kReverse:
-      return lower_reverse(l, network);
-    case ir::NodeKind::kInverseWindow:
-      return lower_inverse_window(l, network);
-    case ir::NodeKind::kSliceAt:
-      return lower_slice_at(l);
-    case ir::NodeKind::kRepeat: {
-      PyValue layer = l.layer_from("repeat", 0);
-      layer.set("repetitions", l.ref(1));
-      layer.set("axis", l.dim_attr<ir::attr::Axis>());
-      layer.set("out_dim", l.dim_attr<ir::attr::OutDim>());
-      return layer;
-    }
-    case ir::NodeKind::kLength: {
-      PyValue layer = l.layer_from("length", 0);
-      layer.set("axis", l.dim_attr<ir::attr::Axis>());
-      return layer;
-    }
-    case ir::NodeKind::kLstmFinal: {
-      PyValue layer = l.layer_from("get_last_hidden_state", 0);
-      layer.set("key", l.attr<ir::attr::State>());
-      layer.set("out_dim", l.dim(l.input(0).attrs.get<ir::attr::OutDim>()));
-      return layer;
-    }
-    case ir::NodeKind::kCond:  // emit_net_dict: a cond layer of the branches' subnetworks
-      return std::nullopt;
-    case ir::NodeKind::kLoopEnd:  // the rec layer's "end" and max_seq_len_via
-      return std::nullopt;
-    case ir::NodeKind::kChoice: {
-      // Beam search over the log-probs' label dim (the config's beam_size);
-      // the hypotheses' scores are their summed log-probs.
-      PyValue layer = l.layer_from("choice", 0);
-      layer.set("target", PyValue::none());  // search only
-      layer.set("beam_size", PyValue::ref("beam_size"));
-      layer.set("input_type", "log_prob");
-      layer.set("length_normalization", false);
-      return layer;
-    }
-    case ir::NodeKind::kCumConcat: {
-      PyValue layer = l.layer_from("cum_concat", 0);
-      layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
-      return layer;
-    }
-    case ir::NodeKind::kSplitDims:
-      return lower_split_dims(l);
-    case ir::NodeKind::kMergeDims:
-      return lower_merge_dims(l);
-    case ir::NodeKind::kBatchNorm:
-      return lower_batch_norm(l);
-    case ir::NodeKind::kShiftAxis:
-      return lower_shift_axis(l);
-    case ir::NodeKind::kPosEncoding:
-      return lower_pos_encoding(l);
-    case ir::NodeKind::kSeqMask:
-      return lower_seq_mask(l);
-    case ir::NodeKind::kScaleGrad:
-      return lower_scale_grad(l);
-    case ir::NodeKind::kLstm:
-      return lower_lstm(l);
-    case ir::NodeKind::kCrossEntropy:
-      return lower_cross_entropy(l);
-    case ir::NodeKind::kCtcLoss:
-      return l.facts().is_loss[l.index()] ? lower_ctc_loss(l) : lower_ctc_value(l, network);
-    case ir::NodeKind::kRegressionLoss:
-      return lower_regression_loss(l);
-    case ir::NodeKind::kCustomLoss:
-      return lower_custom_loss(l);
-    case ir::NodeKind::kLoopUnstack:
-      return lower_loop_unstack(l, network);
-    case ir::NodeKind::kLoopNext:
-      return lower_loop_next(l);
-    case ir::NodeKind::kLoopStack: {
-      // After a loop with a choice: the best hypothesis.
-      const int64_t id = l.attr<ir::attr::Loop>();
-      const bool search = l.facts().loops.loops[id].choice.valid();
-      return l.layer_from(search ? "decide" : "copy", 0);
-    }
-    case ir::NodeKind::kTrainFlag:
-      return PyValue::dict({{"class", "train_flag"}});
-    case ir::NodeKind::kTrainStep:
-      return PyValue::dict({{"class", "global_train_step"}});
-    case ir::NodeKind::kRange:
-      return lower_range(l);
-    case ir::NodeKind::kCompare:
-      return lower_compare(l);
-    case ir::NodeKind::kCast:
-      return lower_cast(l);
-    case ir::NodeKind::kWhere:
-      return lower_where(l);
+#define RETC_X(E, S, F, ...) \
+  case ir::NodeKind::k##E:   \
+    return lower<ir::NodeKind::k##E>(l, network);
+    RETC_FOR_EACH_NONBINARY_KIND(RETC_X)
+#undef RETC_X
   }
-  return unlowerable(target(), n, "unknown kind");
+  return unlowerable(target(), l.node(), "unknown kind");
 }
 
 PyValue extern_data_entry(const GraphFacts& f, size_t i) {
@@ -1138,11 +1173,12 @@ bool depends_on(const ir::Graph& g, ir::NodeId a, ir::NodeId b) {
   return reaches[a.index];
 }
 
-absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* base) {
-  ir::DimTable t(g, base);
-  ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
-  GraphFacts f{g, t, loops};
-  f.loop_names = loop_layer_names(g, loops);
+namespace {
+
+// The facts every lowering reads: marks, uses, targets, folded weight options.
+void collect_facts(GraphFacts& f) {
+  const ir::Graph& g = f.g;
+  f.loop_names = loop_layer_names(g, f.loops);
   f.is_loss.assign(g.size(), false);
   f.is_output.assign(g.size(), false);
   f.is_target.assign(g.size(), false);
@@ -1158,8 +1194,11 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
     if (int k = ir::kind_facts(n.kind).target_input; k >= 0) f.is_target[n.inputs[k].index] = true;
   }
   fold_weight_options(f);
-  // Which in-loop nodes feed some next value of their loop (inputs precede
-  // users: one backward sweep).
+}
+
+// Which in-loop nodes feed some next value of their loop (inputs precede
+// users: one backward sweep).
+std::vector<bool> feeds_next_value(const ir::Graph& g, const ir::LoopAnalysis& loops) {
   std::vector<bool> feeds_next(g.size(), false);
   for (size_t i = g.size(); i-- > 0;) {
     const ir::Node& n = g.nodes()[i];
@@ -1169,17 +1208,114 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
       if (loops.loop_of[in.index] == loops.loop_of[i]) feeds_next[in.index] = true;
     }
   }
+  return feeds_next;
+}
 
+// The branches of a cond: the layers of each (then, else), in graph order.
+using Branches = std::array<std::vector<std::pair<std::string, PyValue>>, 2>;
+
+// RETURNN's cond: only the branch the scalar condition picks is computed;
+// each a subnetwork whose output is the branch's value.
+PyValue cond_layer(const Lowering& l, Branches& net) {
+  const ir::Graph& g = l.facts().g;
+  const ir::Node& n = l.node();
+  PyValue layer = PyValue::dict({{"class", "cond"}, {"from", PyValue::list({})}});
+  layer.set("condition", l.ref(0));
+  for (int k = 0; k < 2; ++k) {
+    const ir::Node& value = g.node(n.inputs[1 + k]);
+    const int64_t* b = value.attrs.find<ir::attr::Branch>();
+    PyValue sub = PyValue::dict();
+    for (auto& [name, branch_layer] : net[k]) sub.append(name, std::move(branch_layer));
+    sub.append("output", PyValue::dict({{"class", "copy"},
+                                        {"from", b && *b == k && value.kind != ir::NodeKind::kCond
+                                                     ? value.name
+                                                     : "base:" + value.name}}));
+    layer.set(k == 0 ? "true_layer" : "false_layer",
+              PyValue::dict({{"class", "subnetwork"},
+                             {"from", PyValue::list({})},
+                             {"subnetwork", std::move(sub)}}));
+  }
+  if (l.facts().is_output[l.index()] && n.name != "output") layer.set("is_output_layer", true);
+  return layer;
+}
+
+// A layer in a loop's unit: a stacked value is an output of the rec layer;
+// a reader of a state over another dynamic dim (accumulated attention
+// weights over the encoder's time) that does not feed a next value stays in
+// the loop with the state: moved out, RETURNN would stack the state's frames
+// along that dim. (The ones feeding a next value stay in the loop anyway;
+// collocated, they would depend on themselves.)
+void place_in_unit(const Lowering& l, bool feeds_next, PyValue layer, PyValue& unit) {
+  const ir::Graph& g = l.facts().g;
+  const ir::LoopAnalysis& loops = l.facts().loops;
+  const ir::Node& n = l.node();
+  if (loops.stacked[l.index()]) layer.set("is_output_layer", true);
+  std::vector<PyValue> with;
+  for (ir::NodeId in : n.inputs) {
+    if (g.node(in).kind == ir::NodeKind::kLoopState && over_other_dynamic_dim(g.node(in)) &&
+        !feeds_next)
+      with.push_back(PyValue(g.node(loops.next_of_state[in.index]).name));
+  }
+  if (!with.empty()) layer.set("collocate_with", PyValue::list(std::move(with)));
+  unit.append(n.name, std::move(layer));
+}
+
+// A loop's rec layer: its unit with "output" (`unit_output`) and, over a
+// new axis, RETURNN's "end" layer (the end frame included).
+PyValue rec_layer(const GraphFacts& f, size_t id, PyValue unit, const std::string& unit_output) {
+  const ir::Graph& g = f.g;
+  const ir::LoopAnalysis& loops = f.loops;
+  const ir::Loop& loop = loops.loops[id];
+  unit.append("output", PyValue::dict({{"class", "copy"}, {"from", unit_output}}));
+  if (loop.end.valid()) {
+    const ir::NodeId done = g.node(loop.end).inputs[0];
+    const std::string from = g.node(done).kind == ir::NodeKind::kLoopState
+                                 ? "prev:" + g.node(loops.next_of_state[done.index]).name
+                                 : g.node(done).name;
+    // RETURNN's search wants an end that depends on the choice (its beam);
+    // one that does not (a length) is joined with a condition on the choice
+    // that always holds.
+    if (loop.choice.valid() && !depends_on(g, done, loop.choice)) {
+      unit.append("end_beam", PyValue::dict({{"class", "compare"},
+                                             {"from", g.node(loop.choice).name},
+                                             {"kind", "greater_equal"},
+                                             {"value", 0}}));
+      unit.append("end", PyValue::dict({{"class", "combine"},
+                                        {"kind", "logical_and"},
+                                        {"from", PyValue::list({from, "end_beam"})}}));
+    } else {
+      unit.append("end", PyValue::dict({{"class", "copy"}, {"from", from}}));
+    }
+  }
+  PyValue rec = PyValue::dict({{"class", "rec"},
+                               {"from", PyValue::list({})},
+                               {"axis", dim_ref(f.t, *loop.axis)},
+                               {"unit", std::move(unit)}});
+  if (loop.end.valid()) {
+    rec.set("max_seq_len_via", g.node(g.node(loop.end).inputs[1]).name);
+    rec.set("include_eos", true);
+  }
+  return rec;
+}
+
+}  // namespace
+
+absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* base) {
+  ir::DimTable t(g, base);
+  ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
+  GraphFacts f{g, t, loops};
+  collect_facts(f);
+  const std::vector<bool> feeds_next = feeds_next_value(g, loops);
   NetDict out;
   for (size_t i = 0; i < t.dims().size(); ++i) {
     const ir::Dim& d = t.dims()[i];
     if (!t.from_base(i)) out.dims.emplace_back(t.id(d), dim_definition(t, d));
   }
   std::vector<PyValue> units(loops.loops.size(), PyValue::dict());
+  // A loop's unit "output": its first stacked value, else its first next value.
   std::vector<std::string> unit_output(loops.loops.size());
   std::vector<bool> unit_output_stacked(loops.loops.size(), false);
-  // The branches of each cond: the subnetworks of its cond layer.
-  std::map<int64_t, std::array<std::vector<std::pair<std::string, PyValue>>, 2>> branches;
+  std::map<int64_t, Branches> branches;  // of each cond
   out.extern_data = PyValue::dict();
   out.network = PyValue::dict();
   for (size_t i = 0; i < g.size(); ++i) {
@@ -1190,7 +1326,6 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
       out.extern_data.set(n.attrs.get<ir::attr::Key>(), extern_data_entry(f, i));
       continue;
     }
-    // A loop's unit "output": its first stacked value, else its first next value.
     if (n.kind == ir::NodeKind::kLoopNext) {
       const int64_t id = n.attrs.get<ir::attr::Loop>();
       if (unit_output[id].empty()) unit_output[id] = n.name;
@@ -1202,28 +1337,7 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
     }
     Lowering l(f, i);
     if (n.kind == ir::NodeKind::kCond) {
-      // RETURNN's cond: only the branch the scalar condition picks is
-      // computed; each a subnetwork whose output is the branch's value.
-      auto& net = branches[n.attrs.get<ir::attr::Cond>()];
-      PyValue layer = PyValue::dict({{"class", "cond"}, {"from", PyValue::list({})}});
-      layer.set("condition", l.ref(0));
-      for (int k = 0; k < 2; ++k) {
-        const ir::Node& value = g.node(n.inputs[1 + k]);
-        const int64_t* b = value.attrs.find<ir::attr::Branch>();
-        PyValue sub = PyValue::dict();
-        for (auto& [name, branch_layer] : net[k]) sub.append(name, std::move(branch_layer));
-        sub.append("output",
-                   PyValue::dict({{"class", "copy"},
-                                  {"from", b && *b == k && value.kind != ir::NodeKind::kCond
-                                               ? value.name
-                                               : "base:" + value.name}}));
-        layer.set(k == 0 ? "true_layer" : "false_layer",
-                  PyValue::dict({{"class", "subnetwork"},
-                                 {"from", PyValue::list({})},
-                                 {"subnetwork", std::move(sub)}}));
-      }
-      if (f.is_output[i] && n.name != "output") layer.set("is_output_layer", true);
-      out.network.append(n.name, std::move(layer));
+      out.network.append(n.name, cond_layer(l, branches[n.attrs.get<ir::attr::Cond>()]));
       continue;
     }
     // Extra layers a lowering adds go where the node's layer goes.
@@ -1236,58 +1350,14 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
     }
     if (f.is_output[i] && n.name != "output") layer->set("is_output_layer", true);
     if (l.in_loop() >= 0) {
-      if (loops.stacked[i]) layer->set("is_output_layer", true);
-      // A reader of a state over another dynamic dim (accumulated attention
-      // weights over the encoder's time) that does not feed a next value
-      // stays in the loop with the state: moved out, RETURNN would stack the
-      // state's frames along that dim. (The ones feeding a next value stay
-      // in the loop anyway; collocated, they would depend on themselves.)
-      std::vector<PyValue> with;
-      for (ir::NodeId in : n.inputs) {
-        if (g.node(in).kind == ir::NodeKind::kLoopState && over_other_dynamic_dim(g.node(in)) &&
-            !feeds_next[i])
-          with.push_back(PyValue(g.node(loops.next_of_state[in.index]).name));
-      }
-      if (!with.empty()) layer->set("collocate_with", PyValue::list(std::move(with)));
-      units[l.in_loop()].append(n.name, *std::move(layer));
+      place_in_unit(l, feeds_next[i], *std::move(layer), units[l.in_loop()]);
       continue;
     }
     out.network.append(n.name, *std::move(layer));  // names are unique (tf-naming)
   }
   for (size_t id = 0; id < loops.loops.size(); ++id) {
     if (f.loop_names[id].empty()) continue;
-    const ir::Loop& loop = loops.loops[id];
-    units[id].append("output", PyValue::dict({{"class", "copy"}, {"from", unit_output[id]}}));
-    if (loop.end.valid()) {
-      // Over a new axis: RETURNN's "end" layer, the end frame included.
-      const ir::NodeId done = g.node(loop.end).inputs[0];
-      const std::string from = g.node(done).kind == ir::NodeKind::kLoopState
-                                   ? "prev:" + g.node(loops.next_of_state[done.index]).name
-                                   : g.node(done).name;
-      // RETURNN's search wants an end that depends on the choice (its
-      // beam); one that does not (a length) is joined with a condition on
-      // the choice that always holds.
-      if (loop.choice.valid() && !depends_on(g, done, loop.choice)) {
-        units[id].append("end_beam", PyValue::dict({{"class", "compare"},
-                                                    {"from", g.node(loop.choice).name},
-                                                    {"kind", "greater_equal"},
-                                                    {"value", 0}}));
-        units[id].append("end", PyValue::dict({{"class", "combine"},
-                                               {"kind", "logical_and"},
-                                               {"from", PyValue::list({from, "end_beam"})}}));
-      } else {
-        units[id].append("end", PyValue::dict({{"class", "copy"}, {"from", from}}));
-      }
-    }
-    PyValue rec = PyValue::dict({{"class", "rec"},
-                                 {"from", PyValue::list({})},
-                                 {"axis", dim_ref(t, *loop.axis)},
-                                 {"unit", std::move(units[id])}});
-    if (loop.end.valid()) {
-      rec.set("max_seq_len_via", g.node(g.node(loop.end).inputs[1]).name);
-      rec.set("include_eos", true);
-    }
-    out.network.append(f.loop_names[id], std::move(rec));
+    out.network.append(f.loop_names[id], rec_layer(f, id, std::move(units[id]), unit_output[id]));
   }
   for (const ir::Param& p : g.params()) {
     if (p.options.weight_decay.value != 0.0)
