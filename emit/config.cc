@@ -246,6 +246,10 @@ absl::string_view combine_kind(ir::BinaryOp op) {
       return "mul";
     case ir::BinaryOp::kDiv:
       return "truediv";
+    case ir::BinaryOp::kFloorDiv:
+      return "floordiv";
+    case ir::BinaryOp::kMod:
+      return "mod";
     case ir::BinaryOp::kMinimum:
       return "minimum";
     case ir::BinaryOp::kMaximum:

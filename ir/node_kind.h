@@ -78,6 +78,8 @@ struct KindFacts {
   X(Sub, "sub", RETC_BINARY)                \
   X(Mul, "mul", RETC_BINARY)                \
   X(Div, "div", RETC_BINARY)                \
+  X(FloorDiv, "floor_div", RETC_BINARY)     \
+  X(Mod, "mod", RETC_BINARY)                \
   X(Minimum, "minimum", RETC_BINARY)        \
   X(Maximum, "maximum", RETC_BINARY)        \
   X(LogicalAnd, "logical_and", RETC_BINARY) \

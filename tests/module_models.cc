@@ -306,6 +306,20 @@ void build_repeat_const(Builder& b) {
   io.finish(h);
 }
 
+// floor_div and mod (Python's // and %: rounded down, the remainder with the
+// divisor's sign) on ints (the labels minus 5, by 3) and on floats (by 0.7).
+void build_floor_mod(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  auto i32 = [&](double v) { return nn::cast(nn::constant(b, v), ir::DType::kInt32); };
+  Tensor labels = nn::cast(io.y, ir::DType::kInt32) - i32(5.0);
+  nn::floor_div(labels, i32(3.0)).mark_as_output("labels_div_3");
+  nn::mod(labels, i32(3.0)).mark_as_output("labels_mod_3");
+  nn::floor_div(io.x, nn::constant(b, 0.7)).mark_as_output("x_div");
+  nn::mod(io.x, nn::constant(b, 0.7)).mark_as_output("x_mod");
+  io.finish(lin->forward(io.x));
+}
+
 // Reversed frames and labels (within each sequence); 4 frames from each
 // sequence's length - 3 (the last 3, then 0); labels 1..3 from a start of 1.
 void build_reverse_slice(Builder& b) {
@@ -762,6 +776,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-stack-window", build_stack_window),
       def("op-repeat-const", build_repeat_const),
       def("op-reverse-slice", build_reverse_slice),
+      def("op-floor-mod", build_floor_mod),
       def("op-raw-layer", build_raw_layer),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),

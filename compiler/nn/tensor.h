@@ -67,6 +67,17 @@ inline Tensor div(const Tensor& a, const Tensor& b,
                   std::source_location loc = std::source_location::current()) {
   return elementwise(ir::NodeKind::kDiv, a, b, loc);
 }
+/// Division rounded down, and the remainder of it (the sign of b, as
+/// Python's // and %), elementwise; on ints or floats.
+/// Example: `nn::floor_div(t, k)` and `nn::mod(t, k)` split a frame index.
+inline Tensor floor_div(const Tensor& a, const Tensor& b,
+                        std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kFloorDiv, a, b, loc);
+}
+inline Tensor mod(const Tensor& a, const Tensor& b,
+                  std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kMod, a, b, loc);
+}
 /// Elementwise min / max. Example: `nn::maximum(x, nn::constant(b, 0.0))` is relu.
 inline Tensor minimum(const Tensor& a, const Tensor& b,
                       std::source_location loc = std::source_location::current()) {

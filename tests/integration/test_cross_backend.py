@@ -36,6 +36,7 @@ Run by ctest as `python test_cross_backend.py MODEL tf|torch` (the source backen
 # ctest-cases: cross_backend.op-stack-window.from_tf op-stack-window tf
 # ctest-cases: cross_backend.op-repeat-const.from_tf op-repeat-const tf
 # ctest-cases: cross_backend.op-reverse-slice.from_tf op-reverse-slice tf
+# ctest-cases: cross_backend.op-floor-mod.from_tf op-floor-mod tf
 # ctest-cases: cross_backend.mod-named-sequential.from_tf mod-named-sequential tf
 # ctest-cases: cross_backend.mod-zoneout-lstm.from_tf mod-zoneout-lstm tf
 # ctest-cases: cross_backend.mod-rel-pos-xl.from_tf mod-rel-pos-xl tf

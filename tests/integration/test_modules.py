@@ -403,6 +403,23 @@ def test_repeat_const():
     print("repeat (3 times; 1 or 2 times per frame), a constant vector and BOS-padded labels match numpy")
 
 
+def test_floor_mod():
+    """floor_div and mod (Python's // and %) on ints (negative ones too) and floats, against numpy."""
+    net = Net(compile_model("op-floor-mod"), train_flag=False)
+    feed = net.feed(3)
+    x = net.layer("data:data", feed)
+    labels = net.layer("data:classes", feed).astype("int64") - 5
+    lens = seq_lens(net, feed)
+    for name, want in (("labels_div_3", numpy.floor_divide(labels, 3)), ("labels_mod_3", numpy.mod(labels, 3))):
+        got = net.layer(name, feed)
+        assert got.dtype == numpy.int32, (name, got.dtype)
+        for b, n in enumerate(lens):
+            assert list(got[b, :n]) == list(want[b, :n]), (name, got[b, :n], want[b, :n])
+    close(net.layer("x_div", feed), numpy.floor_divide(x, numpy.float32(0.7)), 1e-6, "x // 0.7")
+    close(net.layer("x_mod", feed), numpy.mod(x, numpy.float32(0.7)), 1e-5, "x % 0.7")
+    print("floor_div and mod match numpy's // and % on int32 (negative too) and float32")
+
+
 def test_reverse_slice():
     """reverse within each sequence (frames and labels); a slice from a start per sequence
     (the last 3 frames, then 0; labels 1..3), against numpy."""
