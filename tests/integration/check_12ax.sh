@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `retc check 12ax`: RETURNN constructs the network and runs it; its variable
 # names equal the module paths of named_parameters().
+# ctest-cost: 50
 source "$(dirname "$0")/lib.sh"
 
 "$RETC" check 12ax >"$TMP/check.out" 2>"$TMP/check.err" || { cat "$TMP/check.err"; fail "retc check 12ax"; }

@@ -9,6 +9,7 @@
 # the corpus maker is deterministic (two tiny corpora, byte for byte), and a
 # missing corpus is a one-line error that says how to make it.
 # ctest-variants: tf torch
+# ctest-cost: 170
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

@@ -8,6 +8,7 @@
 # The bundled conformer-ctc-grow trains its 5 epochs through the change with
 # its training loss falling. Usage: pretrain_grow.sh [torch]
 # ctest-variants: tf torch
+# ctest-cost: 140
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

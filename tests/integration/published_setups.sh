@@ -6,6 +6,7 @@
 # with beam search (12 hypotheses), one hypothesis of BPE labels per sequence.
 # (test_published.py compares their params with the published files'.)
 # ctest-variants: tf torch
+# ctest-cost: 230
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

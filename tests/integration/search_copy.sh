@@ -12,6 +12,7 @@
 # ctest-cases: it.search_transformer-copy.torch transformer-copy torch
 # ctest-cases: it.search_lstm-attention.tf lstm-attention tf
 # ctest-cases: it.search_lstm-attention.torch lstm-attention torch
+# ctest-cost: 80
 source "$(dirname "$0")/lib.sh"
 model=${1:?MODEL}
 backend=${2:-tf}

@@ -5,6 +5,7 @@
 # writes one hypothesis per sequence in RETURNN's search output format and
 # prints the dev label error, <= 0.05, as its last line.
 # ctest-variants: tf torch
+# ctest-cost: 60
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 work="$TMP/work"

@@ -7,6 +7,7 @@
 # bounds), and chunking makes more steps per epoch than whole sequences
 # would (1000 sequences, at most 10 per batch: 100). Usage: setup_options.sh [torch]
 # ctest-variants: tf torch
+# ctest-cost: 70
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 

@@ -6,6 +6,7 @@
 # another model's, no checkpoint in the workdir, --beam 0, a model without
 # a search output) is one line on stderr and writes nothing.
 # ctest-variants: tf torch
+# ctest-cost: 60
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
 work="$TMP/work"

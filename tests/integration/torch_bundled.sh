@@ -4,6 +4,7 @@
 # TF test (train_bundled.sh) checks them; 12ax-wn fully, to the bound of its
 # TF demo (dev frame error <= 0.05). transformer-copy and conformer-ctc train
 # fully in search_copy.sh and search_ctc.sh, on both targets.
+# ctest-cost: 160
 source "$(dirname "$0")/lib.sh"
 
 for model in blstm-tagger lstm-lm; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Each bundled model beyond the 12ax demos trains for a short run (2 epochs)
 # with its training loss falling.
+# ctest-cost: 75
 source "$(dirname "$0")/lib.sh"
 
 for model in blstm-tagger lstm-lm transformer-copy conformer-ctc; do
