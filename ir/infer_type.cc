@@ -209,7 +209,6 @@ absl::StatusOr<TensorType> infer_concat(const Graph& g, const std::vector<NodeId
 
 absl::StatusOr<TensorType> infer_self_attention(const Graph& g, const std::vector<NodeId>& in,
                                                 const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kSelfAttention;
   if (in.size() != 2 && in.size() != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "self_attention expects 2 inputs (x, qkv) or 3 (x, qkv, rel-pos table), got ", in.size()));
@@ -596,7 +595,6 @@ absl::StatusOr<TensorType> infer_pool(const Graph& g, const std::vector<NodeId>&
 
 absl::StatusOr<TensorType> infer_masked_select(const Graph& g, const std::vector<NodeId>& in,
                                                const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kMaskedSelect;
   const auto& axis = spec.attrs.get<attr::Axis>();
   const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& x = g.node(in[0]).type;
@@ -622,7 +620,6 @@ absl::StatusOr<TensorType> infer_masked_select(const Graph& g, const std::vector
 
 absl::StatusOr<TensorType> infer_repeat(const Graph& g, const std::vector<NodeId>& in,
                                         const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kRepeat;
   const auto& axis = spec.attrs.get<attr::Axis>();
   const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& x = g.node(in[0]).type;
@@ -950,7 +947,6 @@ absl::StatusOr<TensorType> infer_window(const Graph& g, const std::vector<NodeId
 }
 
 absl::StatusOr<TensorType> infer_raw_layer(const std::vector<NodeId>& in, const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kRawLayer;
   const auto& layer = spec.attrs.get<attr::Layer>();
   const auto& out_dims = spec.attrs.get<attr::OutDims>();
   const auto& dtype_name = spec.attrs.get<attr::DType>();
@@ -971,7 +967,6 @@ absl::StatusOr<TensorType> infer_raw_layer(const std::vector<NodeId>& in, const 
 
 absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<NodeId>& in,
                                              const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kReplaceDim;
   const auto& axis = spec.attrs.get<attr::Axis>();
   const auto& out_dim = spec.attrs.get<attr::OutDim>();
   auto err = [](auto&&... parts) {
@@ -1004,7 +999,6 @@ absl::StatusOr<TensorType> infer_replace_dim(const Graph& g, const std::vector<N
 
 absl::StatusOr<TensorType> infer_slice(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kSlice;
   const auto& axis = spec.attrs.get<attr::Axis>();
   const auto& start = spec.attrs.get<attr::Start>();
   const auto& out_dim = spec.attrs.get<attr::OutDim>();
@@ -1034,7 +1028,6 @@ bool all_static(const std::vector<Dim>& dims) {
 
 absl::StatusOr<TensorType> infer_split_dims(const Graph& g, const std::vector<NodeId>& in,
                                             const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kSplitDims;
   const auto& axis = spec.attrs.get<attr::Axis>();
   const auto& dims = spec.attrs.get<attr::DimsAttr>();
   const TensorType& x = g.node(in[0]).type;
@@ -1061,7 +1054,6 @@ absl::StatusOr<TensorType> infer_split_dims(const Graph& g, const std::vector<No
 
 absl::StatusOr<TensorType> infer_merge_dims(const Graph& g, const std::vector<NodeId>& in,
                                             const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kMergeDims;
   const auto& axes = spec.attrs.get<attr::Axes>();
   const auto& out_dim = spec.attrs.get<attr::OutDim>();
   const TensorType& x = g.node(in[0]).type;
@@ -1084,7 +1076,6 @@ absl::StatusOr<TensorType> infer_merge_dims(const Graph& g, const std::vector<No
 
 absl::StatusOr<TensorType> infer_batch_norm(const Graph& g, const std::vector<NodeId>& in,
                                             const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kBatchNorm;
   const auto& axis = spec.attrs.get<attr::Axis>();
   ASSIGN_OR_RETURN(auto x, require_float(g.node(in[0]).type, "batch_norm input"));
   if (index_of(x.dims, axis) < 0 || !axis.is_feature_like()) {
@@ -1104,7 +1095,6 @@ absl::StatusOr<TensorType> infer_batch_norm(const Graph& g, const std::vector<No
 
 absl::StatusOr<TensorType> infer_ctc_loss(const Graph& g, const std::vector<NodeId>& in,
                                           const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kCtcLoss;
   RETURN_IF_ERROR(check_loss_options(spec));
   const auto& axis = spec.attrs.get<attr::Axis>();
   ASSIGN_OR_RETURN(auto logits, require_float(g.node(in[0]).type, "ctc_loss logits"));
@@ -1163,6 +1153,162 @@ absl::StatusOr<TensorType> infer_cross_entropy(const Graph& g, const std::vector
   return TensorType{targets.dims, DType::kFloat32, std::nullopt};
 }
 
+// The shape of a constant or random numbers: static dims (seeded random
+// numbers, initial values: `static_only`), or also the batch and dynamic
+// dims, whose sizes an input gives.
+absl::StatusOr<TensorType> filled_shape(const Graph& g, NodeKind kind,
+                                        const std::vector<NodeId>& inputs, const NodeSpec& spec,
+                                        bool static_only) {
+  const auto& shape = spec.attrs.get<attr::Shape>();
+  const std::string name(node_kind_name(kind));
+  for (const Dim& d : shape) {
+    if (static_only && (d.is_dynamic() || d.is_batch())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": shape dim ", d.describe(), " must be static"));
+    }
+    if (d.is_dynamic() && !d.is_batch()) {
+      bool given = false;
+      for (NodeId in : inputs) given = given || index_of(g.node(in).type.dims, d) >= 0;
+      if (!given) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": the dynamic dim ", d.describe(),
+                         " of its shape needs an input that has it (the input gives its sizes)"));
+      }
+    }
+  }
+  return TensorType{shape, DType::kFloat32, std::nullopt};
+}
+
+absl::Status check_distribution(NodeKind kind, const NodeSpec& spec) {
+  const std::string& dist = spec.attrs.get<attr::Distribution>();
+  if (dist != "uniform" && dist != "normal" && dist != "truncated_normal") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(node_kind_name(kind), ": unknown distribution '", dist, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Seeded random numbers (initial values) over a static shape.
+absl::StatusOr<TensorType> infer_random(const Graph& g, const std::vector<NodeId>& inputs,
+                                        const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(TensorType t, filled_shape(g, NodeKind::kRandom, inputs, spec, true));
+  if (!inputs.empty()) return absl::InvalidArgumentError("random expects 0 inputs");
+  RETURN_IF_ERROR(check_distribution(NodeKind::kRandom, spec));
+  return t;
+}
+
+absl::StatusOr<TensorType> infer_fresh_random(const Graph& g, const std::vector<NodeId>& inputs,
+                                              const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(TensorType t, filled_shape(g, NodeKind::kFreshRandom, inputs, spec, false));
+  RETURN_IF_ERROR(check_distribution(NodeKind::kFreshRandom, spec));
+  return t;
+}
+
+absl::StatusOr<TensorType> infer_constant(const Graph& g, const std::vector<NodeId>& inputs,
+                                          const NodeSpec& spec) {
+  return filled_shape(g, NodeKind::kConstant, inputs, spec, false);
+}
+
+absl::StatusOr<TensorType> infer_weight_norm(const Graph& g, const std::vector<NodeId>& inputs,
+                                             const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "a reparametrized weight"));
+  const auto& axes = spec.attrs.get<attr::Axes>();
+  if (axes.empty()) return absl::InvalidArgumentError("weight_norm needs at least one norm axis");
+  for (const Dim& a : axes) {
+    if (index_of(t.dims, a) < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weight_norm: norm axis ", a.describe(), " is not in ", t.describe()));
+    }
+  }
+  return t;
+}
+
+absl::StatusOr<TensorType> infer_weight_dropout(const Graph& g, const std::vector<NodeId>& inputs,
+                                                const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "a reparametrized weight"));
+  const double rate = spec.attrs.get<attr::Rate>();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return kind_error(NodeKind::kWeightDropout, "rate ", rate, " must be in [0, 1)");
+  return t;
+}
+
+absl::StatusOr<TensorType> infer_weight_noise(const Graph& g, const std::vector<NodeId>& inputs,
+                                              const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "a reparametrized weight"));
+  const double stddev = spec.attrs.get<attr::Stddev>();
+  if (!(stddev >= 0.0))
+    return kind_error(NodeKind::kWeightNoise, "stddev ", stddev, " must not be negative");
+  return t;
+}
+
+// normalize, softmax: a float input that has the axes; its type.
+absl::StatusOr<TensorType> infer_normalized(const Graph& g, NodeKind kind,
+                                            const std::vector<NodeId>& inputs,
+                                            const std::vector<Dim>& axes) {
+  ASSIGN_OR_RETURN(
+      auto t, require_float(g.node(inputs[0]).type, absl::StrCat(node_kind_name(kind), " input")));
+  RETURN_IF_ERROR(without(t, axes, node_kind_name(kind)).status());
+  return t;
+}
+
+// A non-batch axis of `t` (dynamic where `dynamic`).
+absl::Status check_axis_of(NodeKind kind, const TensorType& t, const Dim& axis, bool dynamic) {
+  if (index_of(t.dims, axis) < 0 || axis.is_batch() || (dynamic && !axis.is_dynamic())) {
+    return kind_error(kind, "the axis ", axis.describe(), " must be a ", dynamic ? "dynamic " : "",
+                      "axis of ", t.describe());
+  }
+  return absl::OkStatus();
+}
+
+// Shifting also takes sparse labels (padded with an index, e.g. BOS).
+absl::StatusOr<TensorType> infer_shift_axis(const Graph& g, const std::vector<NodeId>& inputs,
+                                            const NodeSpec& spec) {
+  const TensorType& in = g.node(inputs[0]).type;
+  if (in.sparse_dim) {
+    const double p = spec.attrs.get<attr::PadValue>();
+    if (p != static_cast<double>(static_cast<int64_t>(p)) || p < 0 ||
+        p >= static_cast<double>(in.sparse_dim->size().value_or(0))) {
+      return absl::InvalidArgumentError(absl::StrCat("shift_axis: the pad value ", p,
+                                                     " of sparse labels must be an index of ",
+                                                     in.sparse_dim->describe()));
+    }
+  }
+  ASSIGN_OR_RETURN(auto t, in.sparse_dim ? absl::StatusOr<TensorType>(in)
+                                         : require_float(in, "shift_axis input"));
+  RETURN_IF_ERROR(check_axis_of(NodeKind::kShiftAxis, t, spec.attrs.get<attr::Axis>(), false));
+  return t;
+}
+
+absl::StatusOr<TensorType> infer_seq_mask(const Graph& g, const std::vector<NodeId>& inputs,
+                                          const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "seq_mask input"));
+  RETURN_IF_ERROR(check_axis_of(NodeKind::kSeqMask, t, spec.attrs.get<attr::Axis>(), true));
+  return t;
+}
+
+absl::StatusOr<TensorType> infer_pos_encoding(const Graph& g, const std::vector<NodeId>& inputs,
+                                              const NodeSpec& spec) {
+  ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "pos_encoding input"));
+  int features = 0;
+  for (const Dim& d : t.dims) features += d.is_feature_like();
+  if (features != 1 || t.dims.back().size().value_or(1) % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("pos_encoding: the input ", t.describe(),
+                                                   " needs one feature dim, of even size"));
+  }
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  // In a loop over `axis` (attr loop), the encoding of the current frame.
+  if (spec.attrs.has<attr::Loop>()) {
+    if (index_of(t.dims, axis) >= 0 || axis.is_batch()) {
+      return absl::InvalidArgumentError(absl::StrCat("pos_encoding: a frame ", t.describe(),
+                                                     " of the loop over ", axis.describe(),
+                                                     " must lack that axis"));
+    }
+    return t;
+  }
+  RETURN_IF_ERROR(check_axis_of(NodeKind::kPosEncoding, t, axis, false));
+  return t;
+}
+
 const std::vector<absl::string_view>& activation_funcs() {
   static const std::vector<absl::string_view> kFuncs = {
       "relu", "tanh",  "sigmoid", "gelu",     "elu",      "swish", "exp", "log", "abs",
@@ -1215,68 +1361,17 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return t;
     }
     case NodeKind::kRandom:
+      return infer_random(g, inputs, spec);
     case NodeKind::kFreshRandom:
-    case NodeKind::kConstant: {
-      const auto& shape = spec.attrs.get<attr::Shape>();
-      const std::string name(node_kind_name(kind));
-      for (size_t i = 0; i < shape.size(); ++i) {
-        const Dim& d = shape[i];
-        // Seeded random numbers (initial values) are drawn over static
-        // shapes; a constant or fresh random numbers may also span the batch
-        // and dynamic dims, whose sizes its inputs give.
-        if (kind == NodeKind::kRandom && (d.is_dynamic() || d.is_batch())) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(name, ": shape dim ", d.describe(), " must be static"));
-        }
-        if (d.is_dynamic() && !d.is_batch()) {
-          bool given = false;
-          for (NodeId in : inputs) given = given || index_of(g.node(in).type.dims, d) >= 0;
-          if (!given) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                name, ": the dynamic dim ", d.describe(),
-                " of its shape needs an input that has it (the input gives its sizes)"));
-          }
-        }
-      }
-      if (kind == NodeKind::kRandom && !inputs.empty())
-        return absl::InvalidArgumentError("random expects 0 inputs");
-      if (kind == NodeKind::kConstant) {
-      } else {
-        const auto& dist = spec.attrs.get<attr::Distribution>();
-        if (dist != "uniform" && dist != "normal" && dist != "truncated_normal") {
-          return absl::InvalidArgumentError(
-              absl::StrCat(name, ": unknown distribution '", dist, "'"));
-        }
-      }
-      return TensorType{shape, DType::kFloat32, std::nullopt};
-    }
+      return infer_fresh_random(g, inputs, spec);
+    case NodeKind::kConstant:
+      return infer_constant(g, inputs, spec);
     case NodeKind::kWeightNorm:
+      return infer_weight_norm(g, inputs, spec);
     case NodeKind::kWeightDropout:
-    case NodeKind::kWeightNoise: {
-      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type, "a reparametrized weight"));
-      if (kind == NodeKind::kWeightNorm) {
-        const auto& axes = spec.attrs.get<attr::Axes>();
-        if (axes.empty())
-          return absl::InvalidArgumentError("weight_norm needs at least one norm axis");
-        for (const Dim& a : axes) {
-          if (index_of(t.dims, a) < 0) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("weight_norm: norm axis ", a.describe(), " is not in ", t.describe()));
-          }
-        }
-      } else {
-        const bool dropout = kind == NodeKind::kWeightDropout;
-        const absl::string_view key = attr_key_name(dropout ? AttrKey::kRate : AttrKey::kStddev);
-        const double v = dropout ? spec.attrs.get<attr::Rate>() : spec.attrs.get<attr::Stddev>();
-        bool ok = kind == NodeKind::kWeightDropout ? (v >= 0.0 && v < 1.0) : v >= 0.0;
-        if (!ok) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              node_kind_name(kind), ": ", key, " ", v,
-              kind == NodeKind::kWeightDropout ? " must be in [0, 1)" : " must not be negative"));
-        }
-      }
-      return t;
-    }
+      return infer_weight_dropout(g, inputs, spec);
+    case NodeKind::kWeightNoise:
+      return infer_weight_noise(g, inputs, spec);
     case NodeKind::kDot:
       return infer_dot(g, inputs, spec);
     case NodeKind::kActivation: {
@@ -1327,20 +1422,9 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return TensorType{std::move(dims), t.dtype, std::nullopt};
     }
     case NodeKind::kNormalize:
-    case NodeKind::kSoftmax: {
-      std::vector<Dim> axes;
-      if (kind == NodeKind::kNormalize) {
-        const auto& a = spec.attrs.get<attr::Axes>();
-        axes = a;
-      } else {
-        const auto& a = spec.attrs.get<attr::Axis>();
-        axes = {a};
-      }
-      ASSIGN_OR_RETURN(auto t, require_float(g.node(inputs[0]).type,
-                                             absl::StrCat(node_kind_name(kind), " input")));
-      RETURN_IF_ERROR(without(t, axes, node_kind_name(kind)).status());
-      return t;
-    }
+      return infer_normalized(g, kind, inputs, spec.attrs.get<attr::Axes>());
+    case NodeKind::kSoftmax:
+      return infer_normalized(g, kind, inputs, {spec.attrs.get<attr::Axis>()});
     case NodeKind::kGather:
       return infer_gather(g, inputs, spec);
     case NodeKind::kSelfAttention:
@@ -1420,51 +1504,11 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return require_float(g.node(inputs[0]).type, "custom_loss value");
     }
     case NodeKind::kShiftAxis:
+      return infer_shift_axis(g, inputs, spec);
     case NodeKind::kSeqMask:
-    case NodeKind::kPosEncoding: {
-      const auto& axis = spec.attrs.get<attr::Axis>();
-      // Shifting also takes sparse labels (padded with an index, e.g. BOS).
-      const TensorType& in = g.node(inputs[0]).type;
-      if (kind == NodeKind::kShiftAxis && in.sparse_dim) {
-        const double* pad = spec.attrs.find<attr::PadValue>();
-        const double p = pad ? *pad : 0.0;
-        if (p != static_cast<double>(static_cast<int64_t>(p)) || p < 0 ||
-            p >= static_cast<double>(in.sparse_dim->size().value_or(0))) {
-          return absl::InvalidArgumentError(absl::StrCat("shift_axis: the pad value ", p,
-                                                         " of sparse labels must be an index of ",
-                                                         in.sparse_dim->describe()));
-        }
-      }
-      ASSIGN_OR_RETURN(auto t,
-                       kind == NodeKind::kShiftAxis && in.sparse_dim
-                           ? absl::StatusOr<TensorType>(in)
-                           : require_float(in, absl::StrCat(node_kind_name(kind), " input")));
-      if (kind == NodeKind::kPosEncoding) {
-        int features = 0;
-        for (const Dim& d : t.dims) features += d.is_feature_like();
-        if (features != 1 || t.dims.back().size().value_or(1) % 2 != 0) {
-          return absl::InvalidArgumentError(absl::StrCat("pos_encoding: the input ", t.describe(),
-                                                         " needs one feature dim, of even size"));
-        }
-      }
-      // In a loop over `axis` (attr loop), the encoding of the current frame.
-      const bool at_frame = kind == NodeKind::kPosEncoding && spec.attrs.find<attr::Loop>();
-      if (at_frame) {
-        if (index_of(t.dims, axis) >= 0 || axis.is_batch()) {
-          return absl::InvalidArgumentError(absl::StrCat("pos_encoding: a frame ", t.describe(),
-                                                         " of the loop over ", axis.describe(),
-                                                         " must lack that axis"));
-        }
-        return t;
-      }
-      if (index_of(t.dims, axis) < 0 || axis.is_batch() ||
-          (kind == NodeKind::kSeqMask && !axis.is_dynamic())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(node_kind_name(kind), ": the axis ", axis.describe(), " must be a ",
-                         kind == NodeKind::kSeqMask ? "dynamic " : "", "axis of ", t.describe()));
-      }
-      return t;
-    }
+      return infer_seq_mask(g, inputs, spec);
+    case NodeKind::kPosEncoding:
+      return infer_pos_encoding(g, inputs, spec);
     case NodeKind::kConcat:
       return infer_concat(g, inputs, spec);
     case NodeKind::kScaleGrad: {

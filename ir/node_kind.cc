@@ -51,7 +51,9 @@ absl::Span<const AttrDecl> kind_attrs(NodeKind k) {
 
 absl::Status check_attrs(NodeKind k, const Attrs& attrs) {
   const absl::Span<const AttrDecl> decls = kind_attrs(k);
-  for (const auto& [key, value] : attrs.items()) {
+  for (const auto& item : attrs.items()) {
+    const AttrKey key = item.first;  // not a structured binding: the lambda captures it
+    const AttrValue& value = item.second;
     const bool common = key == AttrKey::kCond || key == AttrKey::kBranch;
     const bool declared = common || std::any_of(decls.begin(), decls.end(),
                                                 [&](const AttrDecl& d) { return d.key == key; });

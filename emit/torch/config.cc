@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "emit/py_value.h"
-#include "emit/py_writer.h"
+#include "emit/code_writer.h"
 #include "emit/torch/dims.h"
 #include "emit/torch/helpers.h"
 #include "emit/torch/loops.h"
@@ -31,7 +31,7 @@ struct StageDims {
 };
 
 // The imports and RETURNN's engine entries.
-void write_preamble(PyWriter& w, const ir::Graph& g, const ConfigOptions& opts, bool forward) {
+void write_preamble(CodeWriter& w, const ir::Graph& g, const ConfigOptions& opts, bool forward) {
   w.raw(config_header(g, opts));
   w.raw(
       "import math\n\nimport numpy\nimport torch\n\nimport returnn.frontend as rf\n"
@@ -55,7 +55,7 @@ void write_preamble(PyWriter& w, const ir::Graph& g, const ConfigOptions& opts, 
 // Every dim as a variable; then the later occurrences of a dim in one type
 // (square weights), and `_primed`: each with its dim (by identifier, once
 // over all stages).
-void write_dims(PyWriter& w, const std::vector<StageGraph>& stages, const StageDims& sd) {
+void write_dims(CodeWriter& w, const std::vector<StageGraph>& stages, const StageDims& sd) {
   const ir::DimTable& t = sd.last;
   for (const ir::Dim& d : t.dims()) w.raw(format_assignment(t.id(d), dim_definition(t, d)));
   for (const auto& st : sd.earlier) {
@@ -93,7 +93,7 @@ void write_dims(PyWriter& w, const std::vector<StageGraph>& stages, const StageD
 
 // extern_data: each data node's dims and dtype; data but the input that no
 // loss reads as its target is available for inference.
-void write_extern_data(PyWriter& w, const ir::Graph& g, const ir::DimTable& t) {
+void write_extern_data(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t) {
   std::vector<bool> is_target(g.size(), false);
   for (const ir::Node& n : g.nodes()) {
     if (int k = ir::kind_facts(n.kind).target_input; k >= 0) is_target[n.inputs[k].index] = true;
@@ -124,7 +124,7 @@ struct ParamUse {
 
 // `_param_options`: the param options RETURNN's torch engine has no config
 // entry for (helpers.py applies them).
-ParamUse write_param_options(PyWriter& w, const ir::Graph& g) {
+ParamUse write_param_options(CodeWriter& w, const ir::Graph& g) {
   ParamUse use;
   PyValue param_options = PyValue::dict();
   for (const ir::Param& p : g.params()) {
@@ -154,7 +154,7 @@ ParamUse write_param_options(PyWriter& w, const ir::Graph& g) {
 
 // Forward and search: forward_step gives the marked value to RETURNN's
 // forward callback (an HDF file, or the search's hypotheses).
-absl::Status write_forward(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+absl::Status write_forward(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                            const ir::LoopAnalysis& loops, const ConfigOptions& opts) {
   const Task task = opts.task.task;
   const ir::Node* value = task == Task::kForward
@@ -190,7 +190,7 @@ absl::Status write_forward(PyWriter& w, const ir::Graph& g, const ir::DimTable& 
 // Training: train_step (with pretraining stages: the step of the stage that
 // trains the epoch; the model holds the last stage's params, and every
 // stage's are among them), then the training setup.
-absl::Status write_train(PyWriter& w, const std::vector<StageGraph>& stages, const StageDims& sd,
+absl::Status write_train(CodeWriter& w, const std::vector<StageGraph>& stages, const StageDims& sd,
                          const ir::LoopAnalysis& loops, const ConfigOptions& opts,
                          const ParamUse& use) {
   if (stages.size() == 1) {
@@ -245,7 +245,7 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   const StageDims sd(stages);
   const ir::DimTable& t = sd.last;
   const bool forward = opts.task.task == Task::kForward || opts.task.task == Task::kSearch;
-  PyWriter w;
+  CodeWriter w;
   write_preamble(w, g, opts, forward);
   write_dims(w, stages, sd);
   write_extern_data(w, g, t);

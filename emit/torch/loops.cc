@@ -17,7 +17,7 @@ bool has_final_state_reader(const ir::Graph& g, const ir::Node& n) {
   return false;
 }
 
-void write_assignment(PyWriter& w, const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
+void write_assignment(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
   std::string extra;
   if (n.kind == ir::NodeKind::kCumConcat) extra = absl::StrCat(", _acc_", n.name);
   if (has_final_state_reader(g, n)) extra = absl::StrCat(", _state_", n.name);
@@ -28,7 +28,7 @@ namespace {
 
 // Before a loop: the states' initial values (their names and next values
 // collected), the stacked values' frame lists, the cum_concat caches.
-void write_loop_prologue(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+void write_loop_prologue(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                          const ir::LoopAnalysis& loops, const ir::Loop& loop,
                          std::vector<std::string>& states, std::vector<std::string>& nexts) {
   for (ir::NodeId m : loop.members) {
@@ -44,7 +44,7 @@ void write_loop_prologue(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
 }
 
 // At the end of a frame: the states take their next values.
-void write_next_states(PyWriter& w, const std::vector<std::string>& states,
+void write_next_states(CodeWriter& w, const std::vector<std::string>& states,
                        const std::vector<std::string>& nexts) {
   if (!states.empty()) w.line(absl::StrJoin(states, ", "), " = ", absl::StrJoin(nexts, ", "));
 }
@@ -78,7 +78,7 @@ ChoiceSplit split_at_choice(const ir::Graph& g, const ir::LoopAnalysis& loops, s
 
 // After the choice: the values of the hypotheses before it that are read
 // later follow their hypotheses (_Search.follow), as do the cum_concat caches.
-void write_follow(PyWriter& w, const ir::Graph& g, const ir::LoopAnalysis& loops,
+void write_follow(CodeWriter& w, const ir::Graph& g, const ir::LoopAnalysis& loops,
                   const ir::Loop& loop, const ChoiceSplit& s, const std::string& search) {
   for (ir::NodeId m : loop.members) {
     const ir::Node& n = g.node(m);
@@ -101,7 +101,7 @@ void write_follow(PyWriter& w, const ir::Graph& g, const ir::LoopAnalysis& loops
 // hypotheses), then lets every value of the hypotheses before the choice
 // that is read later follow its hypothesis (the states' next values, the
 // cached frames of cum_concat, stacked frames), and computes the rest.
-void write_search_loop(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+void write_search_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                        const ir::LoopAnalysis& loops, size_t id) {
   const ir::Loop& loop = loops.loops[id];
   const std::string search = absl::StrCat("_search", id), frame = absl::StrCat("_t", id);
@@ -146,7 +146,7 @@ void write_search_loop(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
 // runs in graph order, stacked values collect their frames, and the states
 // take their next values at the end of each frame. As on TF, frames past a
 // sequence's end are computed too and ignored by what reads the stack.
-void write_loop(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+void write_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                 const ir::LoopAnalysis& loops, size_t id) {
   const ir::Loop& loop = loops.loops[id];
   if (loop.end.valid()) return write_search_loop(w, g, t, loops, id);
@@ -185,7 +185,7 @@ struct StepOrder {
 // A cond node `i` as a Python if (only the branch the condition picks
 // runs), once everything its branches read from outside is computed;
 // returns whether it wrote it.
-bool write_cond(PyWriter& w, const ir::DimTable& t, StepOrder& o, size_t i) {
+bool write_cond(CodeWriter& w, const ir::DimTable& t, StepOrder& o, size_t i) {
   const ir::Graph& g = o.g;
   const ir::Node& n = g.nodes()[i];
   const int64_t id = n.attrs.get<ir::attr::Cond>();
@@ -221,7 +221,7 @@ bool write_cond(PyWriter& w, const ir::DimTable& t, StepOrder& o, size_t i) {
 
 // Every step node once its inputs are, each loop as one block once all its
 // inputs from outside are, each cond with its branches.
-void write_step_code(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                      const ir::LoopAnalysis& loops) {
   StepOrder o{g, loops, std::vector<bool>(g.size(), false),
               std::vector<bool>(loops.loops.size(), false)};

@@ -8,7 +8,7 @@
 
 namespace retc::emit::torch {
 
-void write_model(PyWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked) {
+void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked) {
   w.blank();
   w.blank();
   {
@@ -48,7 +48,7 @@ namespace {
 
 // One loss mark: its value to RETURNN's run context, with its error where
 // it has one, normalized as on TF.
-void write_loss(PyWriter& w, const ir::Graph& g, const ir::DimTable& t, const ir::Mark& m) {
+void write_loss(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, const ir::Mark& m) {
   const ir::Node& n = g.node(m.node);
   std::string options;
   if (const double* s = n.attrs.find<ir::attr::Scale>())
@@ -81,7 +81,7 @@ void write_loss(PyWriter& w, const ir::Graph& g, const ir::DimTable& t, const ir
 
 }  // namespace
 
-void write_train_step_body(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+void write_train_step_body(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                            const ir::LoopAnalysis& loops, bool coupled) {
   write_step_code(w, g, t, loops);
   w.line("ctx = rf.get_run_ctx()");

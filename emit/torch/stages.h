@@ -5,7 +5,7 @@
 // wants them).
 #pragma once
 
-#include "emit/py_writer.h"
+#include "emit/code_writer.h"
 #include "ir/dim_table.h"
 #include "ir/graph.h"
 #include "ir/loops.h"
@@ -15,12 +15,12 @@ namespace retc::emit::torch {
 /// `class Model(rf.Module)` with __init__ (the param-init stage), and
 /// get_model. `hooked`: params have options applied by hooks
 /// (_apply_param_options: decoupled weight decay, gradient clipping).
-void write_model(PyWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked);
+void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked);
 
 /// train_step's body for `g` (at the writer's indentation): the step stage,
 /// the losses, the marked outputs as its result. `coupled`: a coupled weight
 /// decay loss is added (_coupled_weight_decay).
-void write_train_step_body(PyWriter& w, const ir::Graph& g, const ir::DimTable& t,
+void write_train_step_body(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                            const ir::LoopAnalysis& loops, bool coupled);
 
 }  // namespace retc::emit::torch

@@ -1,9 +1,9 @@
-// PyWriter: generated Python code, line by line, with scoped indentation (as
+// CodeWriter: generated Python code, line by line, with scoped indentation (as
 // MLIR's raw_indented_ostream and Halide's CodeGen_C::open_scope). Values in
 // the code are written by PyValue (one escaping path: strings by ir::quote,
 // names checked); the writer owns only the layout.
 //
-//   PyWriter w;
+//   CodeWriter w;
 //   {
 //     auto body = w.block("def get_model(**_kwargs):");
 //     w.line("return Model()");
@@ -19,12 +19,12 @@
 
 namespace retc::emit {
 
-class PyWriter {
+class CodeWriter {
  public:
   /// Indents while alive (4 spaces per level).
   class Scope {
    public:
-    explicit Scope(PyWriter& w) : w_(&w) { ++w_->depth_; }
+    explicit Scope(CodeWriter& w) : w_(&w) { ++w_->depth_; }
     Scope(Scope&& o) noexcept : w_(std::exchange(o.w_, nullptr)) {}
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -34,11 +34,11 @@ class PyWriter {
     }
 
    private:
-    PyWriter* w_;
+    CodeWriter* w_;
   };
 
   /// Starts at `depth` levels (a function's body inside a class: 2).
-  explicit PyWriter(int depth = 0) : depth_(depth) {}
+  explicit CodeWriter(int depth = 0) : depth_(depth) {}
 
   /// One line at the current indentation: its parts concatenated.
   template <class... Parts>
