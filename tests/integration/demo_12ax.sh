@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # End to end: `retc train 12ax` trains the demo; the last line printed is the
 # final dev frame error, which is at most 0.05.
-# ctest-serial
 source "$(dirname "$0")/lib.sh"
 
 "$RETC" train 12ax --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" || { tail -n 40 "$TMP/log" "$TMP/err"; fail "retc train 12ax"; }

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # `retc train 12ax-wn` (weight norm, weight dropout, decoupled weight decay)
 # trains to a final dev frame error of at most 0.05, printed last.
-# ctest-serial
 source "$(dirname "$0")/lib.sh"
 
 "$RETC" train 12ax-wn --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" || { tail -n 40 "$TMP/log" "$TMP/err"; fail "retc train 12ax-wn"; }

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The emitted config trains with RETURNN's own entry point (python -m returnn)
 # in the venv, for one short epoch.
-# ctest-serial
 source "$(dirname "$0")/lib.sh"
 
 "$RETC" compile 12ax -o "$TMP/12ax.config" --epochs 1 --model-dir "$TMP/model"

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # A model in the user's own .cc, outside the repo, gets the same CLI through
 # find_package(retc) + retc_add_model (tests/user_model is the example).
-# ctest-serial
 source "$(dirname "$0")/lib.sh"
 
 cp -r "$RETC_SOURCE_DIR/tests/user_model" "$TMP/src"
