@@ -5,31 +5,23 @@
 # tools/setup.sh has 3000) through OggZipDataset with RETURNN's log-mel
 # features, to a final dev label error of at most 0.15 (its last line), and
 # `retc search` decodes the dev set to a label error of at most 0.15; its
-# curriculum (epoch_wise_filter) shortens epoch 1. Also:
-# the corpus maker is deterministic (two tiny corpora, byte for byte), and a
-# missing corpus is a one-line error that says how to make it.
+# curriculum (epoch_wise_filter) shortens epoch 1. Also: a missing corpus is
+# a one-line error that says how to make it. The corpus: digits_corpus.sh (a
+# fixture, made once for both backends; it also checks that the maker is
+# deterministic).
 # ctest-variants: tf torch
+# ctest-fixture: digits_corpus
 # ctest-cost: 170
 source "$(dirname "$0")/lib.sh"
 backend=${1:-tf}
-
-for run in 1 2; do
-  "$VENV/bin/python" "$RETC_SOURCE_DIR/tools/make_digits.py" "$TMP/small$run" --train 12 --dev 4 >/dev/null ||
-    fail "make_digits.py"
-done
-for f in train.zip dev.zip digits.vocab; do
-  cmp "$TMP/small1/$f" "$TMP/small2/$f" || fail "make_digits.py is not deterministic: $f"
-done
-pass "make_digits.py: the same bytes twice"
 
 RETC_CORPUS_DIR="$TMP/none" expect_error 1 "reads $TMP/none/digits/train.zip, which does not exist: make the digits corpus with tools/setup.sh" -- \
   "$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/never"
 [ ! -e "$TMP/never" ] || fail "train made a workdir without its corpus"
 pass "a missing corpus: one line, how to make it"
 
-"$VENV/bin/python" "$RETC_SOURCE_DIR/tools/make_digits.py" "$TMP/corpora/digits" --train 1200 --dev 200 >/dev/null ||
-  fail "make_digits.py"
-export RETC_CORPUS_DIR="$TMP/corpora"
+export RETC_CORPUS_DIR="$RETC_BUILD_DIR/test-corpora"  # digits_corpus.sh made it
+[ -f "$RETC_CORPUS_DIR/digits/.complete" ] || fail "no test corpus (it.digits_corpus makes it)"
 start=$SECONDS
 "$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "train digits-ctc --backend $backend"; }
