@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Every bundled model trains on RETURNN's PyTorch engine: blstm-tagger and
-# lstm-lm for a short run (2 epochs) with their training loss falling, as the
-# TF test (train_bundled.sh) checks them; 12ax-wn fully, to the bound of its
-# TF demo (dev frame error <= 0.05). transformer-copy and conformer-ctc train
-# fully in search_copy.sh and search_ctc.sh, on both targets.
+# Every bundled model trains on RETURNN's PyTorch engine: blstm-tagger,
+# lstm-lm and lstm-attention for a short run (2 epochs) with their training
+# loss falling, as the TF test (train_bundled.sh) checks them; 12ax-wn fully,
+# to the bound of its TF demo (dev frame error <= 0.05). transformer-copy
+# trains fully in search_copy.sh (on torch; lstm-attention there on TF),
+# conformer-ctc in search_ctc.sh, on both targets.
 # ctest-cost: 160
 source "$(dirname "$0")/lib.sh"
 
-for model in blstm-tagger lstm-lm; do
+for model in blstm-tagger lstm-lm lstm-attention; do
   "$RETC" train "$model" --backend torch --workdir "$TMP/$model" --epochs 2 >"$TMP/log" 2>"$TMP/err" ||
     { tail -n 30 "$TMP/log" "$TMP/err"; fail "train $model --backend torch"; }
   mapfile -t scores < <(grep -oE '^Epoch [12]: Total train loss: [^ ]+ [0-9.e-]+' "$TMP/log" | awk '{print $7}')
