@@ -12,6 +12,7 @@
 
 #include <optional>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/attrs.h"

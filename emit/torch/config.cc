@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "emit/py_value.h"
 #include "emit/code_writer.h"
+#include "emit/py_value.h"
 #include "emit/torch/dims.h"
 #include "emit/torch/helpers.h"
 #include "emit/torch/loops.h"
