@@ -29,7 +29,7 @@ class BlstmTagger : public nn::Module {
   std::shared_ptr<nn::Linear> out;
 };
 
-void build(nn::Builder& b) {
+void build_blstm_tagger(nn::Builder& b) {
   const Dim time = Dim::spatial("time");
   const Dim in = Dim::feature("input", 9);
   const Dim classes = Dim::feature("classes", 2);
@@ -47,7 +47,7 @@ ModelDef model_blstm_tagger() {
   ModelDef def;
   def.name = "blstm-tagger";
   def.description = "2-layer BLSTM (16+16 units, layer norm) frame tagger on Task12AXDataset";
-  def.build = build;
+  def.build = build_blstm_tagger;
   emit::TrainingSetup& t = def.training;
   t.train = emit::PyValue::dict({{"class", "Task12AXDataset"}, {"num_seqs", 1000}});
   t.dev = emit::PyValue::dict(

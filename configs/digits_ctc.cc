@@ -28,7 +28,7 @@ class DigitsCtc : public nn::Module {
   std::shared_ptr<nn::Linear> out;
 };
 
-void build(nn::Builder& b) {
+void build_digits_ctc(nn::Builder& b) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim features = Dim::feature("log_mel", 40), digits = Dim::feature("digits", 10);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
@@ -86,7 +86,7 @@ ModelDef model_digits_ctc() {
   ModelDef def;
   def.name = "digits-ctc";
   def.description = "speech: a Conformer with SpecAugment and CTC on spoken digit strings";
-  def.build = build;
+  def.build = build_digits_ctc;
   const std::string dir = digits_corpus_dir();
   emit::TrainingSetup& t = def.training;
   t.train = ogg_zip(dir, "train", true);

@@ -220,7 +220,7 @@ class LibriSpeechAttention : public nn::Module {
       readout_in_;
 };
 
-void build(nn::Builder& b) {
+void build_librispeech_att(nn::Builder& b) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim features = Dim::feature("features", 40), vocab = Dim::feature("vocab", 10025);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
@@ -255,7 +255,7 @@ ModelDef model_librispeech_att() {
   def.name = "librispeech-att-2019";
   def.description =
       "published LibriSpeech BLSTM attention system (6x1024 BLSTM, 10025 BPE; random data)";
-  def.build = build;
+  def.build = build_librispeech_att;
   emit::TrainingSetup& t = def.training;
   t.train = random_speech(6);
   t.dev = random_speech(2);

@@ -91,7 +91,7 @@ class LstmAttention : public nn::Module {
   Dim embed_, dec_;
 };
 
-void build(nn::Builder& b) {
+void build_lstm_attention(nn::Builder& b) {
   const Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
   const Dim vocab = Dim::feature("vocab", 10);
   nn::Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
@@ -112,7 +112,7 @@ ModelDef model_lstm_attention() {
   def.name = "lstm-attention";
   def.description =
       "LSTM encoder-decoder with attention copying symbol sequences (CopyTaskDataset)";
-  def.build = build;
+  def.build = build_lstm_attention;
   def.training.num_epochs = 20;  // 97% sequence accuracy in search (TF, 23 s here)
   return def;
 }

@@ -26,7 +26,7 @@ class LstmLm : public nn::Module {
   std::shared_ptr<nn::Lstm> lstm;
 };
 
-void build(nn::Builder& b) {
+void build_lstm_lm(nn::Builder& b) {
   const Dim time = Dim::spatial("time");
   const Dim vocab = Dim::feature("vocab", 12);  // " <>/abcdefgh"
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, vocab});
@@ -45,7 +45,7 @@ ModelDef model_lstm_lm() {
   def.name = "lstm-lm";
   def.description =
       "character LSTM language model on TaskXmlModelingDataset (next-symbol prediction)";
-  def.build = build;
+  def.build = build_lstm_lm;
   emit::TrainingSetup& t = def.training;
   t.train = emit::PyValue::dict({{"class", "TaskXmlModelingDataset"}, {"num_seqs", 1000}});
   t.dev = emit::PyValue::dict(

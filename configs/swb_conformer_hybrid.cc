@@ -153,7 +153,7 @@ class SwbConformerHybrid : public nn::Module {
   Dim model_;
 };
 
-void build(nn::Builder& b) {
+void build_swb_conformer_hybrid(nn::Builder& b) {
   const Dim time = Dim::spatial("time"), align_time = Dim::spatial("align_time");
   const Dim features = Dim::feature("features", 40), classes = Dim::feature("classes", 9001);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
@@ -187,7 +187,7 @@ ModelDef model_swb_conformer_hybrid() {
   def.name = "swb-conformer-hybrid-2021";
   def.description =
       "published Switchboard Conformer hybrid (12 blocks, 512 dims, 9001 states; random data)";
-  def.build = build;
+  def.build = build_swb_conformer_hybrid;
   emit::TrainingSetup& t = def.training;
   t.train = random_aligned(6);
   t.dev = random_aligned(2);

@@ -62,7 +62,7 @@ class CopyTransformer : public nn::Module {
   std::shared_ptr<nn::Linear> out;
 };
 
-void build(nn::Builder& b) {
+void build_transformer_copy(nn::Builder& b) {
   const Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
   const Dim vocab = Dim::feature("vocab", 10);
   nn::Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
@@ -93,7 +93,7 @@ ModelDef model_transformer_copy() {
   ModelDef def;
   def.name = "transformer-copy";
   def.description = "Transformer encoder-decoder copying symbol sequences (CopyTaskDataset)";
-  def.build = build;
+  def.build = build_transformer_copy;
   emit::TrainingSetup& t = def.training;
   t.train = copy_task(2000, false);
   t.dev = copy_task(200, true);

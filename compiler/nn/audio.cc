@@ -9,8 +9,6 @@ namespace {
 
 using ir::Dim;
 
-ir::SourceLoc L(const std::source_location& loc) { return ir::SourceLoc::from(loc); }
-
 // Whole numbers: floor of a non-negative float (a cast truncates).
 Tensor floor_nonneg(const Tensor& x, std::source_location loc) {
   return cast(cast(x, ir::DType::kInt32, loc), ir::DType::kFloat32, loc);
@@ -50,15 +48,16 @@ SpecAugmentMasks specaugment_masks(const Tensor& x, const Dim& time, const Dim& 
   Builder& b = x.builder();
   const std::optional<int64_t> n_features = feature.size();
   if (!n_features)
-    fail(L(loc),
+    fail(ir::SourceLoc::from(loc),
          absl::StrCat("specaugment: the feature dim ", feature.describe(), " must be static"));
   const int64_t feature_width =
       opts.max_feature_mask_width > 0 ? opts.max_feature_mask_width : *n_features / 5;
   if (opts.max_time_mask_width < 1 || opts.frames_per_time_mask < 1 || opts.max_time_masks < 1 ||
       feature_width < 1) {
-    fail(L(loc), absl::StrCat("specaugment: mask widths, frames_per_time_mask and max_time_masks "
-                              "must be at least 1 (feature mask width ",
-                              feature_width, " for ", feature.describe(), ")"));
+    fail(ir::SourceLoc::from(loc),
+         absl::StrCat("specaugment: mask widths, frames_per_time_mask and max_time_masks "
+                      "must be at least 1 (feature mask width ",
+                      feature_width, " for ", feature.describe(), ")"));
   }
   // The schedule's flags f0, f1, f2 (float32 scalars 0 or 1).
   Tensor f[3];
