@@ -8,23 +8,20 @@ The params are not the initial values: every one is perturbed (norm
 variances kept positive), so that a param read in another layout (LSTM gate
 order, the QKV columns of self-attention, conv filters) shows.
 
-Run by ctest as `python test_cross_backend.py MODEL tf|torch` (the source backend).
+Run alone as `python test_cross_backend.py MODEL tf|torch` (the source backend);
+ctest runs the cases below in groups (cases.py).
 """
-# The cases ctest runs (tests/CMakeLists.txt reads these lines):
+# The cases ctest runs (tests/CMakeLists.txt reads these lines), eight to a
+# process; each direction's cases are listed together, since a process must
+# not run both directions of one model (see main).
+# ctest-group: 8
 # ctest-cases: cross_backend.12ax.from_tf 12ax tf
-# ctest-cases: cross_backend.12ax.from_torch 12ax torch
 # ctest-cases: cross_backend.12ax-wn.from_tf 12ax-wn tf
-# ctest-cases: cross_backend.12ax-wn.from_torch 12ax-wn torch
 # ctest-cases: cross_backend.blstm-tagger.from_tf blstm-tagger tf
-# ctest-cases: cross_backend.blstm-tagger.from_torch blstm-tagger torch
 # ctest-cases: cross_backend.lstm-lm.from_tf lstm-lm tf
-# ctest-cases: cross_backend.lstm-lm.from_torch lstm-lm torch
 # ctest-cases: cross_backend.transformer-copy.from_tf transformer-copy tf
-# ctest-cases: cross_backend.transformer-copy.from_torch transformer-copy torch
 # ctest-cases: cross_backend.conformer-ctc.from_tf conformer-ctc tf
-# ctest-cases: cross_backend.conformer-ctc.from_torch conformer-ctc torch
 # ctest-cases: cross_backend.conformer-12x512.from_tf conformer-12x512 tf
-# ctest-cases: cross_backend.conformer-12x512.from_torch conformer-12x512 torch
 # ctest-cases: cross_backend.mod-loop.from_tf mod-loop tf
 # ctest-cases: cross_backend.rq-loop-encoder-state.from_tf rq-loop-encoder-state tf
 # ctest-cases: cross_backend.mod-conv-stride.from_tf mod-conv-stride tf
@@ -47,6 +44,13 @@ Run by ctest as `python test_cross_backend.py MODEL tf|torch` (the source backen
 # ctest-cases: cross_backend.mod-lstm-state.from_tf mod-lstm-state tf
 # ctest-cases: cross_backend.mod-stepwise-decoder.from_tf mod-stepwise-decoder tf
 # ctest-cases: cross_backend.op-cond.from_tf op-cond tf
+# ctest-cases: cross_backend.12ax.from_torch 12ax torch
+# ctest-cases: cross_backend.12ax-wn.from_torch 12ax-wn torch
+# ctest-cases: cross_backend.blstm-tagger.from_torch blstm-tagger torch
+# ctest-cases: cross_backend.lstm-lm.from_torch lstm-lm torch
+# ctest-cases: cross_backend.transformer-copy.from_torch transformer-copy torch
+# ctest-cases: cross_backend.conformer-ctc.from_torch conformer-ctc torch
+# ctest-cases: cross_backend.conformer-12x512.from_torch conformer-12x512 torch
 # ctest-cases: cross_backend.sweep sweep
 
 import os
@@ -160,9 +164,12 @@ def convert(model, src, in_path, out_path):
     subprocess.run([binary, "convert-checkpoint", model, "--from", src, in_path, out_path], check=True)
 
 
-def main(model, src):
-    """src "tf": TF -> torch; "torch": torch -> TF (one direction per process:
-    RETURNN's TF dim tags do not survive a second network of one config)."""
+def main(model, src=None):
+    """src "tf": TF -> torch; "torch": torch -> TF (one direction of a model
+    per process: RETURNN's TF dim tags do not survive a second network of one
+    config); model "sweep": sweep()."""
+    if model == "sweep":
+        return sweep()
     rng = numpy.random.RandomState(7)
     tmp = returnn_probe.TMP
     binary = os.environ["RETC" if model in BUNDLED else "RETC_TEST_MODELS"]
@@ -256,7 +263,4 @@ def sweep():
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "sweep":
-        sweep()
-    else:
-        main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])

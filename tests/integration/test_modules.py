@@ -3,8 +3,9 @@ RETURNN constructs it and runs it once on random data (`retc check`), its
 variable names and shapes equal the IR's, and the param count equals the
 formula written here; numbers are checked where an op has numbers to check.
 
-Run by ctest as `python test_modules.py NAME`.
+Run alone as `python test_modules.py NAME`; ctest runs the cases in groups (cases.py).
 """
+# ctest-group: 6  (cases per process: tests/integration/cases.py)
 
 import json
 import os

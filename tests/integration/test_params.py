@@ -1,7 +1,8 @@
 """Parameter options and reparametrizations, read back from RETURNN.
 
-Run by ctest as `python test_params.py NAME`, one test per NAME.
+Run alone as `python test_params.py NAME`; ctest runs the cases in groups (cases.py).
 """
+# ctest-group: 7  (cases per process: tests/integration/cases.py)
 
 import math
 import re

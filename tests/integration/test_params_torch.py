@@ -2,8 +2,9 @@
 back from RETURNN's PyTorch engine: the same figures test_params.py measures
 on TF, with the same documented updates.
 
-Run by ctest as `python test_params_torch.py NAME`, one test per NAME.
+Run alone as `python test_params_torch.py NAME`; ctest runs the cases in groups (cases.py).
 """
+# ctest-group: 5  (cases per process: tests/integration/cases.py)
 
 import sys
 

@@ -11,8 +11,9 @@ specaugment: the masks of nn::specaugment_masks respect their options on a
   and channels, nn::specaugment zeroes whole frames and channels in training
   and returns the input unchanged in evaluation.
 
-Run by ctest as `python test_random.py fresh|specaugment`.
+Run alone as `python test_random.py fresh|specaugment`; ctest runs both in one process.
 """
+# ctest-group: 2  (cases per process: tests/integration/cases.py)
 
 import sys
 

@@ -4,8 +4,9 @@ runtime (runtime/retc_runtime.py). Each helper is one top-level definition
 (or assignment), separated from the next by two blank lines, as the emitter
 splits them (used_helpers in emit/torch/).
 
-Run by ctest (discovered: one test per test_ function).
+Run alone as `python test_sources.py NAME`; ctest runs both in one process (cases.py).
 """
+# ctest-group: 2  (cases per process: tests/integration/cases.py)
 
 import ast
 import os
