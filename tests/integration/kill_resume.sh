@@ -3,7 +3,6 @@
 # epoch 1's checkpoint, finishes all 4 epochs, and trains no epoch twice.
 # `kill_resume.sh torch` does the same on the torch target.
 # ctest-variants: tf torch
-# ctest-serial
 source "$(dirname "$0")/lib.sh"
 
 backend=${1:-tf}

@@ -3,7 +3,6 @@
 # stderr, finished epochs' checkpoints intact; a second run resumes and ends.
 # `sigint.sh torch` does the same on the torch target.
 # ctest-variants: tf torch
-# ctest-serial
 source "$(dirname "$0")/lib.sh"
 set -m  # background jobs keep SIGINT's default, as a terminal's would
 
