@@ -41,13 +41,11 @@ def _module(path):
 
 
 def _reset_returnn():
-    """What one case leaves in RETURNN's globals that the next must not see:
-    an eager (torch) step gives the global batch dim torch sizes."""
-    if "returnn.tensor" in sys.modules:
-        from returnn.tensor import batch_dim
-
-        batch_dim.reset_eager()
-        batch_dim.dyn_size_ext = None
+    """What one case leaves in RETURNN's globals that the next must not see
+    (only TF networks mind, and they come with returnn_probe)."""
+    probe = sys.modules.get("returnn_probe")
+    if probe is not None:
+        probe.reset_batch_dim()
 
 
 def _calls(name, path, args):

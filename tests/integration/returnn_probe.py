@@ -47,6 +47,15 @@ def compile_model(model, binary=None, extra=()):
     return path
 
 
+def reset_batch_dim():
+    """Before a TF network in a process that ran a torch step: the eager step
+    gave RETURNN's global batch dim torch sizes, which TF must not see."""
+    from returnn.tensor import batch_dim
+
+    batch_dim.reset_eager()
+    batch_dim.dyn_size_ext = None
+
+
 class Net:
     """A constructed network in its own TF graph and session."""
 

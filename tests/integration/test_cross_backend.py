@@ -251,12 +251,7 @@ def sweep():
         except Exception as exc:  # noqa: BLE001: every failure is reported below
             failures.append("%s: %s: %s" % (model, type(exc).__name__, str(exc).strip().splitlines()[-1][:300]))
         finally:
-            # The eager step gave RETURNN's global batch dim torch sizes; the
-            # next TF network must not see them.
-            from returnn.tensor import batch_dim
-
-            batch_dim.reset_eager()
-            batch_dim.dyn_size_ext = None
+            returnn_probe.reset_batch_dim()  # for the next model's TF network
     assert not failures, "\n".join(failures)
     print("sweep: %d models give the same outputs on both backends; left out (random values): %s" % (
         compared, ", ".join(skipped)))

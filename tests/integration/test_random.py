@@ -32,16 +32,9 @@ def tf_seed(config_seed, epoch=1):
     return (epoch * 3 + config_seed * 5 + 7) % (2**31)
 
 
-def reset_batch_dim():
-    from returnn.tensor import batch_dim
-
-    batch_dim.reset_eager()
-    batch_dim.dyn_size_ext = None
-
-
 class TfRunner:
     def __init__(self, model, train=True, config_seed=42):
-        reset_batch_dim()
+        returnn_probe.reset_batch_dim()
         self.net = returnn_probe.Net(returnn_probe.compile_model(model, extra=("--seed", str(config_seed))),
                                      train_flag=train, rnd_seed=tf_seed(config_seed))
         self.feed = self.net.feed(5)
@@ -68,7 +61,7 @@ class TorchRunner:
         from returnn.torch.data import extern_data as extern_data_util
         from returnn.util.math import merge_random_seeds
 
-        reset_batch_dim()
+        returnn_probe.reset_batch_dim()
         self.tnet = torch_probe.TorchNet(torch_probe.compile_model(model, extra=("--seed", str(config_seed))),
                                          with_updater=False)
         self.raw, template = self.tnet.batch(5)

@@ -28,10 +28,7 @@ def masked_diff(full, step, lengths):
 
 
 def tf_check():
-    from returnn.tensor import batch_dim
-
-    batch_dim.reset_eager()  # the torch run's batch size
-    batch_dim.dyn_size_ext = None
+    returnn_probe.reset_batch_dim()  # the torch run's batch size
     net = returnn_probe.Net(returnn_probe.compile_model(MODEL), train_flag=False)
     feed = net.feed(3)
     with net.graph.as_default():
