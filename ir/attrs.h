@@ -71,7 +71,6 @@ using Ints = std::vector<int64_t>;
   X(Loop, "loop", int64_t)                          \
   X(Maxval, "maxval", double)                       \
   X(Mean, "mean", double)                           \
-  X(MergedDim, "merged_dim", Dim)                   \
   X(Minval, "minval", double)                       \
   X(Mode, "mode", std::string)                      \
   X(Momentum, "momentum", double)                   \
@@ -82,7 +81,6 @@ using Ints = std::vector<int64_t>;
   X(OutAxis, "out_axis", Dim)                       \
   X(OutDim, "out_dim", Dim)                         \
   X(OutDims, "out_dims", Dims)                      \
-  X(OverlapDim, "overlap_dim", Dim)                 \
   X(PadValue, "pad_value", double)                  \
   X(Padding, "padding", std::string)                \
   X(Rate, "rate", double)                           \
@@ -99,8 +97,7 @@ using Ints = std::vector<int64_t>;
   X(Stride, "stride", int64_t)                      \
   X(Strides, "strides", Ints)                       \
   X(Value, "value", double)                         \
-  X(WindowDim, "window_dim", Dim)                   \
-  X(WindowLeft, "window_left", int64_t)
+  X(WindowDim, "window_dim", Dim)
 
 // Attributes whose absence means a default: X(Tag, default). Reading one
 // with get<>() gives the default when it is not set; the printer shows only

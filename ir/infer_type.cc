@@ -432,7 +432,13 @@ absl::StatusOr<TensorType> infer_cast(const Graph& g, const std::vector<NodeId>&
   const std::string& dtype = spec.attrs.get<attr::DType>();
   std::optional<DType> t = parse_dtype(dtype);
   if (!t) return kind_error(NodeKind::kCast, "unknown dtype '", dtype, "'");
-  return TensorType{g.node(in[0]).type.dims, *t, std::nullopt};
+  const TensorType& x = g.node(in[0]).type;
+  const Dim* sparse = spec.attrs.find<attr::SparseDim>();
+  if (sparse && ((*t != DType::kInt32 && *t != DType::kInt64) || x.dtype == DType::kBool ||
+                 sparse->is_batch()))
+    return kind_error(NodeKind::kCast, "indices into ", sparse->describe(),
+                      " must be int32 or int64 from numbers, got ", x.describe(), " as ", dtype);
+  return TensorType{x.dims, *t, sparse ? std::optional<Dim>(*sparse) : std::nullopt};
 }
 
 absl::StatusOr<TensorType> infer_where(const Graph& g, const std::vector<NodeId>& in) {
@@ -756,60 +762,6 @@ absl::StatusOr<TensorType> infer_transposed_conv(const Graph& g, const std::vect
   return out;
 }
 
-// The windows of axis averaged back into the frames of like's out axis.
-absl::StatusOr<TensorType> infer_inverse_window(const Graph& g, const std::vector<NodeId>& in,
-                                                const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kInverseWindow;
-  const TensorType& x = g.node(in[0]).type;
-  const auto& axis = spec.attrs.get<attr::Axis>();
-  const auto& window_dim = spec.attrs.get<attr::WindowDim>();
-  const auto& out_axis = spec.attrs.get<attr::OutAxis>();
-  const auto& overlap_dim = spec.attrs.get<attr::OverlapDim>();
-  const auto& merged_dim = spec.attrs.get<attr::MergedDim>();
-  const auto& stride = spec.attrs.get<attr::Stride>();
-  const auto& left = spec.attrs.get<attr::WindowLeft>();
-  const TensorType& like = g.node(in[1]).type;
-  const int pos = index_of(x.dims, axis), wpos = index_of(x.dims, window_dim);
-  if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || wpos < 0 || window_dim.is_dynamic() ||
-      !window_dim.size() || !out_axis.is_dynamic() || index_of(like.dims, out_axis) < 0 ||
-      (out_axis != axis && index_of(x.dims, out_axis) >= 0))
-    return kind_error(kKind, "the windows ", x.describe(), " need the dynamic axis ",
-                      axis.describe(), " and the static window dim ", window_dim.describe(),
-                      ", and ", like.describe(), " the dynamic out axis ", out_axis.describe());
-  if (stride < 1 || left < 0 || left >= *window_dim.size() || !overlap_dim.size() ||
-      overlap_dim.is_dynamic() || !merged_dim.is_dynamic())
-    return kind_error(
-        kKind,
-        "needs a stride >= 1, a window_left within the window, a static overlap dim and "
-        "a dynamic merged dim");
-  RETURN_IF_ERROR(require_float(x, "inverse_window input").status());
-  TensorType out = x;
-  out.dims[pos] = out_axis;
-  out.dims.erase(out.dims.begin() + wpos);
-  return out;
-}
-
-absl::StatusOr<TensorType> infer_slice_at(const Graph& g, const std::vector<NodeId>& in,
-                                          const NodeSpec& spec) {
-  constexpr NodeKind kKind = NodeKind::kSliceAt;
-  const TensorType& x = g.node(in[0]).type;
-  const auto& axis = spec.attrs.get<attr::Axis>();
-  const auto& out_dim = spec.attrs.get<attr::OutDim>();
-  const TensorType& start = g.node(in[1]).type;
-  const int pos = index_of(x.dims, axis);
-  if (pos < 0 || !axis.is_dynamic() || axis.is_batch() || !out_dim.size() || out_dim.is_dynamic() ||
-      index_of(x.dims, out_dim) >= 0)
-    return kind_error(kKind, "the axis ", axis.describe(), " must be a dynamic axis of ",
-                      x.describe(), " and the out dim ", out_dim.describe(), " a new static dim");
-  if (start.dtype != DType::kInt32 || start.sparse_dim || start.dims.size() != 1 ||
-      !start.dims[0].is_batch() || index_of(x.dims, start.dims[0]) < 0)
-    return kind_error(kKind, "the start ", start.describe(), " must be int32 over the batch of ",
-                      x.describe());
-  TensorType out = x;
-  out.dims[pos] = out_dim;
-  return out;
-}
-
 absl::StatusOr<TensorType> infer_logical_not(const Graph& g, const std::vector<NodeId>& in) {
   const TensorType& x = g.node(in[0]).type;
   if (x.dtype != DType::kBool || x.sparse_dim)
@@ -828,13 +780,6 @@ absl::StatusOr<int> array_axis(NodeKind kind, const TensorType& x, const NodeSpe
                       x.describe());
   if (dense && x.sparse_dim) return kind_error(kind, "needs a dense input, got ", x.describe());
   return pos;
-}
-
-absl::StatusOr<TensorType> infer_reverse(const Graph& g, const std::vector<NodeId>& in,
-                                         const NodeSpec& spec) {
-  const TensorType& x = g.node(in[0]).type;
-  RETURN_IF_ERROR(array_axis(NodeKind::kReverse, x, spec, /*dense=*/false).status());
-  return x;
 }
 
 absl::StatusOr<TensorType> infer_cumsum(const Graph& g, const std::vector<NodeId>& in,
@@ -1443,12 +1388,6 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_window(g, inputs, spec);
     case NodeKind::kLogicalNot:
       return infer_logical_not(g, inputs);
-    case NodeKind::kReverse:
-      return infer_reverse(g, inputs, spec);
-    case NodeKind::kSliceAt:
-      return infer_slice_at(g, inputs, spec);
-    case NodeKind::kInverseWindow:
-      return infer_inverse_window(g, inputs, spec);
     case NodeKind::kCumsum:
       return infer_cumsum(g, inputs, spec);
     case NodeKind::kTopK:

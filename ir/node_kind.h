@@ -213,8 +213,8 @@ struct KindFacts {
     R(Op))                                                                                         \
     /* a op b elementwise (attr op), bool */                                                       \
   X(Cast, "cast", KindFacts(1).pure(),                                                             \
-    R(DType))                                                                                      \
-    /* x as attr dtype (dense) */                                                                  \
+    R(DType) O(SparseDim))                                                                         \
+    /* x as attr dtype: dense, or with attr sparse_dim int indices into it (for gather) */         \
   X(Where, "where", KindFacts(3).pure())                                                           \
     /* cond ? a : b (both evaluated) */                                                            \
   X(TrainFlag, "train_flag", KindFacts(0).step("depend on the train flag"))                        \
@@ -275,18 +275,6 @@ struct KindFacts {
     R(Axis) R(WindowDim) R(OutAxis) R(Stride) R(Padding))                                          \
     /* the frames of attr axis around each (attr window_dim, after the axis; padding same: */      \
     /* centered, or valid), every attr stride-th into attr out_axis */                             \
-  X(Reverse, "reverse", KindFacts(1).pure(),                                                       \
-    R(Axis))                                                                                       \
-    /* attr axis reversed within each sequence's length (the padding stays after the end) */       \
-  X(SliceAt, "slice_at", KindFacts(2).pure(),                                                      \
-    R(Axis) R(OutDim))                                                                             \
-    /* x, start (int32 [B]): dynamic attr axis from each sequence's start, |attr out_dim| */       \
-    /* entries (static; 0 past the end) */                                                         \
-  X(InverseWindow, "inverse_window", KindFacts(2).pure(),                                          \
-    R(Axis) R(WindowDim) R(OutAxis) R(Stride) R(WindowLeft) R(OverlapDim) R(MergedDim))            \
-    /* x (windows), like: the windows of attr axis (attr window_dim, attr stride, attr */          \
-    /* window_left) averaged back into the frames of like's attr out_axis; attrs overlap_dim */    \
-    /* (windows per frame at most), merged_dim (axis x window) */                                  \
   X(Repeat, "repeat", KindFacts(2).step(),                                                         \
     R(Axis) R(OutDim))                                                                             \
     /* x, repetitions (int32 over attr axis, or a scalar): each frame of attr axis that many */    \

@@ -519,6 +519,23 @@ const Case kCases[] = {
        y.mark_as_output();
        y.mark_as_search_output();  // MISTAKE: bad:search-output-dense
      }},
+    {"bad:reverse-axis", "reverse: the axis 'out'(3) is not a non-batch axis of [B, 'time'(dyn), 'input'(4)] float32",
+     [](Builder& b) {
+       Setup s(b);
+       nn::reverse(s.x, s.out).mark_as_output();  // MISTAKE: bad:reverse-axis
+     }},
+    {"bad:slice-float-start", "slice: the start [B] float32 must be int32 over the batch of",
+     [](Builder& b) {
+       Setup s(b);
+       Tensor start = nn::reduce(s.x, "mean", {s.time, s.in});
+       nn::slice(s.x, s.time, start, Dim::spatial("w", 2)).mark_as_output();  // MISTAKE: bad:slice-float-start
+     }},
+    {"bad:indices-from-bool", "as_indices: needs ints or floats, got [B, 'time'(dyn), 'input'(4)] bool",
+     [](Builder& b) {
+       Setup s(b);
+       Tensor mask = nn::compare(s.x, s.x, "less");
+       nn::gather(s.x, nn::as_indices(mask, s.time), s.time).mark_as_output();  // MISTAKE: bad:indices-from-bool
+     }},
 };
 // clang-format on
 

@@ -245,16 +245,79 @@ Tensor slice(const Tensor& x, const ir::Dim& axis, int64_t start, const ir::Dim&
            {ir::attr::Axis{axis}, ir::attr::Start{start}, ir::attr::OutDim{out_dim}}, L(loc));
 }
 
+// Composites: slice from a start per sequence, reverse and inverse_window
+// are gathers at positions computed with the IR's int arithmetic (as
+// rf.reverse_sequence is on both of RETURNN's backends), so that neither
+// target lowers them again.
+namespace {
+
+Tensor int32_scalar(Builder& b, int64_t v, std::source_location loc) {
+  return cast(constant(b, static_cast<double>(v), {}, loc), ir::DType::kInt32, loc);
+}
+
+// The dense int32 positions 0, 1, ... along `axis` (of x where it is dynamic).
+Tensor positions(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  if (axis.is_dynamic()) return range_in_axis(x, axis, loc);
+  return cast(range(x.builder(), axis, loc), ir::DType::kInt32, loc);
+}
+
+// The scalar v of x's type (a sparse x: index v).
+Tensor scalar_like(const Tensor& x, double v, std::source_location loc) {
+  const Tensor c = constant(x.builder(), v, {}, loc);
+  if (x.type().sparse_dim)
+    return as_indices(cast(c, ir::DType::kInt32, loc), *x.type().sparse_dim, loc);
+  return x.type().dtype == ir::DType::kFloat32 ? c : cast(c, x.type().dtype, loc);
+}
+
+}  // namespace
+
+Tensor as_indices(const Tensor& x, const ir::Dim& dim, std::source_location loc) {
+  Builder& b = builder_of(x, "as_indices", L(loc));
+  if (x.type().dtype == ir::DType::kBool)
+    fail(L(loc), absl::StrCat("as_indices: needs ints or floats, got ", x.type().describe()));
+  return b.add(
+      ir::NodeKind::kCast, {x},
+      {ir::attr::DType{std::string(ir::dtype_name(ir::DType::kInt32))}, ir::attr::SparseDim{dim}},
+      L(loc));
+}
+
 Tensor slice(const Tensor& x, const ir::Dim& axis, const Tensor& start, const ir::Dim& out_dim,
              std::source_location loc) {
-  return builder_of(x, "slice", L(loc))
-      .add(ir::NodeKind::kSliceAt, {x, start}, {ir::attr::Axis{axis}, ir::attr::OutDim{out_dim}},
-           L(loc));
+  Builder& b = builder_of(x, "slice", L(loc));
+  builder_of(start, "slice", L(loc));
+  if (ir::index_of(x.dims(), axis) < 0 || !axis.is_dynamic() || axis.is_batch() ||
+      !out_dim.size() || out_dim.is_dynamic() || ir::index_of(x.dims(), out_dim) >= 0)
+    fail(L(loc), absl::StrCat("slice: the axis ", axis.describe(), " must be a dynamic axis of ",
+                              x.type().describe(), " and the out dim ", out_dim.describe(),
+                              " a new static dim"));
+  const ir::TensorType& st = start.type();
+  if (st.dtype != ir::DType::kInt32 || st.sparse_dim || st.dims.size() != 1 ||
+      !st.dims[0].is_batch() || ir::index_of(x.dims(), st.dims[0]) < 0)
+    fail(L(loc), absl::StrCat("slice: the start ", st.describe(),
+                              " must be int32 over the batch of ", x.type().describe()));
+  // Entry i of a sequence is its frame start + i, 0 outside its frames.
+  const Tensor at = add(start, positions(x, out_dim, loc), loc);
+  const Tensor zero = int32_scalar(b, 0, loc);
+  const Tensor valid = logical_and(compare(at, zero, "greater_equal", loc),
+                                   compare(at, length(x, axis, loc), "less", loc), loc);
+  const Tensor y = gather(x, as_indices(where(valid, at, zero, loc), axis, loc), axis, loc);
+  return where(valid, y, scalar_like(x, 0.0, loc), loc);
 }
 
 Tensor reverse(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
-  return builder_of(x, "reverse", L(loc))
-      .add(ir::NodeKind::kReverse, {x}, {ir::attr::Axis{axis}}, L(loc));
+  Builder& b = builder_of(x, "reverse", L(loc));
+  if (ir::index_of(x.dims(), axis) < 0 || axis.is_batch())
+    fail(L(loc), absl::StrCat("reverse: the axis ", axis.describe(), " is not a non-batch axis of ",
+                              x.type().describe()));
+  // Frame t of a sequence of n takes frame n - 1 - t; the frames past its
+  // end keep their place.
+  const Tensor t = positions(x, axis, loc);
+  const Tensor last = axis.is_dynamic() ? sub(length(x, axis, loc), int32_scalar(b, 1, loc), loc)
+                                        : int32_scalar(b, *axis.size() - 1, loc);
+  Tensor from = sub(last, t, loc);
+  if (axis.is_dynamic())
+    from = where(compare(from, int32_scalar(b, 0, loc), "greater_equal", loc), from, t, loc);
+  return gather(x, as_indices(from, axis, loc), axis, loc);
 }
 
 std::vector<Tensor> split(const Tensor& x, const ir::Dim& axis, const std::vector<ir::Dim>& parts,
@@ -609,19 +672,52 @@ Tensor window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim, i
 Tensor inverse_window(const Tensor& x, const ir::Dim& axis, const ir::Dim& window_dim,
                       const Tensor& like, const ir::Dim& out_axis, int64_t stride,
                       const std::string& padding, std::source_location loc) {
+  Builder& b = builder_of(x, "inverse_window", L(loc));
+  builder_of(like, "inverse_window", L(loc));
   if (padding != "same" && padding != "valid")
     fail(L(loc), absl::StrCat("inverse_window: padding must be \"same\" or \"valid\", got \"",
                               padding, "\""));
   if (stride < 1) fail(L(loc), "inverse_window: the stride must be at least 1");
-  const int64_t w = window_dim.size().value_or(1);
-  return builder_of(x, "inverse_window", L(loc))
-      .add(ir::NodeKind::kInverseWindow, {x, like},
-           {ir::attr::Axis{axis}, ir::attr::WindowDim{window_dim}, ir::attr::OutAxis{out_axis},
-            ir::attr::Stride{stride},
-            ir::attr::WindowLeft{padding == "same" ? (w - 1) / 2 : int64_t{0}},
-            ir::attr::OverlapDim{ir::Dim::spatial("overlaps", (w + stride - 1) / stride)},
-            ir::attr::MergedDim{ir::Dim::spatial("windows_flat")}},
-           L(loc));
+  if (ir::index_of(x.dims(), axis) < 0 || !axis.is_dynamic() || axis.is_batch() ||
+      ir::index_of(x.dims(), window_dim) < 0 || window_dim.is_dynamic() || !window_dim.size() ||
+      !out_axis.is_dynamic() || ir::index_of(like.dims(), out_axis) < 0 ||
+      (out_axis != axis && ir::index_of(x.dims(), out_axis) >= 0))
+    fail(L(loc),
+         absl::StrCat("inverse_window: the windows ", x.type().describe(),
+                      " need the dynamic axis ", axis.describe(), " and the static window dim ",
+                      window_dim.describe(), ", and ", like.type().describe(),
+                      " the dynamic out axis ", out_axis.describe()));
+  if (!ir::is_floating(x.type().dtype) || x.type().sparse_dim)
+    fail(L(loc),
+         absl::StrCat("inverse_window: the windows must be float, got ", x.type().describe()));
+  // Frame t is the mean of the window entries (t', w) with t' * stride + w -
+  // left = t: the k = 0 .. n - 1 of t' = (t + shift) // stride + k, w = (n -
+  // 1 - k) * stride + (t + shift) mod stride (shift = left - (n - 1) *
+  // stride), where t' is a window of the sequence and w within the window;
+  // two gathers (the window, then the entry in it).
+  const int64_t w = *window_dim.size(), n = (w + stride - 1) / stride;
+  const int64_t left = padding == "same" ? (w - 1) / 2 : 0;
+  const ir::Dim overlaps = ir::Dim::spatial("overlaps", n);
+  auto i32 = [&](int64_t v) { return int32_scalar(b, v, loc); };
+  const Tensor ts = add(positions(like, out_axis, loc), i32(left - (n - 1) * stride), loc);
+  const Tensor k = positions(like, overlaps, loc);
+  const Tensor win = add(floor_div(ts, i32(stride), loc), k, loc);
+  const Tensor off =
+      add(mul(sub(i32(n - 1), k, loc), i32(stride), loc), mod(ts, i32(stride), loc), loc);
+  const Tensor valid =
+      logical_and(logical_and(compare(win, i32(0), "greater_equal", loc),
+                              compare(win, length(x, axis, loc), "less", loc), loc),
+                  logical_and(compare(off, i32(0), "greater_equal", loc),
+                              compare(off, i32(w), "less", loc), loc),
+                  loc);
+  const Tensor windows =
+      gather(x, as_indices(where(valid, win, i32(0), loc), axis, loc), axis, loc);
+  const Tensor entries =
+      gather(windows, as_indices(where(valid, off, i32(0), loc), window_dim, loc), window_dim, loc);
+  const Tensor zero = scalar_like(x, 0.0, loc);
+  const Tensor sum = reduce(where(valid, entries, zero, loc), "sum", {overlaps}, loc);
+  const Tensor count = reduce(cast(valid, x.type().dtype, loc), "sum", {overlaps}, loc);
+  return div(sum, maximum(count, scalar_like(x, 1.0, loc), loc), loc);
 }
 
 Tensor raw_layer(const std::vector<Tensor>& inputs, const RawLayer& spec,

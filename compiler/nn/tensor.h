@@ -271,6 +271,10 @@ Tensor compare(const Tensor& a, const Tensor& b, std::string op,
 /// `x` as `dtype` (dense).
 Tensor cast(const Tensor& x, ir::DType dtype,
             std::source_location loc = std::source_location::current());
+/// Ints `x` as int32 indices into `dim` (sparse over it): positions computed
+/// for nn::gather. Example: `nn::gather(x, nn::as_indices(t + one, time), time)`.
+Tensor as_indices(const Tensor& x, const ir::Dim& dim,
+                  std::source_location loc = std::source_location::current());
 /// Elementwise `cond ? a : b`, broadcasting by dim. Both branches are
 /// computed (a select, not a lazy branch). Conditions: a bool tensor, or
 /// train_flag(b). In a loop, a masked state update is

@@ -531,114 +531,6 @@ PyValue lower_pad(const Lowering& l) {
   return layer;
 }
 
-// Each sequence reversed within its length (rf.reverse_sequence's way): a
-// gather at length - 1 - t, clipped to the valid range.
-PyValue lower_reverse(const Lowering& l, PyValue& network) {
-  const std::string base = l.node().name;
-  network.append(base + "_length", PyValue::dict({{"class", "length"},
-                                                  {"from", l.ref(0)},
-                                                  {"axis", l.dim_attr<ir::attr::Axis>()}}));
-  network.append(base + "_range", PyValue::dict({{"class", "range_in_axis"},
-                                                 {"from", l.ref(0)},
-                                                 {"axis", l.dim_attr<ir::attr::Axis>()}}));
-  network.append(
-      base + "_from_end",
-      PyValue::dict({{"class", "combine"},
-                     {"kind", "sub"},
-                     {"from", PyValue::list({PyValue(base + "_length"), PyValue(base + "_range")})},
-                     {"allow_broadcast_all_sources", true}}));
-  network.append(
-      base + "_index",
-      PyValue::dict({{"class", "eval"}, {"from", base + "_from_end"}, {"eval", "source(0) - 1"}}));
-  PyValue layer = l.layer_from("gather", 0);
-  layer.set("position", base + "_index");
-  layer.set("axis", l.dim_attr<ir::attr::Axis>());
-  layer.set("clip_to_valid", true);
-  return layer;
-}
-
-// Overlapping windows averaged back into frames (returnn_common's
-// inverse_window): frame t is the mean of the entries (t', w) of the windows
-// with t' * stride + w - window_left = t, which are the k = 0 .. N - 1 of
-// t' = (t + window_left - (N - 1) * stride) // stride + k, w = (N - 1 - k) *
-// stride + (t + window_left - (N - 1) * stride) mod stride, where they lie
-// within the sequence's windows and the window; a gather of those from the
-// windows merged with their axis.
-PyValue lower_inverse_window(const Lowering& l, PyValue& network) {
-  const std::string base = l.node().name;
-  const int64_t s = l.attr<ir::attr::Stride>(), w = *l.attr<ir::attr::WindowDim>().size();
-  const int64_t n = *l.attr<ir::attr::OverlapDim>().size();
-  const int64_t shift = l.attr<ir::attr::WindowLeft>() - (n - 1) * s;
-  auto add = [&](const std::string& suffix, PyValue layer) {
-    network.append(base + suffix, std::move(layer));
-    return PyValue(base + suffix);
-  };
-  auto eval = [&](const std::string& suffix, std::vector<PyValue> from, const std::string& e,
-                  const char* dtype = nullptr) {
-    PyValue layer =
-        PyValue::dict({{"class", "eval"}, {"from", PyValue::list(std::move(from))}, {"eval", e}});
-    if (dtype) layer.set("out_type", PyValue::dict({{"dtype", dtype}}));
-    layer.set("allow_broadcast_all_sources", true);
-    return add(suffix, std::move(layer));
-  };
-  PyValue t = add("_frames", PyValue::dict({{"class", "range_in_axis"},
-                                            {"from", l.ref(1)},
-                                            {"axis", l.dim_attr<ir::attr::OutAxis>()}}));
-  PyValue k =
-      add("_overlaps", PyValue::dict({{"class", "range"},
-                                      {"limit", n},
-                                      {"out_spatial_dim", l.dim_attr<ir::attr::OverlapDim>()}}));
-  PyValue len = add("_length", PyValue::dict({{"class", "length"},
-                                              {"from", l.ref(0)},
-                                              {"axis", l.dim_attr<ir::attr::Axis>()}}));
-  const std::string ts = absl::StrCat("(source(0) + ", shift, ")");
-  PyValue win = eval("_window_index", {t, k}, absl::StrCat(ts, " // ", s, " + source(1)"), "int32");
-  PyValue off = eval("_offset", {t, k},
-                     absl::StrCat("(", n - 1, " - source(1)) * ", s, " + ", ts, " % ", s), "int32");
-  PyValue valid = eval("_valid", {win, off, len},
-                       absl::StrCat("(source(0) >= 0) & (source(0) < source(2)) & (source(1) >= 0)",
-                                    " & (source(1) < ", w, ")"),
-                       "bool");
-  PyValue flat =
-      eval("_flat", {win, off, valid},
-           absl::StrCat("tf.where(source(2), source(0) * ", w, " + source(1), 0)"), "int32");
-  PyValue merged =
-      add("_merged", PyValue::dict({{"class", "merge_dims"},
-                                    {"from", l.ref(0)},
-                                    {"axes", PyValue::list({l.dim_attr<ir::attr::Axis>(),
-                                                            l.dim_attr<ir::attr::WindowDim>()})},
-                                    {"out_dim", l.dim_attr<ir::attr::MergedDim>()}}));
-  PyValue gathered = add("_gathered", PyValue::dict({{"class", "gather"},
-                                                     {"from", merged},
-                                                     {"position", flat},
-                                                     {"axis", l.dim_attr<ir::attr::MergedDim>()}}));
-  PyValue kept = eval("_kept", {gathered, valid}, "tf.where(source(1), source(0), 0.0)", "float32");
-  PyValue sum = add("_sum", PyValue::dict({{"class", "reduce"},
-                                           {"from", kept},
-                                           {"mode", "sum"},
-                                           {"axes", l.dim_attr<ir::attr::OverlapDim>()}}));
-  PyValue counts = eval("_counts", {valid}, "tf.cast(source(0), tf.float32)", "float32");
-  PyValue count = add("_count", PyValue::dict({{"class", "reduce"},
-                                               {"from", counts},
-                                               {"mode", "sum"},
-                                               {"axes", l.dim_attr<ir::attr::OverlapDim>()}}));
-  return PyValue::dict({{"class", "eval"},
-                        {"from", PyValue::list({sum, count})},
-                        {"eval", "source(0) / tf.maximum(source(1), 1.0)"},
-                        {"allow_broadcast_all_sources", true}});
-}
-
-// From a start per sequence: slice_nd (which zeroes the frames past each
-// sequence's length).
-PyValue lower_slice_at(const Lowering& l) {
-  PyValue layer = l.layer_from("slice_nd", 0);
-  layer.set("start", l.ref(1));
-  layer.set("size", *l.attr<ir::attr::OutDim>().size());
-  layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
-  layer.set("axis", l.dim_attr<ir::attr::Axis>());
-  return layer;
-}
-
 PyValue lower_replace_dim(const Lowering& l) {
   // A static dim of the same size, or a new dynamic one with the axis's
   // lengths (RETURNN copies them to the undefined tag): a new tag.
@@ -894,10 +786,23 @@ PyValue lower_compare(const Lowering& l) {
   return layer;
 }
 
-PyValue lower_cast(const Lowering& l) {
+// RETURNN's cast keeps an int input's sparse dim: where the IR's type differs
+// (indices into attr sparse_dim, or dense ints from indices), the cast, then
+// the sparse dim set.
+PyValue lower_cast(const Lowering& l, PyValue& network) {
   PyValue layer = l.layer_from("cast", 0);
   layer.set("dtype", l.attr<ir::attr::DType>());
-  return layer;
+  const ir::TensorType& in = l.facts().g.node(l.node().inputs[0]).type;
+  const std::optional<ir::Dim>& out = l.node().type.sparse_dim;
+  const std::optional<ir::Dim> keeps =
+      ir::is_floating(l.node().type.dtype) ? std::nullopt : in.sparse_dim;
+  if (keeps == out) return layer;
+  const std::string cast = l.node().name + "_cast";
+  network.append(cast, std::move(layer));
+  PyValue set = PyValue::dict(
+      {{"class", "reinterpret_data"}, {"from", cast}, {"set_sparse", out.has_value()}});
+  if (out) set.set("set_sparse_dim", l.dim(*out));
+  return set;
 }
 
 PyValue lower_where(const Lowering& l) {
@@ -1004,12 +909,6 @@ RETC_LOWER(kSlice) { return lower_slice(l); }
 
 RETC_LOWER(kMaskedSelect) { return lower_masked_select(l); }
 
-RETC_LOWER(kReverse) { return lower_reverse(l, network); }
-
-RETC_LOWER(kInverseWindow) { return lower_inverse_window(l, network); }
-
-RETC_LOWER(kSliceAt) { return lower_slice_at(l); }
-
 RETC_LOWER(kRepeat) {
   PyValue layer = l.layer_from("repeat", 0);
   layer.set("repetitions", l.ref(1));
@@ -1099,7 +998,7 @@ RETC_LOWER(kRange) { return lower_range(l); }
 
 RETC_LOWER(kCompare) { return lower_compare(l); }
 
-RETC_LOWER(kCast) { return lower_cast(l); }
+RETC_LOWER(kCast) { return lower_cast(l, network); }
 
 RETC_LOWER(kWhere) { return lower_where(l); }
 

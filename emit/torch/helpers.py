@@ -205,33 +205,6 @@ def _masked_select(x, mask, *, axis, out_dim):
     return rf.replace_dim_v2(y, in_dim=packed, out_dim=out_dim)
 
 
-def _inverse_window(x, *, axis, window_dim, out_axis, overlap_dim, stride, window_left):
-    """The windows of x along `axis` averaged back into the frames of `out_axis`: frame t
-    is the mean of the entries (t', w) with t' * stride + w - window_left = t (as TF's)."""
-    dev = x.device
-    n, w = overlap_dim.dimension, window_dim.dimension
-    t = rf.range_over_dim(out_axis, device=dev) + (window_left - (n - 1) * stride)
-    k = rf.range_over_dim(overlap_dim, device=dev)
-    win = rf.combine_bc(rf.floor_divide(t, stride), "+", k)
-    off = rf.combine_bc((n - 1 - k) * stride, "+", t % stride)
-    length = rf.copy_to_device(axis.get_size_tensor(), dev)
-    valid = rf.logical_and(rf.logical_and(win >= 0, rf.compare_bc(win, "<", length)),
-                           rf.logical_and(off >= 0, off < w))
-    y = rf.gather(x, indices=rf.where(valid, win, 0), axis=axis)
-    y = rf.gather(y, indices=rf.where(valid, off, 0), axis=window_dim)
-    y = rf.where(valid, y, rf.zeros((), dtype=x.dtype, device=dev))
-    count = rf.reduce_sum(rf.cast(valid, x.dtype), axis=overlap_dim)
-    return rf.reduce_sum(y, axis=overlap_dim) / rf.maximum(count, 1.0)
-
-
-def _slice_at(x, start, *, axis, out_dim):
-    """x along `axis` from each sequence's start, |out_dim| entries; 0 past its length."""
-    idx = rf.combine_bc(start, "+", rf.range_over_dim(out_dim, dtype=start.dtype, device=start.device))
-    valid = rf.logical_and(rf.compare_bc(idx, "<", axis.get_size_tensor(device=x.device)), idx >= 0)
-    y = rf.gather(x, indices=idx, axis=axis, clip_to_valid=True)
-    return rf.where(valid, y, rf.zeros((), dtype=x.dtype, device=x.device))
-
-
 def _repeat(x, reps, *, axis, out_dim):
     """Each frame of x along `axis` repeated reps times (a scalar, or per frame)
     into the model's dynamic `out_dim`, with this batch's lengths."""

@@ -145,9 +145,15 @@ RETC_LOWER(kCompare) {
                       ", ", l.in(1), ", allow_broadcast_all_sources=True)");
 }
 
+// rf.cast keeps an int input's sparse dim (and returns an input of the
+// dtype as it is): the IR's type says whether the result is indices.
 RETC_LOWER(kCast) {
-  return absl::StrCat("rf.cast(", l.in(0), ", ", PyValue(l.n.attrs.get<ir::attr::DType>()).repr(),
-                      ")");
+  std::string cast = absl::StrCat("rf.cast(", l.in(0), ", ",
+                                  PyValue(l.n.attrs.get<ir::attr::DType>()).repr(), ")");
+  const std::optional<ir::Dim>& in = l.g.node(l.n.inputs[0]).type.sparse_dim;
+  const std::optional<ir::Dim>& out = l.n.type.sparse_dim;
+  if ((ir::is_floating(l.n.type.dtype) ? std::nullopt : in) == out) return cast;
+  return absl::StrCat("rf.set_sparse_dim(", cast, ", ", out ? l.t.id(*out) : "None", ")");
 }
 
 RETC_LOWER(kWhere) {
@@ -191,24 +197,6 @@ RETC_LOWER(kSlice) {
   return absl::StrCat("rf.slice(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(),
                       ", start=", l.n.attrs.get<ir::attr::Start>(),
                       ", size=", l.a.dim<ir::attr::OutDim>(), ")[0]");
-}
-
-RETC_LOWER(kReverse) {
-  return absl::StrCat("rf.reverse_sequence(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(), ")");
-}
-
-RETC_LOWER(kInverseWindow) {
-  return absl::StrCat("_inverse_window(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(),
-                      ", window_dim=", l.a.dim<ir::attr::WindowDim>(),
-                      ", out_axis=", l.a.dim<ir::attr::OutAxis>(),
-                      ", overlap_dim=", l.a.dim<ir::attr::OverlapDim>(),
-                      ", stride=", l.n.attrs.get<ir::attr::Stride>(),
-                      ", window_left=", l.n.attrs.get<ir::attr::WindowLeft>(), ")");
-}
-
-RETC_LOWER(kSliceAt) {
-  return absl::StrCat("_slice_at(", l.in(0), ", ", l.in(1), ", axis=", l.a.dim<ir::attr::Axis>(),
-                      ", out_dim=", l.a.dim<ir::attr::OutDim>(), ")");
 }
 
 RETC_LOWER(kRepeat) {
