@@ -180,8 +180,8 @@ std::vector<ModelDef> test_models() {
   // 12ax with longer epochs and per-step log lines, to interrupt mid-epoch.
   ModelDef slow = configs::model_12ax();
   slow.name = "slow-12ax";
-  slow.description = "12ax, 4 epochs of 3000 sequences, per-step log lines";
-  slow.training.train.set("num_seqs", 3000);
+  slow.description = "12ax, 4 epochs of 1500 sequences (150 steps), per-step log lines";
+  slow.training.train.set("num_seqs", 1500);
   slow.training.num_epochs = 4;
   slow.training.extra.emplace_back("log_verbosity", 5);
   models.push_back(std::move(slow));

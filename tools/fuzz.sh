@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (in build-fuzz/) and runs each for
-# SECONDS (default 30), seeded with the IR files of tests/; prints how many
-# inputs each ran. A finding fails the run and leaves the input in build-fuzz/.
+# SECONDS (default 30), both at once, seeded with the IR files of tests/;
+# prints how many inputs each ran. A finding fails the run and leaves the
+# input in build-fuzz/.
 #   tools/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,11 +27,25 @@ mkdir -p "$corpus/parser" "$corpus/writer"
 # would make each mutation of it slow and cut the runs tenfold).
 cp tests/passes/*.ir "$corpus/parser/"
 find tests/golden -name '*.ir' -size -16k -exec cp {} "$corpus/parser/" \;
-for f in parser_fuzz py_writer_fuzz; do
+# Both at once (one core each): a finding in either fails the run.
+fuzzers=(parser_fuzz py_writer_fuzz)
+pids=()
+for f in "${fuzzers[@]}"; do
   dir=$corpus/writer
   [ "$f" = parser_fuzz ] && dir=$corpus/parser
-  (cd "$build" && "./$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 "$dir" >"$build/$f.log" 2>&1) ||
-    { tail -n 40 "$build/$f.log"; echo "fuzz: $f found a failure (input saved in $build)" >&2; exit 1; }
+  (cd "$build" && exec "./$f" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 "$dir" >"$build/$f.log" 2>&1) &
+  pids+=($!)
+done
+failed=0
+for i in "${!fuzzers[@]}"; do
+  f=${fuzzers[$i]}
+  if ! wait "${pids[$i]}"; then
+    tail -n 40 "$build/$f.log"
+    echo "fuzz: $f found a failure (input saved in $build)" >&2
+    failed=1
+    continue
+  fi
   runs=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$build/$f.log" | tail -1)
   echo "fuzz: $f: ${runs:-?}s without a finding"
 done
+exit "$failed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The spoken-digits corpus of the digits-ctc tests, made once per build (a
-# ctest fixture: it.digits_ctc and it.torch_digits_ctc read it): 1200 training
+# ctest fixture: it.digits_ctc reads it): 1200 training
 # utterances, 200 dev utterances of held-out voices, in
 # $RETC_BUILD_DIR/test-corpora/digits (kept while it is complete). Also: the
 # corpus maker is deterministic (two tiny corpora, byte for byte).
