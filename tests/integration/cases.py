@@ -1,6 +1,7 @@
 """Runs several test cases in one Python process, so that they share one
 start-up: importing TensorFlow, PyTorch and RETURNN costs about 5 s of the
-6 s a light case takes on its own (measured on the 2-core CI machine).
+6 s a light case takes on its own (measured on the 2-core CI machine);
+PyTorch only where a file of the group uses it.
 
     python cases.py NAME=FILE[:ARGS] ...
 
@@ -16,17 +17,27 @@ tests/CMakeLists.txt makes the groups (`# ctest-group: N` in a file).
 
 import importlib.util
 import os
+import re
 import sys
 import time
 import traceback
 
-# torch and its compiler before TensorFlow, whichever file of a group comes
-# first: both register LLVM's options, and in the other order the process
-# aborts ("Option ... registered more than once").
-import torch  # noqa: F401
-import torch._dynamo  # noqa: F401
-
 _modules = {}
+
+
+def _import_torch_first(argv):
+    """torch and its compiler before TensorFlow, whichever file of a group
+    comes first, where a file of the group uses torch: both register LLVM's
+    options, and in the other order the process aborts ("Option ...
+    registered more than once"). A group of TF cases only does without
+    (2.5 s of CPU each)."""
+    for spec in argv:
+        path = spec.partition("=")[2].partition(":")[0]
+        with open(path) as f:
+            if re.search(r"^\s*(import torch|from torch|import torch_probe|from torch_probe)", f.read(), re.M):
+                import torch  # noqa: F401
+                import torch._dynamo  # noqa: F401
+                return
 
 
 def _module(path):
@@ -60,6 +71,7 @@ def _calls(name, path, args):
 
 
 def main(argv):
+    _import_torch_first(argv)
     failed, count = [], 0
     for spec in argv:
         name, _, rest = spec.partition("=")

@@ -47,6 +47,23 @@ def compile_model(model, binary=None, extra=()):
     return path
 
 
+def constructed(model, binary=None):
+    """{variable name: shape} of the model's TF network as RETURNN constructs
+    it in this process (what `retc check` lists, without its process: 4 s
+    of imports; check_12ax.sh tests the command), its random layers'
+    generator states left out; fails unless the training loss on random
+    data is finite."""
+    net = Net(compile_model(model, binary))
+    with net.graph.as_default():
+        got = {v.name: [int(d) for d in v.shape.as_list()] for v in net.net.get_params_list()
+               if not v.name.endswith("/random_generator/StateVar:0")}
+        loss = net.run(net.net.get_total_loss, net.feed(1))
+    net.close()
+    reset_batch_dim()
+    assert numpy.isfinite(loss), (model, loss)
+    return got
+
+
 def reset_batch_dim():
     """Before a TF network in a process that ran a torch step: the eager step
     gave RETURNN's global batch dim torch sizes, which TF must not see."""

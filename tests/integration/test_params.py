@@ -6,12 +6,12 @@ Run alone as `python test_params.py NAME`; ctest runs the cases in groups (cases
 
 import math
 import re
-import subprocess
 import sys
 
 import numpy
 import tensorflow as tf
 
+import returnn_probe
 from returnn_probe import Net, close, compile_model
 
 FAN_IN, FAN_OUT = 200.0, 300.0
@@ -210,10 +210,7 @@ def test_weight_dropout_and_noise():
 
 
 def _variables(model, binary=None):
-    import os
-    out = subprocess.run([binary or os.environ["RETC_TEST_MODELS"], "check", model],
-                         check=True, capture_output=True, text=True).stdout
-    return sorted(re.findall(r"^variable (\S+) ", out, re.M))
+    return sorted(returnn_probe.constructed(model, binary))
 
 
 def test_variable_names():
