@@ -7,20 +7,23 @@ count of parameters.
 
 Usage: test_published.py MODEL
 
-Each network is built in a process of its own (RETURNN's behavior version is
-per process: the published files have none, retc's configs set one).
+The three networks are built in one process, RETURNN's behavior version
+reset before each (the published files have none, retc's configs set one).
 """
 # The cases ctest runs (tests/CMakeLists.txt reads these lines):
 # ctest-cases: published.librispeech-att-2019 librispeech-att-2019
 # ctest-cases: published.swb-conformer-hybrid-2021 swb-conformer-hybrid-2021
 
 import collections
-import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+
+# torch before TensorFlow (both register LLVM's options; cases.py): the torch
+# target's model is built after the TF networks.
+import torch  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "published")
@@ -48,7 +51,7 @@ LAYOUTS = {
 
 
 def tf_shapes(config_path):
-    """Child: the trainable variables' shapes of the config's network (TF)."""
+    """The trainable variables' shapes of the config's network (TF)."""
     os.environ["DISABLE_CUDA"] = "1"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import returnn.__old_mod_loader__  # noqa: F401  (the 2019 file imports `Pretrain`)
@@ -78,7 +81,7 @@ def tf_shapes(config_path):
 
 
 def torch_shapes(config_path):
-    """Child: the trainable params' shapes of the torch config's model."""
+    """The trainable params' shapes of the torch config's model."""
     from returnn.log import log
     from returnn.config import Config, set_global_config
     from returnn.util.basic import BehaviorVersion
@@ -95,10 +98,12 @@ def torch_shapes(config_path):
             if p.trainable is not False]  # None: rf's default, trainable
 
 
-def shapes_of(mode, config_path):
-    out = subprocess.run([sys.executable, __file__, mode, config_path], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
-    return sorted(tuple(s) for s in json.loads(out.strip().splitlines()[-1]))
+def shapes_of(shapes, config_path):
+    """shapes(config_path), sorted, with RETURNN's behavior version unset before."""
+    from returnn.util.basic import BehaviorVersion
+
+    BehaviorVersion._reset()
+    return sorted(tuple(s) for s in shapes(config_path))
 
 
 def total(shapes):
@@ -112,9 +117,9 @@ def main(model):
         configs[backend] = os.path.join(tmp, "%s.%s.config" % (model, backend))
         subprocess.run([os.environ["RETC"], "compile", model, "--backend", backend, "-o",
                         configs[backend]], check=True)
-    published = shapes_of("--tf-shapes", os.path.join(DATA, PUBLISHED[model]))
-    retc_tf = shapes_of("--tf-shapes", configs["tf"])
-    retc_torch = shapes_of("--torch-shapes", configs["torch"])
+    published = shapes_of(tf_shapes, os.path.join(DATA, PUBLISHED[model]))
+    retc_tf = shapes_of(tf_shapes, configs["tf"])
+    retc_torch = shapes_of(torch_shapes, configs["torch"])
 
     want, have = collections.Counter(published), collections.Counter(retc_tf)
     only_published, only_retc = want - have, have - want
@@ -141,8 +146,4 @@ def main(model):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] in ("--tf-shapes", "--torch-shapes"):
-        shapes = (tf_shapes if sys.argv[1] == "--tf-shapes" else torch_shapes)(sys.argv[2])
-        print(json.dumps(shapes))
-    else:
-        main(sys.argv[1])
+    main(sys.argv[1])
