@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# CTC decoding (argument: the backend, tf or torch): conformer-ctc trains
-# fully (dev label error <= 0.05), then `retc search` decodes dev greedily
-# (repeats collapsed, blanks removed; the model's mark_as_search_output),
-# writes one hypothesis per sequence in RETURNN's search output format and
-# prints the dev label error, <= 0.05, as its last line.
-# ctest-variants: tf torch
+# CTC decoding, trained once and decoded on both targets: conformer-ctc
+# trains fully on torch (dev label error <= 0.05), then `retc search`
+# decodes dev greedily (repeats collapsed, blanks removed; the model's
+# mark_as_search_output), writes one hypothesis per sequence in RETURNN's
+# search output format and prints the dev label error, <= 0.05, as its last
+# line; the checkpoint converted to TF decodes there to the same hypotheses.
+# (CTC training on TF: digits_ctc.sh; conformer-ctc's on TF: train_bundled.sh.)
 # ctest-cost: 60
 source "$(dirname "$0")/lib.sh"
-backend=${1:-tf}
+backend=torch
 work="$TMP/work"
 
 start=$SECONDS
@@ -33,3 +34,20 @@ for tag, hyp in hyps.items():
 print("hyps:", len(hyps), "sequences, e.g.", next(iter(hyps.items())))
 PY
 pass "retc search conformer-ctc ($backend): ${last}"
+
+mkdir -p "$TMP/conv"
+ckpt=$(ls "$work/model/"network.*.pt | sort | tail -n 1)
+conv="$TMP/conv/$(basename "$ckpt" .pt)"  # network.NNN: RETURNN reads the epoch from the name
+"$RETC" convert-checkpoint conformer-ctc --from torch "$ckpt" "$conv" >/dev/null ||
+  fail "convert-checkpoint conformer-ctc --from torch"
+"$RETC" search conformer-ctc --checkpoint "$conv" -o "$TMP/hyps_tf.py" >"$TMP/search_tf" 2>"$TMP/err" ||
+  { tail -n 20 "$TMP/search_tf" "$TMP/err"; fail "TF search with the converted checkpoint"; }
+"$VENV/bin/python" - "$TMP/hyps.py" "$TMP/hyps_tf.py" <<'PY' || fail "the targets' hypotheses differ"
+import sys
+a, b = (eval(open(p).read()) for p in sys.argv[1:])
+assert sorted(a) == sorted(b), "different sequences"
+diff = [k for k in a if a[k] != b[k]]
+assert not diff, "%d of %d differ, e.g. %s: torch %r, TF %r" % (len(diff), len(a), diff[0], a[diff[0]], b[diff[0]])
+PY
+[ "$(tail -n 1 "$TMP/search_tf")" = "$last" ] || fail "TF search: '$(tail -n 1 "$TMP/search_tf")', torch: '$last'"
+pass "the converted checkpoint on TF: the same $(grep -c . "$TMP/hyps_tf.py") lines of hypotheses; ${last}"

@@ -4,7 +4,7 @@
 # loss falling, as the TF test (train_bundled.sh) checks them; 12ax-wn fully,
 # to the bound of its TF demo (dev frame error <= 0.05). transformer-copy
 # trains fully in search_copy.sh (on torch; lstm-attention there on TF),
-# conformer-ctc in search_ctc.sh, on both targets. The realistic-size
+# conformer-ctc in search_ctc.sh (on torch, decoded on both). The realistic-size
 # conformer-12x512: its torch model holds every param of TF's by name and
 # gives TF's outputs (test_cross_backend.py), and the published-size
 # swb-conformer-hybrid-2021 trains on torch (published_setups.sh).
