@@ -257,7 +257,7 @@ ModelDef model_librispeech_att() {
       "published LibriSpeech BLSTM attention system (6x1024 BLSTM, 10025 BPE; random data)";
   def.build = build_librispeech_att;
   emit::TrainingSetup& t = def.training;
-  t.train = random_speech(6);
+  t.train = random_speech(3);  // one step (max_seqs): the tests train one epoch
   t.dev = random_speech(2);
   t.batch_size = 1000;
   t.max_seqs = 3;
