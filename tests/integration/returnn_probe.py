@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
-from retc_runtime import _random_feed  # noqa: E402  (the feed `retc check` uses)
+from retc_runtime import _fast_graph_mode_equality, _random_feed  # noqa: E402  (as `retc` runs TF)
 
 import tensorflow as tf  # noqa: E402
 
@@ -33,6 +33,7 @@ from returnn.tf.updater import Updater  # noqa: E402
 
 log.initialize(verbosity=[0])
 tf_compat.v1.disable_eager_execution()
+_fast_graph_mode_equality()
 BehaviorVersion.set(38)
 
 TMP = tempfile.mkdtemp(prefix="retc-probe-")
