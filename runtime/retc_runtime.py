@@ -15,12 +15,38 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 _interrupted = False
+# After Ctrl-C, RETURNN gets this long to stop before the process exits
+# anyway: a KeyboardInterrupt raised while a thread's lock is taken (TF's data
+# provider and the training loop share a queue and a condition) can leave
+# RETURNN's clean-up joining a thread that never ends; seen once in about 20
+# interrupted TF trainings.
+STOP_TIMEOUT_S = 20
+
+
+def _exit_interrupted():
+    """The last resort after Ctrl-C: the log flushed, one line, exit 130
+    (the checkpoints of finished epochs are on disk; the unfinished one is
+    not saved either way)."""
+    import threading
+
+    flush = threading.Thread(target=_flush, daemon=True)  # a lock it needs may be the stuck one
+    flush.start()
+    flush.join(2)
+    os.write(2, b"retc: error: RETURNN did not stop within %d s of Ctrl-C: interrupted\n" % STOP_TIMEOUT_S)
+    os._exit(130)
 
 
 def _on_sigint(signum, frame):
     """Ctrl-C: remember it (RETURNN turns the KeyboardInterrupt into
-    sys.exit(1) after saving nothing of the unfinished epoch), then raise."""
+    sys.exit(1) after saving nothing of the unfinished epoch), make sure the
+    process ends (_exit_interrupted), then raise."""
     global _interrupted
+    if not _interrupted:
+        import threading
+
+        timer = threading.Timer(STOP_TIMEOUT_S, _exit_interrupted)
+        timer.daemon = True
+        timer.start()
     _interrupted = True
     raise KeyboardInterrupt
 

@@ -1,0 +1,54 @@
+"""The embedded runtime's own behaviour (runtime/retc_runtime.py), without
+RETURNN: Ctrl-C ends the process even where the interrupted code never
+returns (a KeyboardInterrupt raised while a lock is taken can leave RETURNN's
+clean-up waiting for a thread forever): after STOP_TIMEOUT_S, one line on
+stderr and exit 130.
+
+Run alone as `python test_runtime.py NAME`.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+RUNTIME = os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime")
+
+STUCK = r"""
+import os, signal, sys, threading
+sys.path.insert(0, sys.argv[1])
+import retc_runtime
+
+retc_runtime.STOP_TIMEOUT_S = 1
+lock = threading.Lock()
+lock.acquire()
+
+
+def stuck():
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        threading.Event().wait(30)
+    except KeyboardInterrupt:
+        print("interrupted; now stuck", flush=True)
+        lock.acquire()  # as a clean-up joining a thread that waits for a lock this thread holds
+
+
+retc_runtime.stuck = stuck
+retc_runtime.run_logged("stuck", sys.argv[2])
+"""
+
+
+def test_interrupt_exits_when_stuck():
+    log = os.path.join(os.environ.get("TMPDIR", "/tmp"), "retc-runtime-test-%d.log" % os.getpid())
+    start = time.time()
+    r = subprocess.run([sys.executable, "-c", STUCK, RUNTIME, log], capture_output=True, text=True, timeout=60)
+    took = time.time() - start
+    assert r.returncode == 130, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "interrupted; now stuck\n", r.stdout
+    assert r.stderr == "retc: error: RETURNN did not stop within 1 s of Ctrl-C: interrupted\n", r.stderr
+    assert took < 20, took
+    print("Ctrl-C, then stuck: exit 130 after %.1f s, one line on stderr" % took)
+
+
+if __name__ == "__main__":
+    globals()["test_" + sys.argv[1]]()
