@@ -3,10 +3,12 @@
 # SECONDS (default 30), both at once, seeded with the IR files of tests/;
 # prints how many inputs each ran. A finding fails the run and leaves the
 # input in build-fuzz/.
-#   tools/fuzz.sh [SECONDS]
+#   tools/fuzz.sh [SECONDS | --build-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
+build_only=false
+[ "$seconds" = --build-only ] && build_only=true
 build=${RETC_FUZZ_BUILD:-$(pwd)/build-fuzz}
 if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   echo "fuzz: installing clang and libFuzzer (Debian: clang, libclang-rt-14-dev)"
@@ -20,6 +22,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   CXX=clang++ cmake -S . -B "$build" -DRETC_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$python" >/dev/null
 fi
 cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning: " || true
+"$build_only" && exit 0
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 mkdir -p "$corpus/parser" "$corpus/writer"

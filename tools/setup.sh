@@ -3,6 +3,7 @@
 # installs what is missing and rebuilds what changed.
 #
 #   tools/setup.sh            # Debian packages, Python venv, build in ./build
+#   tools/setup.sh --no-build # Debian packages and the venv only (.ci/run)
 #
 # Environment:
 #   RETC_VENV     the Python venv (default: $XDG_CACHE_HOME/retc/venv or ~/.cache/retc/venv)
@@ -78,6 +79,8 @@ fi
 # returnn` on an emitted config works as well as retc's embedded runtime.
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo 'import os; os.environ.setdefault("DISABLE_CUDA", "1")' > "$site/retc_disable_cuda.pth"
+
+[ "${1:-}" = --no-build ] && { say "packages and venv ready (--no-build)"; exit 0; }
 
 # --- build ---------------------------------------------------------------------
 build=${RETC_BUILD:-$root/build}

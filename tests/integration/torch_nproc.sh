@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Two processes on the torch target (RETURNN's torch_distributed under
-# torchrun, gloo on CPU): `retc train 12ax --backend torch --nproc 2` trains to
-# the dev bound; after an epoch both ranks hold identical params; --nproc on
-# the tf target and a bad --nproc are one-line errors.
+# torchrun, gloo on CPU): `retc train 12ax --backend torch --nproc 2 --epochs 2`
+# trains (dev frame error at most 0.5, as tasks_12ax.sh's 2 epochs; 12ax's
+# full torch training: torch_12ax.sh); after an epoch both ranks hold
+# identical params; --nproc on the tf target and a bad --nproc are one-line
+# errors.
 # ctest-serial
 source "$(dirname "$0")/lib.sh"
 
-"$RETC" train 12ax --backend torch --nproc 2 --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" ||
+"$RETC" train 12ax --backend torch --nproc 2 --epochs 2 --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 40 "$TMP/log" "$TMP/err"; fail "retc train 12ax --backend torch --nproc 2"; }
 for r in 0 1; do
   grep -q "Start running torch distributed training on local rank $r\." "$TMP/log" || fail "no rank $r in the log"
 done
-[ "$(grep -c '^Epoch [0-9]* evaluation: ' "$TMP/log")" -eq 5 ] || fail "expected 5 evaluated epochs (rank 0)"
-expect_final_error "$TMP/log" 0.05 "12ax on torch, 2 processes"
+[ "$(grep -c '^Epoch [0-9]* evaluation: ' "$TMP/log")" -eq 2 ] || fail "expected 2 evaluated epochs (rank 0)"
+expect_final_error "$TMP/log" 0.5 "12ax on torch, 2 processes, 2 epochs"
 
 mkdir -p "$TMP/probe"
 (cd "$TMP/probe" && "$VENV/bin/python" -m torch.distributed.run --standalone --nproc_per_node=2 \
