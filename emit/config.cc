@@ -262,4 +262,10 @@ absl::string_view combine_kind(ir::BinaryOp op) {
   return "";
 }
 
+std::optional<ir::Dim> returnn_cast_sparse_dim(const ir::TensorType& in,
+                                               const ir::TensorType& out) {
+  if (ir::is_floating(out.dtype)) return std::nullopt;
+  return in.sparse_dim;
+}
+
 }  // namespace retc::emit

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -183,5 +184,10 @@ PyValue derived_dim_value(const ir::DimTable& t, const ir::Dim& d);
 /// RETURNN's combine kind of an elementwise binary op, the same in its TF
 /// layers and its frontend (`add`, ..., `truediv`, `logical_and`).
 absl::string_view combine_kind(ir::BinaryOp op);
+
+/// The sparse dim RETURNN's cast gives (its TF layer and rf.cast alike): an
+/// int result keeps the input's, a float one has none. Where that differs
+/// from the IR's cast (`out`), a target sets it.
+std::optional<ir::Dim> returnn_cast_sparse_dim(const ir::TensorType& in, const ir::TensorType& out);
 
 }  // namespace retc::emit

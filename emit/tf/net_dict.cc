@@ -786,17 +786,15 @@ PyValue lower_compare(const Lowering& l) {
   return layer;
 }
 
-// RETURNN's cast keeps an int input's sparse dim: where the IR's type differs
-// (indices into attr sparse_dim, or dense ints from indices), the cast, then
+// Where RETURNN's cast leaves another sparse dim than the IR's type has
+// (indices into attr sparse_dim, or dense ints from indices): the cast, then
 // the sparse dim set.
 PyValue lower_cast(const Lowering& l, PyValue& network) {
   PyValue layer = l.layer_from("cast", 0);
   layer.set("dtype", l.attr<ir::attr::DType>());
-  const ir::TensorType& in = l.facts().g.node(l.node().inputs[0]).type;
   const std::optional<ir::Dim>& out = l.node().type.sparse_dim;
-  const std::optional<ir::Dim> keeps =
-      ir::is_floating(l.node().type.dtype) ? std::nullopt : in.sparse_dim;
-  if (keeps == out) return layer;
+  if (returnn_cast_sparse_dim(l.facts().g.node(l.node().inputs[0]).type, l.node().type) == out)
+    return layer;
   const std::string cast = l.node().name + "_cast";
   network.append(cast, std::move(layer));
   PyValue set = PyValue::dict(

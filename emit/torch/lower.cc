@@ -145,14 +145,12 @@ RETC_LOWER(kCompare) {
                       ", ", l.in(1), ", allow_broadcast_all_sources=True)");
 }
 
-// rf.cast keeps an int input's sparse dim (and returns an input of the
-// dtype as it is): the IR's type says whether the result is indices.
+// Where rf.cast leaves another sparse dim than the IR's type has: set it.
 RETC_LOWER(kCast) {
   std::string cast = absl::StrCat("rf.cast(", l.in(0), ", ",
                                   PyValue(l.n.attrs.get<ir::attr::DType>()).repr(), ")");
-  const std::optional<ir::Dim>& in = l.g.node(l.n.inputs[0]).type.sparse_dim;
   const std::optional<ir::Dim>& out = l.n.type.sparse_dim;
-  if ((ir::is_floating(l.n.type.dtype) ? std::nullopt : in) == out) return cast;
+  if (returnn_cast_sparse_dim(l.g.node(l.n.inputs[0]).type, l.n.type) == out) return cast;
   return absl::StrCat("rf.set_sparse_dim(", cast, ", ", out ? l.t.id(*out) : "None", ")");
 }
 

@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
-from retc_runtime import _fast_graph_mode_equality, _random_feed  # noqa: E402  (as `retc` runs TF)
+from retc_runtime import _fast_graph_mode_equality, _is_random_state, _random_feed  # noqa: E402  (as `retc` runs TF)
 
 import tensorflow as tf  # noqa: E402
 
@@ -57,7 +57,7 @@ def constructed(model, binary=None):
     net = Net(compile_model(model, binary))
     with net.graph.as_default():
         got = {v.name: [int(d) for d in v.shape.as_list()] for v in net.net.get_params_list()
-               if not v.name.endswith("/random_generator/StateVar:0")}
+               if not _is_random_state(v)}
         loss = net.run(net.net.get_total_loss, net.feed(1))
     net.close()
     reset_batch_dim()

@@ -207,15 +207,16 @@ def perturb_tf(net, rng):
     conversion maps it)."""
     with net.graph.as_default():
         variables = net.net.get_params_list()
-        state, feed = {}, {}
+        state, feed, inits = {}, {}, []
         for v, value in zip(variables, net.session.run(variables)):
-            if v.name.endswith("/random_generator/StateVar:0"):
+            if returnn_probe._is_random_state(v):
                 continue  # a random layer's generator state: no param (none on torch)
             value = perturbed(v.name, value, rng)
             feed[v.initializer.inputs[1]] = value  # what v.load feeds, all in one run
+            inits.append(v.initializer)
             state[v.name[:-len("/param:0")].replace("/", ".")] = torch.from_numpy(value)
         # One run: a v.load each costs a run with its own executor (26 s for conformer-12x512's 392).
-        net.session.run([v.initializer for v in variables if v.initializer.inputs[1] in feed], feed_dict=feed)
+        net.session.run(inits, feed_dict=feed)
     return variables, state
 
 

@@ -10,6 +10,7 @@ Run alone as `python test_runtime.py NAME`.
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 RUNTIME = os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime")
@@ -39,10 +40,11 @@ retc_runtime.run_logged("stuck", sys.argv[2])
 
 
 def test_interrupt_exits_when_stuck():
-    log = os.path.join(os.environ.get("TMPDIR", "/tmp"), "retc-runtime-test-%d.log" % os.getpid())
-    start = time.time()
-    r = subprocess.run([sys.executable, "-c", STUCK, RUNTIME, log], capture_output=True, text=True, timeout=60)
-    took = time.time() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.time()
+        r = subprocess.run([sys.executable, "-c", STUCK, RUNTIME, os.path.join(tmp, "err.log")],
+                           capture_output=True, text=True, timeout=60)
+        took = time.time() - start
     assert r.returncode == 130, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == "interrupted; now stuck\n", r.stdout
     assert r.stderr == "retc: error: RETURNN did not stop within 1 s of Ctrl-C: interrupted\n", r.stderr
