@@ -24,6 +24,10 @@ class EndAtSourceLength {
   nn::Tensor src_len_, max_len_, frames_;
 };
 
+/// RETURNN's CopyTaskDataset (10 symbols, 5-15 per sequence): transformer-copy's
+/// and lstm-attention's task; `fixed`: the same sequences every epoch (dev).
+emit::PyValue copy_task(int64_t num_seqs, bool fixed);
+
 /// Every bundled model, in `retc list` order.
 std::vector<ModelDef> bundled_models();
 

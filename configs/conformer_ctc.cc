@@ -37,23 +37,43 @@ class ConformerCtc : public nn::Module {
   std::shared_ptr<nn::Linear> out;
 };
 
-void build_small(nn::Builder& b, int64_t layers) {
+/// The sizes options set (conformer-ctc and conformer-12x512).
+struct ConformerSizes {
+  int64_t blocks, model, ff, heads, kernel;
+  double dropout;
+};
+
+std::vector<ModelOption> conformer_options(const ConformerSizes& s) {
+  return {int_option("blocks", s.blocks, "conformer blocks", 1),
+          int_option("model_dim", s.model, "model dimension", 1),
+          int_option("ff_dim", s.ff, "feed-forward dimension", 1),
+          int_option("heads", s.heads, "self-attention heads (they divide model_dim)", 1),
+          int_option("conv_kernel", s.kernel, "the convolution module's kernel size", 1),
+          float_option("dropout", s.dropout, "dropout in each block", 0.0, 1.0)};
+}
+
+ConformerSizes conformer_sizes(const OptionValues& o) {
+  return {o.get_int("blocks"), o.get_int("model_dim"),   o.get_int("ff_dim"),
+          o.get_int("heads"),  o.get_int("conv_kernel"), o.get_float("dropout")};
+}
+
+void build_small(nn::Builder& b, const ConformerSizes& s) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim digits = Dim::feature("digits", 2), hex = Dim::feature("hex", 16);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, digits);
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, hex);
   const auto opts = nn::ConformerOptions()
-                        .num_layers(layers)
-                        .num_heads(4)
-                        .conv_kernel(7)
+                        .num_layers(s.blocks)
+                        .num_heads(s.heads)
+                        .conv_kernel(s.kernel)
                         .rel_pos_clipping(8)
-                        .dropout(0.1)
+                        .dropout(s.dropout)
                         .frontend_channels1(8)
                         .frontend_channels2(16)
                         .time_stride(2);
   auto model = b.set_root(std::make_shared<ConformerCtc>(digits, Dim::feature("features", 16),
-                                                         Dim::feature("model", 64),
-                                                         Dim::feature("ff", 128), hex, opts));
+                                                         Dim::feature("model", s.model),
+                                                         Dim::feature("ff", s.ff), hex, opts));
   nn::Tensor logits = model->forward(x, time);
   logits.mark_as_output();
   const Dim enc_time = model->encoder->out_axis(time);
@@ -62,19 +82,22 @@ void build_small(nn::Builder& b, int64_t layers) {
   nn::ctc_greedy_decode(logits, enc_time, Dim::spatial("hyp_time")).mark_as_search_output();
 }
 
-void build_large(nn::Builder& b, int64_t blocks, bool weight_norm, bool dropout_broadcast) {
+void build_large(nn::Builder& b, const ConformerSizes& s, bool weight_norm,
+                 bool dropout_broadcast) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim features = Dim::feature("features", 80), labels = Dim::feature("labels", 1000);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
   const auto opts = nn::ConformerOptions()
-                        .num_layers(blocks)
-                        .num_heads(8)
-                        .conv_kernel(31)
+                        .num_layers(s.blocks)
+                        .num_heads(s.heads)
+                        .conv_kernel(s.kernel)
+                        .dropout(s.dropout)
                         .dropout_broadcast(dropout_broadcast)
                         .time_stride(4);
-  auto model = std::make_shared<ConformerCtc>(std::nullopt, features, Dim::feature("model", 512),
-                                              Dim::feature("ff", 2048), labels, opts);
+  auto model =
+      std::make_shared<ConformerCtc>(std::nullopt, features, Dim::feature("model", s.model),
+                                     Dim::feature("ff", s.ff), labels, opts);
   if (weight_norm) {
     // Every Linear's weight: w = g * v / ||v|| (per output unit).
     model->apply([](nn::Module& m) {
@@ -113,15 +136,21 @@ ModelDef model_conformer_ctc() {
   ModelDef def;
   def.name = "conformer-ctc";
   def.description = "small Conformer with CTC: binary numbers to hexadecimal digits";
-  def.build = [](nn::Builder& b) { build_small(b, 2); };
   emit::TrainingSetup& t = def.training;
-  t.train = number_task(2000, false);
   t.dev = number_task(200, true);
   t.batch_size = 2000;
   t.max_seqs = 40;
   t.learning_rate = 0.001;
   t.num_epochs = 10;
-  return def;
+  def.options = conformer_options({2, 64, 128, 4, 7, 0.1});
+  def.options.push_back(int_option("train_seqs", 2000, "training sequences per epoch", 1));
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [s = conformer_sizes(o)](nn::Builder& b) { build_small(b, s); };
+    d.training.train = number_task(o.get_int("train_seqs"), false);
+    apply_training_options(o, d.training);
+  };
+  return configured(std::move(def));
 }
 
 ModelDef model_conformer_ctc_grow() {
@@ -130,11 +159,24 @@ ModelDef model_conformer_ctc_grow() {
   def.description = "conformer-ctc grown by pretraining: 2 blocks in epochs 1-2, 4 from epoch 3";
   // Stage 1 (from epoch 3) adds blocks 2 and 3; blocks 0 and 1 go on from
   // their trained values (params are named by module path).
-  def.stage_epochs = {3};
-  def.build = [](nn::Builder& b) { build_small(b, b.stage() == 0 ? 2 : 4); };
-  def.training.train = number_task(1000, false);
   def.training.num_epochs = 5;
-  return def;
+  def.options = conformer_options({4, 64, 128, 4, 7, 0.1});
+  def.options.insert(def.options.begin() + 1,
+                     {int_option("first_blocks", 2, "blocks in the first stage", 1),
+                      int_option("grow_epoch", 3, "the first epoch with all blocks", 2)});
+  def.options.push_back(int_option("train_seqs", 1000, "training sequences per epoch", 1));
+  for (ModelOption& o : training_options(def.training)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [s = conformer_sizes(o), first = o.get_int("first_blocks")](nn::Builder& b) {
+      ConformerSizes stage = s;
+      if (b.stage() == 0) stage.blocks = first;
+      build_small(b, stage);
+    };
+    d.stage_epochs = {o.get_int("grow_epoch")};
+    d.training.train = number_task(o.get_int("train_seqs"), false);
+    apply_training_options(o, d.training);
+  };
+  return configured(std::move(def));
 }
 
 ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm, bool dropout_broadcast) {
@@ -144,17 +186,27 @@ ModelDef conformer_ctc_model(int64_t blocks, bool weight_norm, bool dropout_broa
   def.description = absl::StrCat("Conformer CTC encoder, ", blocks,
                                  " blocks, 512 dims, 80 features (random data)",
                                  weight_norm ? ", weight norm on every Linear" : "");
-  def.build = [blocks, weight_norm, dropout_broadcast](nn::Builder& b) {
-    build_large(b, blocks, weight_norm, dropout_broadcast);
-  };
   emit::TrainingSetup& t = def.training;
-  t.train = random_features(100);
   t.dev = random_features(10);
   t.batch_size = 10000;
   t.max_seqs = 20;
   t.learning_rate = 0.0005;
   t.num_epochs = 1;
-  return def;
+  def.options = conformer_options({blocks, 512, 2048, 8, 31, 0.1});
+  def.options.push_back(bool_option("weight_norm", weight_norm, "weight norm on every Linear"));
+  def.options.push_back(bool_option("dropout_broadcast", dropout_broadcast,
+                                    "dropout masks shared over batch and time"));
+  def.options.push_back(int_option("train_seqs", 100, "training sequences per epoch", 1));
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [s = conformer_sizes(o), wn = o.get_bool("weight_norm"),
+               bcast = o.get_bool("dropout_broadcast")](nn::Builder& b) {
+      build_large(b, s, wn, bcast);
+    };
+    d.training.train = random_features(o.get_int("train_seqs"));
+    apply_training_options(o, d.training);
+  };
+  return configured(std::move(def));
 }
 
 ModelDef model_conformer_large() { return conformer_ctc_model(12, false, false); }

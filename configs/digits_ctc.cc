@@ -28,22 +28,27 @@ class DigitsCtc : public nn::Module {
   std::shared_ptr<nn::Linear> out;
 };
 
-void build_digits_ctc(nn::Builder& b) {
+struct DigitsSizes {
+  int64_t blocks, model, ff, heads, kernel;
+  double dropout;
+};
+
+void build_digits_ctc(nn::Builder& b, const DigitsSizes& s) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim features = Dim::feature("log_mel", 40), digits = Dim::feature("digits", 10);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, digits);
   const auto opts = nn::ConformerOptions()
-                        .num_layers(3)
-                        .num_heads(4)
-                        .conv_kernel(15)
+                        .num_layers(s.blocks)
+                        .num_heads(s.heads)
+                        .conv_kernel(s.kernel)
                         .rel_pos_clipping(16)
-                        .dropout(0.1)
+                        .dropout(s.dropout)
                         .frontend_channels1(8)
                         .frontend_channels2(16)
                         .time_stride(4);
-  auto model = b.set_root(std::make_shared<DigitsCtc>(features, Dim::feature("model", 96),
-                                                      Dim::feature("ff", 192), digits, opts));
+  auto model = b.set_root(std::make_shared<DigitsCtc>(features, Dim::feature("model", s.model),
+                                                      Dim::feature("ff", s.ff), digits, opts));
   // A digit lasts 25 to 50 frames: time masks of at most 8 frames leave it audible.
   nn::SpecAugmentOptions aug;
   aug.max_time_mask_width = 8;
@@ -86,7 +91,6 @@ ModelDef model_digits_ctc() {
   ModelDef def;
   def.name = "digits-ctc";
   def.description = "speech: a Conformer with SpecAugment and CTC on spoken digit strings";
-  def.build = build_digits_ctc;
   const std::string dir = digits_corpus_dir();
   emit::TrainingSetup& t = def.training;
   t.train = ogg_zip(dir, "train", true);
@@ -97,13 +101,27 @@ ModelDef model_digits_ctc() {
   t.batch_size = 8000;
   t.max_seqs = 40;
   t.learning_rate = 0.002;
-  t.learning_rates = emit::warmup_learning_rates(0.0005, 0.002, 2);
   t.gradient_clip_global_norm = 5.0;
   t.num_epochs = 5;
+  def.options = {int_option("blocks", 3, "conformer blocks", 1),
+                 int_option("model_dim", 96, "model dimension", 1),
+                 int_option("ff_dim", 192, "feed-forward dimension", 1),
+                 int_option("heads", 4, "self-attention heads (they divide model_dim)", 1),
+                 int_option("conv_kernel", 15, "the convolution module's kernel size", 1),
+                 float_option("dropout", 0.1, "dropout in each block", 0.0, 1.0),
+                 warmup_option(2, "learning_rate / 4")};
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    const DigitsSizes s{o.get_int("blocks"), o.get_int("model_dim"),   o.get_int("ff_dim"),
+                        o.get_int("heads"),  o.get_int("conv_kernel"), o.get_float("dropout")};
+    d.build = [s](nn::Builder& b) { build_digits_ctc(b, s); };
+    apply_training_options(o, d.training);
+    apply_warmup(o, d.training.learning_rate / 4, d.training);
+  };
   def.data_files = {dir + "/train.zip", dir + "/dev.zip", dir + "/digits.vocab"};
   def.how_to_make =
       "make the digits corpus with tools/setup.sh (or: python tools/make_digits.py " + dir + ")";
-  return def;
+  return configured(std::move(def));
 }
 
 }  // namespace retc::configs

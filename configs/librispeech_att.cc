@@ -65,11 +65,12 @@ struct DecoderState {
 
 class LibriSpeechAttention : public nn::Module {
  public:
-  LibriSpeechAttention(Dim features, Dim vocab, int64_t lstm_layers, std::vector<int64_t> pools)
+  LibriSpeechAttention(Dim features, Dim vocab, int64_t lstm_layers, int64_t lstm_units,
+                       std::vector<int64_t> pools)
       : Module("librispeech_attention"),
         vocab_(vocab),
         pools_(std::move(pools)),
-        lstm_dim_(Dim::feature("lstm", 1024)),
+        lstm_dim_(Dim::feature("lstm", lstm_units)),
         enc_dim_(lstm_dim_ + lstm_dim_),
         key_(Dim::feature("enc_key", 1024)),
         heads_(Dim::feature("att_heads", 1)),
@@ -220,13 +221,13 @@ class LibriSpeechAttention : public nn::Module {
       readout_in_;
 };
 
-void build_librispeech_att(nn::Builder& b) {
+void build_librispeech_att(nn::Builder& b, int64_t layers, int64_t units) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim features = Dim::feature("features", 40), vocab = Dim::feature("vocab", 10025);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, vocab);
-  auto model = b.set_root(
-      std::make_shared<LibriSpeechAttention>(features, vocab, 6, std::vector<int64_t>{3, 2}));
+  auto model = b.set_root(std::make_shared<LibriSpeechAttention>(features, vocab, layers, units,
+                                                                 std::vector<int64_t>{3, 2}));
   auto [enc, enc_time] = model->encode(x, time);
   const auto m = model->memory(enc, enc_time);
   nn::Tensor logits = model->decode(m, y, label_time);
@@ -255,18 +256,32 @@ ModelDef model_librispeech_att() {
   def.name = "librispeech-att-2019";
   def.description =
       "published LibriSpeech BLSTM attention system (6x1024 BLSTM, 10025 BPE; random data)";
-  def.build = build_librispeech_att;
   emit::TrainingSetup& t = def.training;
-  t.train = random_speech(3);  // one step (max_seqs): the tests train one epoch
   t.dev = random_speech(2);
   t.batch_size = 1000;
   t.max_seqs = 3;
   t.optimizer = emit::PyValue::dict({{"class", "adam"}, {"epsilon", 1e-8}});
   t.learning_rate = 0.0008;
-  t.learning_rates = emit::warmup_learning_rates(0.0003, 0.0008, 10);
   t.accumulate_gradients = 2;
   t.num_epochs = 1;
-  return def;
+  def.options = {
+      int_option("lstm_layers", 6, "encoder BLSTM layers (max-pooled after the first two)", 1),
+      int_option("lstm_dim", 1024, "encoder LSTM units per direction", 1),
+      warmup_option(10, "0.0003"),
+      int_option("accumulate_gradients", 2, "steps whose gradients make one update", 1),
+      // One step (max_seqs): the tests train one epoch.
+      int_option("train_seqs", 3, "training sequences per epoch (random data)", 1)};
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [layers = o.get_int("lstm_layers"), units = o.get_int("lstm_dim")](nn::Builder& b) {
+      build_librispeech_att(b, layers, units);
+    };
+    d.training.train = random_speech(o.get_int("train_seqs"));
+    apply_training_options(o, d.training);
+    d.training.accumulate_gradients = o.get_int("accumulate_gradients");
+    apply_warmup(o, 0.0003, d.training);
+  };
+  return configured(std::move(def));
 }
 
 }  // namespace retc::configs

@@ -91,13 +91,13 @@ class LstmAttention : public nn::Module {
   Dim embed_, dec_;
 };
 
-void build_lstm_attention(nn::Builder& b) {
+void build_lstm_attention(nn::Builder& b, int64_t embed, int64_t enc, int64_t dec) {
   const Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
   const Dim vocab = Dim::feature("vocab", 10);
   nn::Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
   nn::Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
   auto model = b.set_root(std::make_shared<LstmAttention>(
-      vocab, Dim::feature("embed", 32), Dim::feature("enc", 64), Dim::feature("dec", 64)));
+      vocab, Dim::feature("embed", embed), Dim::feature("enc", enc), Dim::feature("dec", dec)));
   nn::Tensor memory = model->encode(src, src_time);
   nn::Tensor logits = model->forward(memory, src_time, tgt, tgt_time);
   logits.mark_as_output();
@@ -112,9 +112,19 @@ ModelDef model_lstm_attention() {
   def.name = "lstm-attention";
   def.description =
       "LSTM encoder-decoder with attention copying symbol sequences (CopyTaskDataset)";
-  def.build = build_lstm_attention;
   def.training.num_epochs = 20;  // 97% sequence accuracy in search (TF, 23 s here)
-  return def;
+  def.options = {int_option("embed", 32, "label embedding size", 1),
+                 int_option("enc", 64, "encoder BLSTM units per direction", 1),
+                 int_option("dec", 64, "decoder LSTM units (and attention key size)", 1),
+                 int_option("train_seqs", 2000, "training sequences per epoch", 1)};
+  for (ModelOption& o : training_options(def.training)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [embed = o.get_int("embed"), enc = o.get_int("enc"), dec = o.get_int("dec")](
+                  nn::Builder& b) { build_lstm_attention(b, embed, enc, dec); };
+    d.training.train = copy_task(o.get_int("train_seqs"), false);
+    apply_training_options(o, d.training);
+  };
+  return configured(std::move(def));
 }
 
 }  // namespace retc::configs

@@ -11,7 +11,7 @@ using ir::Dim;
 
 class LstmLm : public nn::Module {
  public:
-  LstmLm(Dim vocab, Dim embed, Dim hidden) : Module("lstm_lm") {
+  LstmLm(Dim vocab, Dim embed, Dim hidden, double dropout) : Module("lstm_lm"), dropout_(dropout) {
     // The dataset gives one-hot input vectors: a Linear is the embedding.
     this->embed = register_module("embed", std::make_shared<nn::Linear>(vocab, embed, false));
     lstm = register_module("lstm", std::make_shared<nn::Lstm>(embed, hidden));
@@ -19,20 +19,23 @@ class LstmLm : public nn::Module {
   }
   nn::Tensor forward(const nn::Tensor& input, const Dim& time) const {
     return call(input, std::source_location::current(), [&](const nn::Tensor& x) {
-      return out->forward(nn::dropout(lstm->forward(embed->forward(x), time), 0.1));
+      return out->forward(nn::dropout(lstm->forward(embed->forward(x), time), dropout_));
     });
   }
   std::shared_ptr<nn::Linear> embed, out;
   std::shared_ptr<nn::Lstm> lstm;
+
+ private:
+  double dropout_;
 };
 
-void build_lstm_lm(nn::Builder& b) {
+void build_lstm_lm(nn::Builder& b, int64_t embed, int64_t hidden, double dropout) {
   const Dim time = Dim::spatial("time");
   const Dim vocab = Dim::feature("vocab", 12);  // " <>/abcdefgh"
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, vocab});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, vocab);
-  auto model = b.set_root(
-      std::make_shared<LstmLm>(vocab, Dim::feature("embed", 32), Dim::feature("hidden", 64)));
+  auto model = b.set_root(std::make_shared<LstmLm>(vocab, Dim::feature("embed", embed),
+                                                   Dim::feature("hidden", hidden), dropout));
   nn::Tensor logits = model->forward(x, time);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
@@ -45,14 +48,26 @@ ModelDef model_lstm_lm() {
   def.name = "lstm-lm";
   def.description =
       "character LSTM language model on TaskXmlModelingDataset (next-symbol prediction)";
-  def.build = build_lstm_lm;
   emit::TrainingSetup& t = def.training;
-  t.train = emit::PyValue::dict({{"class", "TaskXmlModelingDataset"}, {"num_seqs", 1000}});
   t.dev = emit::PyValue::dict(
       {{"class", "TaskXmlModelingDataset"}, {"num_seqs", 100}, {"fixed_random_seed", 1}});
   t.learning_rate = 0.005;
   t.num_epochs = 5;
-  return def;
+  def.options = {int_option("embed", 32, "embedding size", 1),
+                 int_option("hidden", 64, "LSTM units", 1),
+                 float_option("dropout", 0.1, "dropout on the LSTM's output", 0.0, 1.0),
+                 int_option("train_seqs", 1000, "training sequences per epoch", 1)};
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [embed = o.get_int("embed"), hidden = o.get_int("hidden"),
+               dropout = o.get_float("dropout")](nn::Builder& b) {
+      build_lstm_lm(b, embed, hidden, dropout);
+    };
+    d.training.train = emit::PyValue::dict(
+        {{"class", "TaskXmlModelingDataset"}, {"num_seqs", o.get_int("train_seqs")}});
+    apply_training_options(o, d.training);
+  };
+  return configured(std::move(def));
 }
 
 }  // namespace retc::configs

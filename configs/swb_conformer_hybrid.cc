@@ -76,10 +76,11 @@ class VggFrontend : public nn::Module {
 
 class SwbConformerHybrid : public nn::Module {
  public:
-  SwbConformerHybrid(Dim features, Dim model, Dim ff, Dim classes)
+  SwbConformerHybrid(Dim features, Dim model, Dim ff, Dim classes, int64_t num_blocks,
+                     int64_t heads)
       : Module("swb_conformer_hybrid"), model_(model) {
     const auto opts = nn::ConformerOptions()
-                          .num_heads(8)
+                          .num_heads(heads)
                           .conv_kernel(8)
                           .rel_pos_clipping(16)
                           .dropout(0.1)
@@ -88,7 +89,7 @@ class SwbConformerHybrid : public nn::Module {
                           .att_proj_bias(false);
     frontend = register_module("frontend", std::make_shared<VggFrontend>(features, model));
     blocks = register_module("blocks", std::make_shared<nn::ModuleList>());
-    for (int i = 0; i < 12; ++i)
+    for (int64_t i = 0; i < num_blocks; ++i)
       blocks->append(std::make_shared<nn::ConformerBlock>(model, ff, opts));
     // One transposed convolution, used for the output and both auxiliary
     // losses (RETURNN's reuse_params), with L2 on its params.
@@ -153,14 +154,15 @@ class SwbConformerHybrid : public nn::Module {
   Dim model_;
 };
 
-void build_swb_conformer_hybrid(nn::Builder& b) {
+void build_swb_conformer_hybrid(nn::Builder& b, int64_t blocks, int64_t model, int64_t ff,
+                                int64_t heads) {
   const Dim time = Dim::spatial("time"), align_time = Dim::spatial("align_time");
   const Dim features = Dim::feature("features", 40), classes = Dim::feature("classes", 9001);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time, features});
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), align_time}, ir::DType::kInt32, classes);
-  auto model = b.set_root(std::make_shared<SwbConformerHybrid>(features, Dim::feature("model", 512),
-                                                               Dim::feature("ff", 2048), classes));
-  std::vector<nn::Tensor> logits = model->forward(x, time, y, align_time);
+  auto net = b.set_root(std::make_shared<SwbConformerHybrid>(
+      features, Dim::feature("model", model), Dim::feature("ff", ff), classes, blocks, heads));
+  std::vector<nn::Tensor> logits = net->forward(x, time, y, align_time);
   logits[0].mark_as_output();
   nn::LossOptions ce;
   ce.focal_loss_factor = 2.0;
@@ -187,9 +189,7 @@ ModelDef model_swb_conformer_hybrid() {
   def.name = "swb-conformer-hybrid-2021";
   def.description =
       "published Switchboard Conformer hybrid (12 blocks, 512 dims, 9001 states; random data)";
-  def.build = build_swb_conformer_hybrid;
   emit::TrainingSetup& t = def.training;
-  t.train = random_aligned(3);  // one step (max_seqs): the tests train one epoch
   t.dev = random_aligned(2);
   t.batch_size = 1000;
   t.max_seqs = 3;
@@ -197,9 +197,26 @@ ModelDef model_swb_conformer_hybrid() {
   // training_ops, gone from the pinned TensorFlow: Adam on both targets.
   t.optimizer = emit::PyValue::dict({{"class", "adam"}, {"epsilon", 1e-8}});
   t.learning_rate = 0.018;
-  t.learning_rates = emit::warmup_learning_rates(0.0002, 0.018, 10);
   t.num_epochs = 1;
-  return def;
+  def.options = {
+      int_option("blocks", 12, "conformer blocks (auxiliary losses after blocks 4 and 8)", 8),
+      int_option("model_dim", 512, "model dimension", 1),
+      int_option("ff_dim", 2048, "feed-forward dimension", 1),
+      int_option("heads", 8, "self-attention heads (they divide model_dim)", 1),
+      warmup_option(10, "0.0002"),
+      // One step (max_seqs): the tests train one epoch.
+      int_option("train_seqs", 3, "training sequences per epoch (random data)", 1)};
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [blocks = o.get_int("blocks"), model = o.get_int("model_dim"),
+               ff = o.get_int("ff_dim"), heads = o.get_int("heads")](nn::Builder& b) {
+      build_swb_conformer_hybrid(b, blocks, model, ff, heads);
+    };
+    d.training.train = random_aligned(o.get_int("train_seqs"));
+    apply_training_options(o, d.training);
+    apply_warmup(o, 0.0002, d.training);
+  };
+  return configured(std::move(def));
 }
 
 }  // namespace retc::configs

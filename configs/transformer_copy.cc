@@ -62,20 +62,29 @@ class CopyTransformer : public nn::Module {
   std::shared_ptr<nn::Linear> out;
 };
 
-void build_transformer_copy(nn::Builder& b) {
+struct CopySizes {
+  int64_t layers, model, ff, heads;
+  double dropout;
+};
+
+void build_transformer_copy(nn::Builder& b, const CopySizes& s) {
   const Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
   const Dim vocab = Dim::feature("vocab", 10);
   nn::Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
   nn::Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
   auto model = b.set_root(std::make_shared<CopyTransformer>(
       vocab,
-      nn::TransformerOptions(Dim::feature("model", 64), Dim::feature("ff", 256), 4).num_layers(2)));
+      nn::TransformerOptions(Dim::feature("model", s.model), Dim::feature("ff", s.ff), s.heads)
+          .num_layers(s.layers)
+          .dropout(s.dropout)));
   nn::Tensor memory = model->encode(src, src_time);
   nn::Tensor logits = model->forward(memory, src_time, tgt, tgt_time);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
   model->search(memory, src_time, Dim::spatial("out_time"), vocab).mark_as_search_output();
 }
+
+}  // namespace
 
 emit::PyValue copy_task(int64_t num_seqs, bool fixed) {
   emit::PyValue d = emit::PyValue::dict({{"class", "CopyTaskDataset"},
@@ -87,21 +96,31 @@ emit::PyValue copy_task(int64_t num_seqs, bool fixed) {
   return d;
 }
 
-}  // namespace
-
 ModelDef model_transformer_copy() {
   ModelDef def;
   def.name = "transformer-copy";
   def.description = "Transformer encoder-decoder copying symbol sequences (CopyTaskDataset)";
-  def.build = build_transformer_copy;
   emit::TrainingSetup& t = def.training;
-  t.train = copy_task(2000, false);
   t.dev = copy_task(200, true);
   t.batch_size = 2000;
   t.max_seqs = 40;
   t.learning_rate = 0.001;
   t.num_epochs = 8;
-  return def;
+  def.options = {int_option("layers", 2, "encoder and decoder layers (each)", 1),
+                 int_option("model_dim", 64, "model dimension", 1),
+                 int_option("ff_dim", 256, "feed-forward dimension", 1),
+                 int_option("heads", 4, "attention heads (they divide model_dim)", 1),
+                 float_option("dropout", 0.1, "dropout on each residual branch", 0.0, 1.0),
+                 int_option("train_seqs", 2000, "training sequences per epoch", 1)};
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    const CopySizes s{o.get_int("layers"), o.get_int("model_dim"), o.get_int("ff_dim"),
+                      o.get_int("heads"), o.get_float("dropout")};
+    d.build = [s](nn::Builder& b) { build_transformer_copy(b, s); };
+    d.training.train = copy_task(o.get_int("train_seqs"), false);
+    apply_training_options(o, d.training);
+  };
+  return configured(std::move(def));
 }
 
 }  // namespace retc::configs

@@ -137,6 +137,9 @@ struct TaskOptions {
 
 struct ConfigOptions {
   std::string model_name;
+  /// The model's option values ("blocks=2 dropout=0.1"): the header's
+  /// `# options:` line; none when empty.
+  std::string model_options;
   /// RETURNN's `model` prefix for checkpoints, e.g. "work/model/network".
   std::string model_path = "retc-model/network";
   int64_t log_verbosity = 3;
@@ -153,7 +156,8 @@ inline constexpr int kBehaviorVersion = 38;
 std::string ir_hash(const ir::Graph& g);
 
 /// The first lines of every target's config: `#!rnn.py`, that retc made it,
-/// the model's name and the IR hash; a blank line.
+/// the model's name, its options' values (if it has options) and the IR
+/// hash; a blank line.
 std::string config_header(const ir::Graph& g, const ConfigOptions& opts);
 
 /// The training setup's entries (datasets, batching, optimizer, schedule,

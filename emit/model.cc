@@ -1,6 +1,9 @@
 #include "emit/model.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/error.h"
@@ -10,6 +13,7 @@ namespace retc {
 emit::ConfigOptions config_options(const ModelDef& def, const std::string& model_dir) {
   emit::ConfigOptions opts;
   opts.model_name = def.name;
+  opts.model_options = def.option_values.to_string();
   opts.training = def.training;
   opts.model_path = model_dir + "/network";
   opts.training.extra.emplace_back("learning_rate_file", model_dir + "/learning_rates");
@@ -47,6 +51,71 @@ absl::Status select_task(ir::Graph& g, emit::Task task, const std::string& model
   }
   return absl::FailedPreconditionError(
       absl::StrCat("model '", model_name, "' has no loss and no output"));
+}
+
+absl::StatusOr<ModelDef> with_options(const ModelDef& def,
+                                      const std::vector<std::string>& settings) {
+  absl::StatusOr<OptionValues> values = parse_option_settings(def.options, settings, def.name);
+  if (!values.ok()) return values.status();
+  ModelDef out = def;
+  for (size_t i = 0; i < out.options.size(); ++i)
+    out.options[i].default_value = values->entries()[i].second;
+  const bool same = !def.options.empty() && def.option_values.to_string() == values->to_string();
+  out.option_values = *values;
+  if (!def.configure || same) return out;
+  try {
+    def.configure(out, *values);
+  } catch (const std::logic_error& e) {
+    return absl::InternalError(absl::StrCat("model '", def.name, "': ", e.what()));
+  }
+  return out;
+}
+
+ModelDef derive(ModelDef def, std::function<void(ModelDef&)> change) {
+  change(def);
+  if (def.configure) {
+    def.configure = [base = def.configure, change](ModelDef& d, const OptionValues& o) {
+      base(d, o);
+      change(d);
+    };
+  }
+  return def;
+}
+
+ModelDef configured(ModelDef def) {
+  def.option_values = OptionValues();  // made now, whatever it was made with before
+  absl::StatusOr<ModelDef> out = with_options(def);
+  if (!out.ok()) {
+    std::fprintf(stderr, "retc: error: %s\n", std::string(out.status().message()).c_str());
+    std::abort();
+  }
+  return *std::move(out);
+}
+
+std::vector<ModelOption> training_options(const emit::TrainingSetup& t) {
+  return {
+      float_option("learning_rate", t.learning_rate, "the learning rate (after any warm-up)", 0.0),
+      int_option("epochs", t.num_epochs, "epochs to train (--epochs overrides it)", 1),
+      int_option("batch_size", t.batch_size, "frames in a batch (RETURNN's batch_size)", 1),
+      int_option("max_seqs", t.max_seqs, "sequences in a batch at most", 1)};
+}
+
+void apply_training_options(const OptionValues& o, emit::TrainingSetup& t) {
+  t.learning_rate = o.get_float("learning_rate");
+  t.num_epochs = o.get_int("epochs");
+  t.batch_size = o.get_int("batch_size");
+  t.max_seqs = o.get_int("max_seqs");
+}
+
+ModelOption warmup_option(int64_t epochs, absl::string_view from) {
+  return int_option("warmup_epochs", epochs,
+                    absl::StrCat("epochs of a linear warm-up from ", from, " (0: none)"), 0);
+}
+
+void apply_warmup(const OptionValues& o, double from, emit::TrainingSetup& t) {
+  const int64_t epochs = o.get_int("warmup_epochs");
+  t.learning_rates = epochs > 0 ? emit::warmup_learning_rates(from, t.learning_rate, epochs)
+                                : std::vector<double>();
 }
 
 absl::Status check_data_files(const ModelDef& def) {

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/nn/builder.h"
 #include "emit/config.h"
+#include "emit/options.h"
 #include "ir/graph.h"
 
 namespace retc {
@@ -37,7 +38,50 @@ struct ModelDef {
   /// runs: a missing one is a one-line error that says `how_to_make` them.
   std::vector<std::string> data_files;
   std::string how_to_make;
+  /// Typed options (emit/options.h), set with `--set NAME=VALUE` on every
+  /// command: the model's sizes and its training setup's main numbers.
+  std::vector<ModelOption> options;
+  /// Makes the model for its options' values: sets `build`, `training` (and
+  /// whatever else depends on them) in the copy it gets. Runs once per set
+  /// of values (with_options); empty for a model without options.
+  std::function<void(ModelDef&, const OptionValues&)> configure;
+  /// The values `configure` ran with (every option, declaration order): the
+  /// config header's `# options:` line.
+  OptionValues option_values;
 };
+
+/// `def` made for its options set by `settings` ("NAME=VALUE", as `--set`
+/// takes them; the defaults for the rest): its `configure` runs on a copy,
+/// and the values become the options' defaults (so `with_options(m,
+/// {"epochs=4"})` is a model like m with 4 epochs by default). With the
+/// values `def` was made with, `def` itself. InvalidArgument naming the
+/// option and what it takes for a wrong name, type or range; Internal if the
+/// model's configure reads an option it does not declare.
+absl::StatusOr<ModelDef> with_options(const ModelDef& def,
+                                      const std::vector<std::string>& settings = {});
+
+/// A model made from `def` and changed by `change` (its name, a dataset
+/// option, ...), also each time it is made again for other option values:
+/// `change` runs after `configure`. (A change made to a ModelDef by hand would
+/// be lost when `--set` makes it again.)
+ModelDef derive(ModelDef def, std::function<void(ModelDef&)> change);
+
+/// `def` made with its options' defaults: what a model's factory function
+/// returns, so that its `build` and `training` are ready to use. Aborts with
+/// the message if `configure` fails (a bug of the model, not of its user).
+ModelDef configured(ModelDef def);
+
+/// The options most training setups share, their defaults from `t`:
+/// learning_rate, epochs, batch_size (and max_seqs).
+std::vector<ModelOption> training_options(const emit::TrainingSetup& t);
+/// Sets `t` from the values of training_options.
+void apply_training_options(const OptionValues& o, emit::TrainingSetup& t);
+
+/// The option `warmup_epochs` (0: none): a linear warm-up of the learning
+/// rate from `from` (its help says from what) to the learning rate.
+ModelOption warmup_option(int64_t epochs, absl::string_view from);
+/// Sets t.learning_rates from warmup_epochs: `from` to t.learning_rate.
+void apply_warmup(const OptionValues& o, double from, emit::TrainingSetup& t);
 
 /// OK, or NotFound naming the first missing data file and how to make it.
 absl::Status check_data_files(const ModelDef& def);

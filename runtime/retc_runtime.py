@@ -277,8 +277,9 @@ def train_distributed(config_path, nproc):
 def check_torch(config_path):
     """The torch target's check: builds the model with the config's
     get_model (its params and initial values), runs train_step on random
-    data, the backward pass included. Returns (variables, losses): lists of
-    (name, shape); the variables are the state_dict's."""
+    data, the backward pass included. Returns (variables, losses, errors):
+    lists of (name, shape); the variables are the state_dict's, errors the
+    losses marked as_error (the frame error)."""
     import numpy
     import torch
     from returnn.log import log
@@ -311,7 +312,10 @@ def check_torch(config_path):
     rf.init_train_step_run_ctx(train_flag=True, step=0, epoch=1)
     config.typed_value("train_step")(model=model, extern_data=extern_data)
     ctx = rf.get_run_ctx()
-    losses = [(name, list(loss.loss.raw_tensor.shape)) for name, loss in sorted(ctx.losses.items())]
+    losses = [(name, list(loss.loss.raw_tensor.shape)) for name, loss in sorted(ctx.losses.items())
+              if not loss.as_error]
+    errors = [(name, list(loss.loss.raw_tensor.shape)) for name, loss in sorted(ctx.losses.items())
+              if loss.as_error]
     total = ctx.total_loss() if ctx.losses else None  # a forward-only model has none
     if isinstance(total, rf.Tensor):
         value = total.raw_tensor
@@ -320,7 +324,7 @@ def check_torch(config_path):
         value.backward()
     variables = [(name, [int(d) for d in p.raw_tensor.shape]) for name, p in model.named_parameters()]
     _flush()
-    return variables, losses
+    return variables, losses, errors
 
 
 def convert_checkpoint(src, mapping, in_path, out_path):

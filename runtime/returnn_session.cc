@@ -138,10 +138,10 @@ absl::StatusOr<CheckResult> check_config(const std::string& config_path,
 
 absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
                                                const std::string& log_path) {
-  return call_runtime<CheckResult>("check_torch", "RETURNN check failed", config_path, log_path,
-                                   [](const py::tuple& r) {
-                                     return CheckResult{to_variables(r[0]), to_variables(r[1])};
-                                   });
+  return call_runtime<CheckResult>(
+      "check_torch", "RETURNN check failed", config_path, log_path, [](const py::tuple& r) {
+        return CheckResult{to_variables(r[0]), {}, to_variables(r[1]), to_variables(r[2])};
+      });
 }
 
 absl::StatusOr<TrainResult> train_config(const std::string& config_path,

@@ -17,8 +17,11 @@ struct Variable {
 
 struct CheckResult {
   std::vector<Variable> variables;
-  /// Output layers and the shapes they had on the random batch.
+  /// Output layers and the shapes they had on the random batch (TF).
   std::vector<Variable> outputs;
+  /// The losses marked in the train step, with their shapes (torch), and
+  /// the errors (losses marked as errors: what RETURNN reports, not trains).
+  std::vector<Variable> losses, errors;
 };
 
 struct TrainResult {
@@ -39,7 +42,7 @@ absl::StatusOr<CheckResult> check_config(const std::string& config_path,
 
 /// The torch target's check: the config's get_model and one train_step (with
 /// the backward pass) on random data; `variables` are the state_dict's, and
-/// `outputs` the losses marked in the step.
+/// `losses` the losses marked in the step.
 absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
                                                const std::string& log_path);
 

@@ -178,23 +178,19 @@ std::vector<ModelDef> test_models() {
   bad_dataset.training.train.set("no_such_option", 1);
   models.push_back(std::move(bad_dataset));
   // 12ax with longer epochs and per-step log lines, to interrupt mid-epoch.
-  ModelDef slow = configs::model_12ax();
-  slow.name = "slow-12ax";
-  slow.description = "12ax, 4 epochs of 1500 sequences (150 steps), per-step log lines";
-  slow.training.train.set("num_seqs", 1500);
-  slow.training.num_epochs = 4;
-  slow.training.extra.emplace_back("log_verbosity", 5);
+  ModelDef slow = derive(
+      *with_options(configs::model_12ax(), {"train_seqs=1500", "epochs=4"}), [](ModelDef& d) {
+        d.name = "slow-12ax";
+        d.description = "12ax, 4 epochs of 1500 sequences (150 steps), per-step log lines";
+        d.training.extra.emplace_back("log_verbosity", 5);
+      });
   models.push_back(std::move(slow));
   // 12ax with the typed training-setup options: a warm-up, newbob over
   // sub-epochs, clipping, gradient noise and accumulation, chunking, a length limit.
-  ModelDef setup = configs::model_12ax();
-  setup.name = "setup-options";
-  setup.description =
-      "12ax with warm-up, newbob_multi_epoch, clipping, noise, accumulation, chunks";
-  {
-    emit::TrainingSetup& t = setup.training;
-    t.num_epochs = 4;
-    t.learning_rate = 0.01;
+  ModelDef setup = derive(*with_options(configs::model_12ax(), {"epochs=4"}), [](ModelDef& d) {
+    d.name = "setup-options";
+    d.description = "12ax with warm-up, newbob_multi_epoch, clipping, noise, accumulation, chunks";
+    emit::TrainingSetup& t = d.training;
     t.learning_rates = emit::warmup_learning_rates(0.002, 0.006, 2);
     t.lr_control.kind = emit::LearningRateControl::Kind::kNewbobMultiEpoch;
     t.lr_control.multi_num_epochs = 2;
@@ -207,15 +203,16 @@ std::vector<ModelDef> test_models() {
     t.accumulate_gradients = 2;
     t.chunking = "20:10";
     t.max_seq_length = {{"classes", 200}};
-  }
+  });
   models.push_back(std::move(setup));
   // conformer-ctc-grow for 3 epochs, the third (the first of stage 1) with
   // learning rate 0: its checkpoint shows what the grown network started from.
-  ModelDef frozen = configs::model_conformer_ctc_grow();
-  frozen.name = "grow-frozen";
-  frozen.description = "conformer-ctc-grow, 3 epochs, the third with learning rate 0";
-  frozen.training.num_epochs = 3;
-  frozen.training.learning_rates = {0.001, 0.001, 0.0};
+  ModelDef frozen =
+      derive(*with_options(configs::model_conformer_ctc_grow(), {"epochs=3"}), [](ModelDef& d) {
+        d.name = "grow-frozen";
+        d.description = "conformer-ctc-grow, 3 epochs, the third with learning rate 0";
+        d.training.learning_rates = {0.001, 0.001, 0.0};
+      });
   models.push_back(std::move(frozen));
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : module_test_models()) models.push_back(std::move(m));

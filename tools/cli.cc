@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -24,6 +26,7 @@
 #include "ir/json.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "nlohmann/json.hpp"
 #include "runtime/backends.h"
 
 namespace retc {
@@ -42,10 +45,14 @@ struct Command {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
-      {"list", "list", "Lists the models this binary knows, with a description."},
+      {"list", "list [--options MODEL] [--json]",
+       "Lists the models this binary knows, with a description. --options MODEL lists the\n"
+       "options of MODEL: each with its default, what it takes and a line of help. --json:\n"
+       "every model with its options as JSON (what the Python package reads)."},
       {"compile",
        "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
-       "                  [--device cpu|gpu] [--seed N] [--task TASK] [--beam K]",
+       "                  [--device cpu|gpu] [--seed N] [--task TASK] [--beam K] [--set "
+       "NAME=VALUE]",
        "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
        "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
        "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs;\n"
@@ -54,7 +61,7 @@ const std::vector<Command>& commands() {
        "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K, default\n"
        "12); default train.\n"
        "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend)."},
-      {"check", "check MODEL [--backend NAME]",
+      {"check", "check MODEL [--backend NAME] [--set NAME=VALUE]",
        "Compiles MODEL, constructs its network in RETURNN (tf: TFNetwork.construct_from_dict;\n"
        "torch: the config's get_model), runs one step on random data (torch: train_step and\n"
        "the backward pass) and prints every variable with its name and shape.\n"
@@ -62,7 +69,7 @@ const std::vector<Command>& commands() {
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
       {"train",
        "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device cpu|gpu]\n"
-       "                  [--nproc N] [--seed N]",
+       "                  [--nproc N] [--seed N] [--set NAME=VALUE]",
        "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
        "--nproc N (torch backend): N processes under torch's launcher (torchrun, on this\n"
        "machine) with RETURNN's torch_distributed, gloo on CPU and nccl on GPU; README,\n"
@@ -76,7 +83,7 @@ const std::vector<Command>& commands() {
        "dev error (frame error; label error for a model trained with CTC)."},
       {"eval",
        "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--device cpu|gpu]",
+       "                  [--device cpu|gpu] [--set NAME=VALUE]",
        "Evaluates a checkpoint of MODEL on a dataset with RETURNN's eval (no training flag:\n"
        "no dropout): every loss and error as RETURNN reports them. The last line printed is\n"
        "the main error, as training prints it. CKPT defaults to the last epoch's checkpoint\n"
@@ -85,21 +92,21 @@ const std::vector<Command>& commands() {
        "A missing checkpoint or one of another model is an error."},
       {"forward",
        "forward MODEL -o OUT.hdf [--backend NAME] [--checkpoint CKPT] [--workdir DIR]\n"
-       "                  [--data SET] [--device cpu|gpu]",
+       "                  [--data SET] [--device cpu|gpu] [--set NAME=VALUE]",
        "Runs MODEL's output (mark_as_output; the one named 'output' if several) on every\n"
        "sequence of a dataset and writes it to OUT.hdf as RETURNN's forward task does\n"
        "(SimpleHDFWriter: RETURNN's HDFDataset reads it; written under a temporary name,\n"
        "then renamed). CKPT, DIR and SET as for eval."},
       {"search",
        "search MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--beam K] [-o HYPS] [--device cpu|gpu]",
+       "                  [--beam K] [-o HYPS] [--device cpu|gpu] [--set NAME=VALUE]",
        "Decodes a dataset with MODEL's search output (mark_as_search_output: a loop's\n"
        "choices, kept in beams of K hypotheses (default 12), or a CTC decoding), writes the\n"
        "best hypothesis of each sequence to HYPS in RETURNN's search output format (\"py\":\n"
        "{seq_tag: \"label label ...\"}) and prints the sequence error and the label error\n"
        "(edit distance per reference label) against the dataset's 'classes'; the last line\n"
        "is the label error. CKPT, DIR and SET as for eval."},
-      {"convert-checkpoint", "convert-checkpoint MODEL --from tf|torch IN OUT",
+      {"convert-checkpoint", "convert-checkpoint MODEL --from tf|torch IN OUT [--set NAME=VALUE]",
        "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
        "checkpoint IN (the prefix before .index, e.g. retc-work/MODEL/model/network.005) and\n"
        "writes the RETURNN torch checkpoint OUT (a .pt file); --from torch reads a .pt file and\n"
@@ -110,7 +117,7 @@ const std::vector<Command>& commands() {
       {"dump-ir",
        "dump-ir MODEL [--backend NAME] [--format text|json|dot|svg] [--debug]\n"
        "                  [--stage param-init|step] [--after PASS] [--task TASK] [--epoch N]\n"
-       "                  [-o FILE]",
+       "                  [-o FILE] [--set NAME=VALUE]",
        "Prints MODEL's IR after the pass pipeline (or after PASS; 'build' is the IR as the\n"
        "model code built it, with the marks of every task) for --task train (default),\n"
        "eval, forward or search, what that task computes: canonical text (default), text\n"
@@ -143,8 +150,10 @@ void print_usage(std::ostream& os) {
   os << ").\nExit codes: 0 success, 1 error, 2 usage error, 130 interrupted.\n";
 }
 
+// `msg` and where to look: its own "(see '...')" if it ends with one, else 'retc --help'.
 int usage_error(absl::string_view msg) {
-  std::cerr << "retc: error: " << msg << " (see 'retc --help')\n";
+  const bool has_hint = absl::StrContains(msg, " (see '") && absl::EndsWith(msg, "')");
+  std::cerr << "retc: error: " << msg << (has_hint ? "" : " (see 'retc --help')") << "\n";
   return kUsage;
 }
 
@@ -159,6 +168,8 @@ int error(const absl::Status& s) {
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> flags;
+  /// --set NAME=VALUE, in order (model options).
+  std::vector<std::string> sets;
   bool help = false;
 };
 
@@ -186,7 +197,11 @@ absl::StatusOr<Args> parse_args(int argc, char** argv, int first,
             return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
           value = argv[++i];
         }
-        a.flags[name] = value;
+        if (name == "--set") {
+          a.sets.push_back(value);
+        } else {
+          a.flags[name] = value;
+        }
       } else if (std::find(boolean.begin(), boolean.end(), name) != boolean.end() &&
                  !inline_value) {
         a.flags[name] = "1";
@@ -207,21 +222,35 @@ const ModelDef* find_model(const std::vector<ModelDef>& models, const std::strin
   return nullptr;
 }
 
-absl::StatusOr<const ModelDef*> model_arg(const std::vector<ModelDef>& models, const Args& a) {
-  if (a.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL");
-  const ModelDef* m = find_model(models, a.positional[0]);
+absl::StatusOr<const ModelDef*> find_model_arg(const std::vector<ModelDef>& models,
+                                               const std::string& name) {
+  const ModelDef* m = find_model(models, name);
   if (!m) {
     std::vector<std::string> names;
     for (const ModelDef& d : models) names.push_back(d.name);
-    return absl::NotFoundError(absl::StrCat("unknown model '", a.positional[0],
-                                            "'; known models: ", absl::StrJoin(names, ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("unknown model '", name, "'; known models: ", absl::StrJoin(names, ", ")));
   }
   return m;
 }
 
-// An unknown model is an error (exit 1); a missing or extra argument a usage error.
+// The one MODEL argument, made with its --set options.
+absl::StatusOr<ModelDef> model_arg(const std::vector<ModelDef>& models, const Args& a) {
+  if (a.positional.size() != 1) return absl::InvalidArgumentError("expected exactly one MODEL");
+  auto m = find_model_arg(models, a.positional[0]);
+  if (!m.ok()) return m.status();
+  absl::StatusOr<ModelDef> def = with_options(**m, a.sets);
+  if (def.status().code() == absl::StatusCode::kInvalidArgument) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(def.status().message(), " (see 'retc list --options ", (*m)->name, "')"));
+  }
+  return def;
+}
+
+// A missing or extra argument or a bad --set is a usage error (exit 2); an
+// unknown model an error (exit 1), as a model whose options fail to apply.
 int model_arg_error(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kNotFound ? error(s) : usage_error(s.message());
+  return s.code() == absl::StatusCode::kInvalidArgument ? usage_error(s.message()) : error(s);
 }
 
 // --backend NAME (default: the first backend, tf).
@@ -298,7 +327,68 @@ std::string error_unit(const ModelDef& def) {
   return "frame";
 }
 
+// A model's options, one a line: NAME=DEFAULT, what it takes, its help.
+void print_options(std::ostream& os, const ModelDef& m) {
+  if (m.options.empty()) {
+    os << m.name << " has no options\n";
+    return;
+  }
+  os << m.name << "'s options (--set NAME=VALUE on every command; default shown):\n";
+  std::vector<std::pair<std::string, std::string>> rows;
+  size_t w = 0, tw = 0;
+  for (const ModelOption& o : m.options) {
+    rows.emplace_back(absl::StrCat(o.name, "=", format_option_value(o.default_value, o.type)),
+                      describe_type(o));
+    w = std::max(w, rows.back().first.size());
+    tw = std::max(tw, rows.back().second.size());
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    os << "  " << rows[i].first << std::string(w - rows[i].first.size() + 2, ' ') << rows[i].second
+       << std::string(tw - rows[i].second.size() + 2, ' ') << m.options[i].help << "\n";
+  }
+}
+
+// An option as JSON: name, type, default, help and its range or choices.
+nlohmann::json option_json(const ModelOption& o) {
+  static constexpr const char* kTypes[] = {"bool", "int", "float", "string", "enum"};
+  nlohmann::json j = {{"name", o.name},
+                      {"type", kTypes[static_cast<int>(o.type)]},
+                      {"help", o.help},
+                      {"describe", describe_type(o)}};
+  std::visit([&](const auto& v) { j["default"] = v; }, o.default_value);
+  if (o.type == ModelOption::Type::kInt || o.type == ModelOption::Type::kFloat) {
+    const bool is_int = o.type == ModelOption::Type::kInt;
+    auto bound = [&](double b) -> nlohmann::json {
+      if (!std::isfinite(b) || std::fabs(b) > 9.2e18) return nullptr;
+      return is_int ? nlohmann::json(static_cast<int64_t>(b)) : nlohmann::json(b);
+    };
+    j["min"] = bound(o.min);
+    j["max"] = bound(o.max);
+  }
+  if (o.type == ModelOption::Type::kEnum) j["choices"] = o.choices;
+  return j;
+}
+
 int cmd_list(const std::vector<ModelDef>& models, const Args& a) {
+  if (a.flags.contains("--json")) {
+    if (!a.positional.empty() || a.flags.contains("--options"))
+      return usage_error("list --json takes no other arguments");
+    nlohmann::json out = nlohmann::json::array();
+    for (const ModelDef& m : models) {
+      nlohmann::json opts = nlohmann::json::array();
+      for (const ModelOption& o : m.options) opts.push_back(option_json(o));
+      out.push_back({{"name", m.name}, {"description", m.description}, {"options", opts}});
+    }
+    std::cout << out.dump(1) << "\n";
+    return kOk;
+  }
+  if (auto it = a.flags.find("--options"); it != a.flags.end()) {
+    if (!a.positional.empty()) return usage_error("list --options takes one MODEL");
+    auto m = find_model_arg(models, it->second);
+    if (!m.ok()) return error(m.status());
+    print_options(std::cout, **m);
+    return kOk;
+  }
   if (!a.positional.empty()) return usage_error("list takes no arguments");
   size_t w = 4;
   for (const ModelDef& m : models) w = std::max(w, m.name.size());
@@ -338,7 +428,7 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   auto out = a.flags.find("-o");
   if (out == a.flags.end()) return usage_error("compile needs -o FILE");
   auto dir = a.flags.find("--model-dir");
-  emit::ConfigOptions opts = config_options(**m, dir == a.flags.end() ? "retc-model" : dir->second);
+  emit::ConfigOptions opts = config_options(*m, dir == a.flags.end() ? "retc-model" : dir->second);
   if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
   auto task = task_arg(a);
   if (!task.ok()) return usage_error(task.status().message());
@@ -351,7 +441,7 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
     opts.task.data = opts.training.dev;
     opts.task.beam = *beam;
   }
-  auto text = emit::compile_to_config(**m, (*backend)->target, opts);
+  auto text = emit::compile_to_config(*m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   if (absl::Status s = emit::write_file_atomic(out->second, *text); !s.ok()) return error(s);
   return kOk;
@@ -364,38 +454,49 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   if (!backend.ok()) return usage_error(backend.status().message());
   const emit::Target& target = (*backend)->target;
   const runtime::Runner& runner = (*backend)->runner;
-  auto graph = emit::compile_model(**m, target);
+  auto graph = emit::compile_model(*m, target);
   if (!graph.ok()) return error(graph.status());
   TempDir tmp;
   std::error_code ec;
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
-  emit::ConfigOptions opts = config_options(**m, tmp.path() + "/model");
+  emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
   auto text = target.write_config(*graph, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   // Kept after the run: TensorFlow's stderr, and the traceback of an error.
   const std::string log =
-      (std::filesystem::temp_directory_path() / ("retc-check-" + (*m)->name + ".log")).string();
+      (std::filesystem::temp_directory_path() / ("retc-check-" + m->name + ".log")).string();
   std::filesystem::remove(log, ec);
   auto r = runner.check(path, log);
   if (!r.ok()) return error(r.status());
-  int64_t total = 0;
-  for (const runtime::Variable& v : r->variables) {
-    int64_t n = 1;
-    for (int64_t d : v.shape) n *= d;
-    total += n;
-    std::cout << "variable " << v.name << " " << shape_str(v.shape) << "\n";
-  }
-  for (const runtime::Variable& o : r->outputs) {
-    std::cout << "output " << o.name << " " << shape_str(o.shape) << " (on a random batch)\n";
-  }
   // RETURNN's variables must be exactly the model's params, by name and shape.
   std::map<std::string, std::vector<int64_t>> expected, got;
+  std::set<std::string> not_trained;
   for (const ir::Param& p : graph->params()) {
     std::vector<int64_t> shape;
     for (const ir::Dim& d : p.dims) shape.push_back(*d.size());
     expected[runner.variable_name(p)] = shape;
+    if (!p.options.trainable) not_trained.insert(runner.variable_name(p));
+  }
+  int64_t total = 0, trainable = 0;
+  for (const runtime::Variable& v : r->variables) {
+    int64_t n = 1;
+    for (int64_t d : v.shape) n *= d;
+    total += n;
+    const bool trained = !not_trained.contains(v.name);
+    if (trained) trainable += n;
+    std::cout << "variable " << v.name << " " << shape_str(v.shape)
+              << (trained ? "" : " (not trained)") << "\n";
+  }
+  for (const runtime::Variable& o : r->outputs) {
+    std::cout << "output " << o.name << " " << shape_str(o.shape) << " (on a random batch)\n";
+  }
+  for (const runtime::Variable& l : r->losses) {
+    std::cout << "loss " << l.name << " " << shape_str(l.shape) << " (on a random batch)\n";
+  }
+  for (const runtime::Variable& l : r->errors) {
+    std::cout << "error " << l.name << " " << shape_str(l.shape) << " (on a random batch)\n";
   }
   for (const runtime::Variable& v : r->variables) got[v.name] = v.shape;
   if (expected != got) {
@@ -427,8 +528,9 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
           ir::describe(n.type.dims))));
     }
   }
-  std::cout << (*m)->name << ": " << r->variables.size() << " variables, " << total
-            << " parameters; RETURNN constructed the network and ran one step on random data\n";
+  std::cout << m->name << ": " << r->variables.size() << " variables, " << total << " parameters ("
+            << trainable << " trainable, " << total - trainable
+            << " not trained); RETURNN constructed the network and ran one step on random data\n";
   return kOk;
 }
 
@@ -480,8 +582,8 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (!m.ok()) return model_arg_error(m.status());
   auto backend = backend_arg(a);
   if (!backend.ok()) return usage_error(backend.status().message());
-  if (absl::Status s = check_data_files(**m); !s.ok()) return error(s);
-  const std::string workdir = workdir_arg(a, **m, (*backend)->target);
+  if (absl::Status s = check_data_files(*m); !s.ok()) return error(s);
+  const std::string workdir = workdir_arg(a, *m, (*backend)->target);
   std::error_code ec;
   // One backend per workdir: RETURNN's learning_rates file would mix their scores.
   for (const runtime::Backend& other : runtime::backends()) {
@@ -499,7 +601,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
         absl::StrCat("cannot create workdir '", workdir, "': ", ec.message())));
   std::string abs = std::filesystem::absolute(workdir, ec).lexically_normal().string();
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-  emit::ConfigOptions opts = config_options(**m, abs + "/model");
+  emit::ConfigOptions opts = config_options(*m, abs + "/model");
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
   if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
   int64_t nproc = 1;
@@ -520,11 +622,11 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
         "torch_distributed",
         opts.device == "cpu" ? emit::PyValue::dict({{"backend", "gloo"}}) : emit::PyValue::dict());
   }
-  auto text = emit::compile_to_config(**m, (*backend)->target, opts);
+  auto text = emit::compile_to_config(*m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
-  std::cout << "retc: training '" << (*m)->name << "' with " << path << std::endl;
+  std::cout << "retc: training '" << m->name << "' with " << path << std::endl;
   auto r = nproc > 1 ? (*backend)->runner.train_distributed(path, static_cast<int>(nproc),
                                                             abs + "/retc-stderr.log")
                      : (*backend)->runner.train(path, abs + "/retc-stderr.log");
@@ -534,7 +636,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (!dev_error)
     return error(absl::InternalError("RETURNN recorded no dev error for the last epoch"));
   std::cout << "retc: finished epoch " << r->last_epoch << " (" << dev_error->first << ")\n";
-  std::cout << "final dev " << error_unit(**m) << " error: " << dev_error->second << std::endl;
+  std::cout << "final dev " << error_unit(*m) << " error: " << dev_error->second << std::endl;
   return kOk;
 }
 
@@ -558,13 +660,13 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   if (!m.ok()) return model_arg_error(m.status());
   auto backend = backend_arg(a);
   if (!backend.ok()) return usage_error(backend.status().message());
-  if (absl::Status s = check_data_files(**m); !s.ok()) return error(s);
+  if (absl::Status s = check_data_files(*m); !s.ok()) return error(s);
   const emit::Target& target = (*backend)->target;
   const std::string name(emit::task_name(task));
   auto out = a.flags.find("-o");
   if (task == emit::Task::kForward && out == a.flags.end())
     return usage_error("forward needs -o OUT.hdf");
-  const std::string workdir = workdir_arg(a, **m, target);
+  const std::string workdir = workdir_arg(a, *m, target);
   std::error_code ec;
   std::string checkpoint;
   if (auto it = a.flags.find("--checkpoint"); it != a.flags.end()) {
@@ -573,7 +675,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
     checkpoint = last_checkpoint(workdir + "/model", target.name);
     if (checkpoint.empty()) {
       return error(absl::NotFoundError(absl::StrCat("no ", target.name, " checkpoint in '", workdir,
-                                                    "/model' (train '", (*m)->name,
+                                                    "/model' (train '", m->name,
                                                     "' first, or pass --checkpoint)")));
     }
   }
@@ -587,7 +689,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   checkpoint = std::filesystem::absolute(checkpoint, ec).lexically_normal().string();
   TempDir tmp;
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
-  emit::ConfigOptions opts = config_options(**m, tmp.path() + "/model");
+  emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
   if (absl::Status s = apply_device(a, opts); !s.ok()) return usage_error(s.message());
   emit::TaskOptions& t = opts.task;
   t.task = task;
@@ -621,17 +723,16 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   t.output_file = tmp_out.empty()
                       ? std::string()
                       : std::filesystem::absolute(tmp_out, ec).lexically_normal().string();
-  auto graph = emit::compile_model(**m, target, task);
+  auto graph = emit::compile_model(*m, target, task);
   if (!graph.ok()) return error(graph.status());
   auto text = target.write_config(*graph, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   const std::string log =
-      (std::filesystem::temp_directory_path() / ("retc-" + name + "-" + (*m)->name + ".log"))
-          .string();
+      (std::filesystem::temp_directory_path() / ("retc-" + name + "-" + m->name + ".log")).string();
   std::filesystem::remove(log, ec);
-  std::cout << "retc: " << name << " '" << (*m)->name << "' (" << target.name << ") with "
+  std::cout << "retc: " << name << " '" << m->name << "' (" << target.name << ") with "
             << checkpoint << " on " << t.data_name << std::endl;
   auto r = runtime::run_task_config(path, name, checkpoint_params(*graph), t.output_file, log);
   std::cout.flush();
@@ -652,7 +753,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
     for (const auto& [k, v] : r->scores) std::cout << k << ": " << v << "\n";
     const std::pair<std::string, double>* main = main_error(r->scores, t.data_name);
     if (!main) return error(absl::InternalError("RETURNN reported no error for the dataset"));
-    std::cout << t.data_name << " " << error_unit(**m) << " error: " << main->second << std::endl;
+    std::cout << t.data_name << " " << error_unit(*m) << " error: " << main->second << std::endl;
   } else if (task == emit::Task::kForward) {
     std::cout << "retc: wrote " << final_out << " (epoch " << r->last_epoch << ")" << std::endl;
   } else {
@@ -679,16 +780,16 @@ int cmd_convert_checkpoint(const std::vector<ModelDef>& models, const Args& a) {
   // Both targets must lower the model: the checkpoint is for the other one.
   std::vector<ir::Graph> graphs;
   for (const runtime::Backend& b : runtime::backends()) {
-    auto g = emit::compile_model(**m, b.target);
+    auto g = emit::compile_model(*m, b.target);
     if (!g.ok()) return error(g.status());
     graphs.push_back(*std::move(g));
   }
   const std::vector<runtime::CheckpointParam> params = checkpoint_params(graphs.front());
   const std::string log =
-      (std::filesystem::temp_directory_path() / ("retc-convert-" + (*m)->name + ".log")).string();
+      (std::filesystem::temp_directory_path() / ("retc-convert-" + m->name + ".log")).string();
   auto r = runtime::convert_checkpoint(from->second, params, a.positional[1], a.positional[2], log);
   if (!r.ok()) return error(r.status());
-  std::cout << "retc: converted " << r->params << " params of '" << (*m)->name << "' from "
+  std::cout << "retc: converted " << r->params << " params of '" << m->name << "' from "
             << from->second << " (" << a.positional[1] << ") to "
             << (from->second == "tf" ? "torch" : "tf") << " (" << a.positional[2] << "), epoch "
             << r->epoch << ", step " << r->step << "\n";
@@ -756,15 +857,15 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
     int64_t epoch = 0;
     if (!absl::SimpleAtoi(it->second, &epoch) || epoch < 1)
       return usage_error(absl::StrCat("--epoch needs a positive integer, got '", it->second, "'"));
-    stage = stage_of_epoch(**m, epoch);
+    stage = stage_of_epoch(*m, epoch);
   }
-  auto graph = build_model(**m, stage);
+  auto graph = build_model(*m, stage);
   if (!graph.ok()) return error(graph.status());
   auto task_or = task_arg(a);
   if (!task_or.ok()) return usage_error(task_or.status().message());
   const emit::Task task = *task_or;
   if (after != "build") {
-    if (absl::Status s = select_task(*graph, task, (*m)->name); !s.ok()) return error(s);
+    if (absl::Status s = select_task(*graph, task, m->name); !s.ok()) return error(s);
   }
   if (absl::Status s = run_passes(*graph, passes); !s.ok()) return error(s);
   if (format == "json") return output(a, ir::to_json(*graph).dump(2) + "\n");
@@ -842,10 +943,26 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
     boolean = {"--print-after-all"};
   }
   if (cmd != "list" && cmd != "convert-checkpoint") valued.push_back("--backend");
+  if (cmd == "list") {
+    valued = {"--options"};
+    boolean = {"--json"};
+  }
+  const bool takes_options = cmd != "list" && cmd != "opt";
+  if (takes_options) valued.push_back("--set");
   auto args = parse_args(argc, argv, 2, valued, boolean);
   if (!args.ok()) return usage_error(args.status().message());
   if (args->help) {
     std::cout << "usage: retc " << c->usage << "\n\n" << c->help << "\n";
+    if (takes_options) {
+      std::cout << "--set NAME=VALUE sets an option of MODEL (repeatable; 'retc list --options "
+                   "MODEL'\nlists them); a wrong name, type or range is a usage error.\n";
+      if (args->positional.size() == 1) {
+        if (const ModelDef* m = find_model(models, args->positional[0])) {
+          std::cout << "\n";
+          print_options(std::cout, *m);
+        }
+      }
+    }
     return kOk;
   }
   if (cmd == "list") return cmd_list(models, *args);

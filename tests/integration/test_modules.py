@@ -858,6 +858,30 @@ def test_bundled():
     print("conformer-ctc: %d variables, %d parameters (formula: %d)" % (len(got), total, count))
 
 
+def test_bundled_options():
+    """`retc check conformer-ctc --set blocks=1 --set model_dim=32` prints the
+    variables and the count of the formula for those sizes (and the default's
+    2 x 64 give another count)."""
+    out = subprocess.run([os.environ["RETC"], "check", "conformer-ctc", "--set", "blocks=1", "--set", "model_dim=32"],
+                         check=True, stdout=subprocess.PIPE, universal_newlines=True).stdout
+    got = {}
+    for line in out.splitlines():
+        if line.startswith("variable "):
+            _, name, shape = line.split(" ", 2)
+            got[name] = json.loads(shape.replace(" (not trained)", ""))
+    want_vars, count = conformer_frontend("encoder/frontend", 16, 8, 16, 32)
+    block, block_count = conformer_block("encoder/layers/0", 32, 128, 4, 7, 8)
+    want_vars |= block
+    count += block_count + 2 * 16 + 32 * 17 + 17
+    want_vars |= {"embed/weight/param:0": [2, 16], "out/weight/param:0": [32, 17], "out/bias/param:0": [17]}
+    assert got == want_vars, sorted(set(got) ^ set(want_vars))
+    summary = out.splitlines()[-1]
+    # Batch norm's running mean and variance (32 each) are not trained.
+    head = "conformer-ctc: %d variables, %d parameters (%d trainable, 64 not trained); " % (len(want_vars), count, count - 64)
+    assert summary.startswith(head), (summary, head)
+    print("conformer-ctc --set blocks=1 --set model_dim=32: %s" % summary.split(";")[0])
+
+
 def test_conformer_large():
     """conformer-12x512 (the bundled realistic size): RETURNN constructs it
     (as `retc check` does); variables and param count match the formula."""
