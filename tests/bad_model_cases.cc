@@ -66,6 +66,21 @@ const Case kCases[] = {
        auto m = std::make_shared<Pair>(s.in, s.out);
        m->register_module("a", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:duplicate-module
      }},
+    {"bad:register-after-root", "module 'extra' is registered after the model was handed to set_root",
+     [](Builder& b) {
+       Setup s(b);
+       auto m = b.set_root(std::make_shared<Pair>(s.in, s.out));
+       m->register_module("extra", std::make_shared<nn::Linear>(s.in, s.out));  // MISTAKE: bad:register-after-root
+       m->a->forward(s.x).mark_as_output();
+     }},
+    {"bad:sequential-needs-time", "module 'lstm' needs the time dim; call forward(x, time)",
+     [](Builder& b) {
+       Setup s(b);
+       auto seq = std::make_shared<nn::Sequential>();
+       seq->append("lstm", std::make_shared<nn::Lstm>(s.in, s.out));
+       b.set_root(seq);
+       seq->forward(s.x).mark_as_output();  // MISTAKE: bad:sequential-needs-time
+     }},
     {"bad:duplicate-param", "parameter 'w' is registered twice",
      [](Builder& b) {
        Setup s(b);

@@ -428,6 +428,21 @@ void build_named_sequential(Builder& b) {
   io.finish(m->seq->forward(x));
 }
 
+// A Sequential of modules whose forward needs the time dim beside ones that
+// do not: Linear, BLstm, relu, Lstm, Linear; forward(x, time) passes it on.
+void build_sequential_time(Builder& b) {
+  Io io(b);
+  auto seq = std::make_shared<nn::Sequential>();
+  Dim proj = Dim::feature("proj", 6), hidden = Dim::feature("hidden", 4);
+  seq->append("proj", std::make_shared<nn::Linear>(io.in, proj));
+  auto blstm = seq->append("blstm", std::make_shared<nn::BLstm>(proj, hidden, hidden));
+  seq->append(nn::relu);
+  seq->append("lstm", std::make_shared<nn::Lstm>(blstm->out_dim(), hidden));
+  seq->append("out", std::make_shared<nn::Linear>(hidden, io.classes));
+  b.set_root(seq);
+  io.finish(seq->forward(io.x, io.time));
+}
+
 // A zoneout LSTM (cell 0.15, output 0.05) over time, its outputs projected.
 void build_zoneout_lstm(Builder& b) {
   Io io(b);
@@ -782,6 +797,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-rel-pos-attention", build_rel_pos_attention),
       def("mod-sequential", build_sequential),
       def("mod-named-sequential", build_named_sequential),
+      def("mod-sequential-time", build_sequential_time),
       def("mod-zoneout-lstm", build_zoneout_lstm),
       def("mod-rel-pos-xl", build_rel_pos_xl),
       def("loss-values", build_loss_values),

@@ -82,7 +82,7 @@ void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location l
   if (!root) fail(l, "the root module is null");
   root_ = std::move(root);
   root_loc_ = l;
-  root_->set_paths("");
+  root_->set_paths("", l);
   root_->attribute_to(l);
   absl::flat_hash_map<const void*, std::string> seen;
   for (auto& [path, p] : root_->named_parameters()) {

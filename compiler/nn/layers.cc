@@ -303,9 +303,25 @@ Tensor Dropout::forward(const Tensor& input, std::source_location loc) const {
 }
 
 Tensor Sequential::forward(const Tensor& input, std::source_location loc) const {
+  return run(input, nullptr, loc);
+}
+
+Tensor Sequential::forward(const Tensor& input, const ir::Dim& time,
+                           std::source_location loc) const {
+  return run(input, &time, loc);
+}
+
+Tensor Sequential::run(const Tensor& input, const ir::Dim* time, std::source_location loc) const {
+  if (!time) {
+    for (const Step& s : steps_) {
+      if (!s.needs_time) continue;
+      fail(ir::SourceLoc::from(loc), absl::StrCat(describe(), ": module '", s.name,
+                                                  "' needs the time dim; call forward(x, time)"));
+    }
+  }
   return call(input, loc, [&](const Tensor& x) {
     Tensor h = x;
-    for (const auto& step : steps_) h = step(h, loc);
+    for (const Step& s : steps_) h = s.run(h, time, loc);
     return h;
   });
 }

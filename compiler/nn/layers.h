@@ -39,15 +39,15 @@ class Linear : public Module {
   bool with_bias_;
 };
 
-/// A unidirectional LSTM over a spatial axis, run by RETURNN's fused native
-/// kernel (NativeLstm2). Params, in RETURNN's gate layout:
-/// ff_weight [in, 4*out], rec_weight [out, 4*out], bias [4*out].
-/// Example: `auto y = lstm->forward(x, time);`
 /// An LSTM's state between frames: output h and cell c, each [..., out].
 struct LstmState {
   Tensor h, c;
 };
 
+/// A unidirectional LSTM over a spatial axis, run by RETURNN's fused native
+/// kernel (NativeLstm2). Params, in RETURNN's gate layout:
+/// ff_weight [in, 4*out], rec_weight [out, 4*out], bias [4*out].
+/// Example: `auto y = lstm->forward(x, time);`
 class Lstm : public Module {
  public:
   enum class Direction { kForward, kBackward };
@@ -321,38 +321,91 @@ class Dropout : public Module {
   double rate_;
 };
 
+/// A module whose forward takes the input alone: `forward(x[, loc])` (Linear, LayerNorm, ...).
+template <class M>
+concept ForwardsInput = requires(const M& m, const Tensor& x, std::source_location l) {
+  { m.forward(x, l) } -> std::convertible_to<Tensor>;
+}
+|| requires(const M& m, const Tensor& x) {
+  { m.forward(x) } -> std::convertible_to<Tensor>;
+};
+/// A module whose forward takes the input and its time dim: `forward(x, time[, loc])`
+/// (Lstm, BLstm, ConformerBlock, ...).
+template <class M>
+concept ForwardsWithTime = requires(const M& m, const Tensor& x, const ir::Dim& t,
+                                    std::source_location l) {
+  { m.forward(x, t, l) } -> std::convertible_to<Tensor>;
+}
+|| requires(const M& m, const Tensor& x, const ir::Dim& t) {
+  { m.forward(x, t) } -> std::convertible_to<Tensor>;
+};
+
 /// Modules (or functions) applied in order, each to the previous output;
 /// modules are registered as "0", "1", ... or by the name given (as
-/// torch::nn::Sequential's named modules). Example:
+/// torch::nn::Sequential's named modules). Every module fits: one whose
+/// forward needs the time dim (an LSTM, a Conformer block) gets the one
+/// forward(x, time) is called with. Example:
 /// `seq->append(lin1); seq->append(nn::relu); seq->append("out", lin2);`
 class Sequential : public Module {
  public:
   Sequential() : Module("sequential") {}
-  /// A module with `Tensor forward(const Tensor&, std::source_location)`.
+  /// A module with `forward(x[, loc])` or `forward(x, time[, loc])`.
   template <class M>
   std::shared_ptr<M> append(std::shared_ptr<M> m,
                             std::source_location loc = std::source_location::current()) {
-    register_module(std::to_string(steps_.size()), m, loc);
-    steps_.push_back([m](const Tensor& x, std::source_location l) { return m->forward(x, l); });
-    return m;
+    return append(std::to_string(steps_.size()), std::move(m), loc);
   }
   /// A module registered as `name` (its params: `name.weight`, ...).
   template <class M>
   std::shared_ptr<M> append(std::string name, std::shared_ptr<M> m,
                             std::source_location loc = std::source_location::current()) {
-    register_module(std::move(name), m, loc);
-    steps_.push_back([m](const Tensor& x, std::source_location l) { return m->forward(x, l); });
+    static_assert(ForwardsInput<M> || ForwardsWithTime<M>,
+                  "nn::Sequential::append: the module's forward must take (const Tensor& x) or "
+                  "(const Tensor& x, const ir::Dim& time); call it from your own forward instead");
+    register_module(name, m, loc);
+    Step step{std::move(name), !ForwardsInput<M>, {}};
+    // With the time dim where the module takes it (a nested Sequential takes both).
+    step.run = [m](const Tensor& x, const ir::Dim* time, std::source_location l) -> Tensor {
+      if constexpr (ForwardsWithTime<M>) {
+        if (time || !ForwardsInput<M>) {
+          if constexpr (requires { m->forward(x, *time, l); })
+            return m->forward(x, *time, l);
+          else
+            return m->forward(x, *time);
+        }
+      }
+      if constexpr (ForwardsInput<M>) {
+        if constexpr (requires { m->forward(x, l); })
+          return m->forward(x, l);
+        else
+          return m->forward(x);
+      }
+      return x;  // unreachable: a module that needs the time dim has it (Sequential::run)
+    };
+    steps_.push_back(std::move(step));
     return m;
   }
   /// A function such as nn::relu (its index is skipped in module names).
   void append(Tensor (*fn)(const Tensor&, std::source_location)) {
-    steps_.push_back([fn](const Tensor& x, std::source_location l) { return fn(x, l); });
+    steps_.push_back({"", false, [fn](const Tensor& x, const ir::Dim*, std::source_location l) {
+                        return fn(x, l);
+                      }});
   }
+  /// Fails at `loc` if a module needs the time dim (call forward(x, time)).
   Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
+  /// `time` goes to every module whose forward takes it.
+  Tensor forward(const Tensor& x, const ir::Dim& time,
+                 std::source_location loc = std::source_location::current()) const;
   size_t size() const { return steps_.size(); }
 
  private:
-  std::vector<std::function<Tensor(const Tensor&, std::source_location)>> steps_;
+  struct Step {
+    std::string name;  ///< "" for a function
+    bool needs_time = false;
+    std::function<Tensor(const Tensor&, const ir::Dim*, std::source_location)> run;
+  };
+  Tensor run(const Tensor& x, const ir::Dim* time, std::source_location loc) const;
+  std::vector<Step> steps_;
 };
 
 /// Modules registered as "0", "1", ...; iterate with size() and at().

@@ -47,6 +47,7 @@ Parameter Module::register_parameter(std::string name, std::vector<ir::Dim> dims
                                      std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_member_name(*this, name, "parameter", l);
+  check_not_rooted(l, absl::StrCat("parameter '", name, "'"));
   for (const auto& [n, p] : params_) {
     if (n == name)
       fail(l, absl::StrCat(type_name_, ": parameter '", name, "' is registered twice"));
@@ -81,6 +82,7 @@ void Module::attribute_to(const ir::SourceLoc& loc) {
 void Module::add_child(std::string name, std::shared_ptr<Module> m, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_member_name(*this, name, "module", l);
+  check_not_rooted(l, absl::StrCat("module '", name, "'"));
   if (!m) fail(l, absl::StrCat(type_name_, ": module '", name, "' is null"));
   for (const auto& [n, c] : children_) {
     if (n == name) fail(l, absl::StrCat(type_name_, ": module '", name, "' is registered twice"));
@@ -202,10 +204,20 @@ std::string Module::describe() const {
   return absl::StrCat(ir::printable(type_name_), " '", path_.empty() ? "<root>" : path_, "'");
 }
 
-void Module::set_paths(const std::string& path) {
+void Module::set_paths(const std::string& path, const ir::SourceLoc& root_loc) {
   path_ = path;
+  rooted_at_ = root_loc;
   for (auto& [n, p] : params_) p.s_->param.path = path.empty() ? n : path + "." + n;
-  for (auto& [n, c] : children_) c->set_paths(path.empty() ? n : path + "." + n);
+  for (auto& [n, c] : children_) c->set_paths(path.empty() ? n : path + "." + n, root_loc);
+}
+
+void Module::check_not_rooted(const ir::SourceLoc& loc, absl::string_view what) const {
+  if (!rooted_at_) return;
+  fail(loc, absl::StrCat(describe(), ": ", what,
+                         " is registered after the model was handed to set_root (at ",
+                         rooted_at_->file.empty() ? "an unknown line" : rooted_at_->str(),
+                         "), so it would not be part of it; register every module and "
+                         "parameter before set_root"));
 }
 
 std::string Module::pretty_print() const {

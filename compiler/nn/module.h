@@ -133,7 +133,11 @@ class Module {
  private:
   friend class Builder;
   void add_child(std::string name, std::shared_ptr<Module> m, std::source_location loc);
-  void set_paths(const std::string& path);
+  /// Sets every path from here; `root_loc`: the set_root call, after which
+  /// registering a module or parameter is an error at its line.
+  void set_paths(const std::string& path, const ir::SourceLoc& root_loc);
+  /// Fails at `loc` if the model was already handed to Builder::set_root.
+  void check_not_rooted(const ir::SourceLoc& loc, absl::string_view what) const;
   /// Params whose location is inside retc's own modules (a Linear's
   /// register_parameter call) take `loc`, where the user registered the module.
   void attribute_to(const ir::SourceLoc& loc);
@@ -141,6 +145,7 @@ class Module {
 
   std::string type_name_;
   std::string path_;
+  std::optional<ir::SourceLoc> rooted_at_;
   std::vector<std::pair<std::string, Parameter>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<int, ForwardPreHook>> pre_hooks_;

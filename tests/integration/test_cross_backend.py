@@ -38,6 +38,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.op-reverse-slice.from_tf op-reverse-slice tf
 # ctest-cases: cross_backend.op-floor-mod.from_tf op-floor-mod tf
 # ctest-cases: cross_backend.mod-named-sequential.from_tf mod-named-sequential tf
+# ctest-cases: cross_backend.mod-sequential-time.from_tf mod-sequential-time tf
 # ctest-cases: cross_backend.mod-zoneout-lstm.from_tf mod-zoneout-lstm tf
 # ctest-cases: cross_backend.mod-rel-pos-xl.from_tf mod-rel-pos-xl tf
 # ctest-cases: cross_backend.loss-values.from_tf loss-values tf
