@@ -25,6 +25,10 @@ cmake -S "$TMP/src" -B "$TMP/build" -DCMAKE_PREFIX_PATH="$prefix" >"$TMP/cmake.l
   { cat "$TMP/cmake.log"; fail "configuring the user project"; }
 grep -q "retc_DIR:PATH=$prefix/lib/cmake/retc" "$TMP/build/CMakeCache.txt" || fail "retc found elsewhere than the prefix"
 cmake --build "$TMP/build" -j2 >"$TMP/build.log" 2>&1 || { cat "$TMP/build.log"; fail "building the user project"; }
+# Its compile and link lines name the prefix, never retc's trees.
+used=$(grep -rlF -e "$src/" -e "$build/" "$TMP/build" --include=CMakeCache.txt --include=flags.make \
+  --include=link.txt || true)
+[ -z "$used" ] || fail "the user build uses retc's source or build tree: $used"
 exe="$TMP/build/my_model"
 printf 'model binary: %s bytes\n' "$(stat -c %s "$exe")"
 "$exe" list | grep "^my-model  two stacked LSTMs on 12AX$" >/dev/null || fail "list"
