@@ -29,16 +29,30 @@ std::string format_bound(double v, ModelOption::Type type) {
 
 // "at least 1", "at most 8", "0 to 1", or "" (unbounded).
 std::string describe_range(const ModelOption& o) {
-  const bool lo = std::isfinite(o.min) && o.min > -9.2e18,
-             hi = std::isfinite(o.max) && o.max < 9.2e18;
-  if (lo && hi)
-    return absl::StrCat(format_bound(o.min, o.type), " to ", format_bound(o.max, o.type));
-  if (lo) return absl::StrCat("at least ", format_bound(o.min, o.type));
-  if (hi) return absl::StrCat("at most ", format_bound(o.max, o.type));
+  const std::optional<double> lo = lower_bound(o), hi = upper_bound(o);
+  if (lo && hi) return absl::StrCat(format_bound(*lo, o.type), " to ", format_bound(*hi, o.type));
+  if (lo) return absl::StrCat("at least ", format_bound(*lo, o.type));
+  if (hi) return absl::StrCat("at most ", format_bound(*hi, o.type));
   return "";
 }
 
 }  // namespace
+
+std::optional<double> lower_bound(const ModelOption& o) {
+  const double open = o.type == ModelOption::Type::kInt
+                          ? static_cast<double>(std::numeric_limits<int64_t>::min())
+                          : -std::numeric_limits<double>::infinity();
+  if (o.min == open) return std::nullopt;
+  return o.min;
+}
+
+std::optional<double> upper_bound(const ModelOption& o) {
+  const double open = o.type == ModelOption::Type::kInt
+                          ? static_cast<double>(std::numeric_limits<int64_t>::max())
+                          : std::numeric_limits<double>::infinity();
+  if (o.max == open) return std::nullopt;
+  return o.max;
+}
 
 ModelOption bool_option(std::string name, bool default_value, std::string help) {
   return make_option(std::move(name), ModelOption::Type::kBool, default_value, std::move(help));

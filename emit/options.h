@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -51,6 +52,11 @@ ModelOption float_option(std::string name, double default_value, std::string hel
 ModelOption string_option(std::string name, std::string default_value, std::string help);
 ModelOption enum_option(std::string name, std::string default_value,
                         std::vector<std::string> choices, std::string help);
+
+/// An int or float option's lower and upper bound; none where it is open
+/// (int_option's and float_option's defaults).
+std::optional<double> lower_bound(const ModelOption& o);
+std::optional<double> upper_bound(const ModelOption& o);
 
 /// What an option takes, for listings and errors: "int, at least 1",
 /// "float, 0 to 1", "bool (true or false)", "one of: a, b".

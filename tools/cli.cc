@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -358,12 +357,12 @@ nlohmann::json option_json(const ModelOption& o) {
   std::visit([&](const auto& v) { j["default"] = v; }, o.default_value);
   if (o.type == ModelOption::Type::kInt || o.type == ModelOption::Type::kFloat) {
     const bool is_int = o.type == ModelOption::Type::kInt;
-    auto bound = [&](double b) -> nlohmann::json {
-      if (!std::isfinite(b) || std::fabs(b) > 9.2e18) return nullptr;
-      return is_int ? nlohmann::json(static_cast<int64_t>(b)) : nlohmann::json(b);
+    auto bound = [&](std::optional<double> b) -> nlohmann::json {
+      if (!b) return nullptr;
+      return is_int ? nlohmann::json(static_cast<int64_t>(*b)) : nlohmann::json(*b);
     };
-    j["min"] = bound(o.min);
-    j["max"] = bound(o.max);
+    j["min"] = bound(lower_bound(o));
+    j["max"] = bound(upper_bound(o));
   }
   if (o.type == ModelOption::Type::kEnum) j["choices"] = o.choices;
   return j;

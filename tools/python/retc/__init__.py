@@ -100,8 +100,8 @@ class ConfigParts:
     rest, in the config's order (dims, extern_data, the network or get_model
     and train_step, datasets that refer to extern_data, private state such as
     `_param_options`). RETURNN reads the same values either way: the plain
-    values are literals that refer to nothing, so their place does not matter. `text` is the config
-    as `retc compile` writes it."""
+    values are literals that refer to nothing, so their place does not matter.
+    `text` is the config as `retc compile` writes it."""
 
     def __init__(self, text):
         self.text = text
@@ -109,10 +109,10 @@ class ConfigParts:
         prolog, epilog = [], []
         lines = text.splitlines(keepends=True)
         tree = ast.parse(text)
-        header = [line for line in lines if line.startswith("#") and not line.startswith("#!")]
-        # The header: the comment lines before the first statement.
+        # The header: the comment lines before the first statement (not `#!rnn.py`).
         first = tree.body[0].lineno if tree.body else len(lines) + 1
-        prolog.append("".join(line for line in lines[:first - 1] if line in header))
+        prolog.append("".join(line for line in lines[:first - 1]
+                              if line.startswith("#") and not line.startswith("#!")))
         prev_end = first - 1
         for stmt in tree.body:
             segment = "".join(lines[prev_end:stmt.end_lineno])
@@ -127,7 +127,7 @@ class ConfigParts:
                 try:
                     value = ast.literal_eval(stmt.value)
                 except ValueError:
-                    value = None
+                    pass
                 else:
                     if pprint.isreadable(value):
                         self.config[stmt.targets[0].id] = value
