@@ -202,6 +202,10 @@ std::string training_entries(const ConfigOptions& opts,
   return out;
 }
 
+std::string device_entry(const ConfigOptions& opts) {
+  return opts.device.empty() ? "" : format_assignment("device", opts.device);
+}
+
 std::string beam_entry(const ConfigOptions& opts) {
   return opts.task.task == Task::kSearch ? format_assignment("beam_size", opts.task.beam) : "";
 }

@@ -143,8 +143,9 @@ struct ConfigOptions {
   /// RETURNN's `model` prefix for checkpoints, e.g. "work/model/network".
   std::string model_path = "retc-model/network";
   int64_t log_verbosity = 3;
-  /// RETURNN's `device`: "cpu" or "gpu".
-  std::string device = "cpu";
+  /// RETURNN's `device`: "cpu" or "gpu"; empty: none written, RETURNN picks
+  /// (a GPU where there is one, else the CPU).
+  std::string device;
   TrainingSetup training;
   TaskOptions task;
 };
@@ -165,6 +166,9 @@ std::string config_header(const ir::Graph& g, const ConfigOptions& opts);
 /// target's own entries after random_seed (TF: decouple_constraints).
 std::string training_entries(const ConfigOptions& opts,
                              const std::vector<std::pair<std::string, PyValue>>& after_seed = {});
+
+/// The config's `device = "..."` line where one is asked for, else "".
+std::string device_entry(const ConfigOptions& opts);
 
 /// The config's `beam_size = K` line for search (choices refer to it), else "".
 std::string beam_entry(const ConfigOptions& opts);

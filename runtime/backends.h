@@ -24,8 +24,8 @@ struct Runner {
       train;
   /// The name under which `check` lists a param's variable.
   std::function<std::string(const ir::Param&)> variable_name;
-  /// Training in several processes (`--nproc`); empty: one process only.
-  std::function<absl::StatusOr<TrainResult>(const std::string& config, int nproc,
+  /// Training in several processes (`--nproc`, `--nnodes`); empty: one process only.
+  std::function<absl::StatusOr<TrainResult>(const std::string& config, const Distributed& d,
                                             const std::string& log)>
       train_distributed;
 };

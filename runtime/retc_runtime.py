@@ -8,9 +8,9 @@ exceptions propagate and become absl::Status there.
 import os
 import sys
 
-# tensorflow-cpu never runs CUDA; but RETURNN enables CUDA for its native ops
-# whenever it finds nvcc on PATH, and the native LSTM then fails to compile.
-os.environ["DISABLE_CUDA"] = "1"
+# Nothing here turns CUDA off: RETURNN picks the device (the config's `device`,
+# else a GPU where there is one). The TF target's native ops on tensorflow-cpu
+# are the venv hook's (runtime/retc_venv_hook.py).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
@@ -198,23 +198,50 @@ def _fast_graph_mode_equality():
 
 def _prepare(config_path):
     """Before RETURNN runs a config: on the TF backend,
-    _fast_graph_mode_equality(); a clear error for `device = "gpu"` where
-    there is none to use. Returns the config (loaded, not made global)."""
+    _fast_graph_mode_equality(). Returns the config (loaded, not made global)."""
     from returnn.config import Config
 
     config = Config()
     config.load_file(config_path)
     if config.value("backend", "") != "torch":
         _fast_graph_mode_equality()
-    if config.value("device", "cpu") == "gpu":
-        if config.value("backend", "") != "torch":
-            raise RuntimeError("--device gpu: the TensorFlow installed here (tensorflow-cpu, pinned) "
-                               "runs on CPUs only; train on GPUs with --backend torch")
+    return config
+
+
+def device_problem(backend, device):
+    """Why `device` ("cpu", "gpu"; "" for RETURNN's choice) cannot be used by `backend`
+    ("tf", "torch") on this machine, in one line; "" if it can. Asked before any file
+    is written."""
+    if device != "gpu":
+        return ""
+    if backend == "torch":
         import torch
 
         if not torch.cuda.is_available():
-            raise RuntimeError("--device gpu: torch sees no CUDA GPU on this machine")
-    return config
+            return "--device gpu: torch sees no CUDA GPU on this machine (torch %s, built for CUDA %s)" % (
+                torch.__version__, torch.version.cuda)
+        return ""
+    import tensorflow as tf
+
+    if not tf.test.is_built_with_cuda():
+        return ("--device gpu: the TensorFlow installed here (%s) is built without CUDA "
+                "(tensorflow-cpu); make the GPU venv (tools/setup.sh --gpu) or use --backend torch"
+                % tf.__version__)
+    if not tf.config.list_physical_devices("GPU"):
+        return "--device gpu: TensorFlow sees no GPU on this machine"
+    return ""
+
+
+def gpu_count(backend):
+    """How many GPUs `backend` sees here (RETURNN's choice of device when the config
+    sets none)."""
+    if backend == "torch":
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    import tensorflow as tf
+
+    return len(tf.config.list_physical_devices("GPU")) if tf.test.is_built_with_cuda() else 0
 
 
 def _scores(lrc):
@@ -243,12 +270,14 @@ def train(config_path):
         _flush()
 
 
-def train_distributed(config_path, nproc):
-    """RETURNN's training task on the torch engine in `nproc` processes: torch's
-    own launcher (torchrun, standalone on this machine) runs `python -m returnn
-    CONFIG` per rank; the config has `torch_distributed` (gloo on CPU, nccl on
-    GPU). Rank 0 saves the checkpoints and evaluates. Returns as `train` does,
-    read from RETURNN's learning-rate file."""
+def train_distributed(config_path, nproc, nnodes=1, node_rank=0, master=""):
+    """RETURNN's training task on the torch engine in several processes: torch's
+    own launcher (torchrun) runs `python -m returnn CONFIG` per rank, `nproc` on
+    this machine: standalone, or as node `node_rank` of `nnodes` that meet at
+    `master` (HOST:PORT of node 0; torch's static rendezvous). The config has
+    `torch_distributed` (gloo on CPU, nccl on GPU). Rank 0 saves the checkpoints
+    and evaluates. Returns as `train` does, read from RETURNN's learning-rate
+    file; on another node than 0 (no file there), (0, [])."""
     import signal
     import subprocess
 
@@ -256,9 +285,16 @@ def train_distributed(config_path, nproc):
 
     config = _prepare(config_path)
     python = os.path.join(sys.prefix, "bin", "python")
-    cmd = [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=%d" % nproc,
-           "-m", "returnn", config_path]
-    print("retc: %d processes: %s" % (nproc, " ".join(cmd)))
+    cmd = [python, "-m", "torch.distributed.run"]
+    if nnodes > 1:
+        host, port = master.rsplit(":", 1)
+        cmd += ["--nnodes=%d" % nnodes, "--node-rank=%d" % node_rank,
+                "--master-addr=%s" % host, "--master-port=%s" % port]
+    else:
+        cmd += ["--standalone"]
+    cmd += ["--nproc-per-node=%d" % nproc, "-m", "returnn", config_path]
+    where = " on node %d of %d" % (node_rank, nnodes) if nnodes > 1 else ""
+    print("retc: %d processes%s: %s" % (nproc, where, " ".join(cmd)))
     _flush()
     proc = subprocess.Popen(cmd)
     try:
@@ -271,6 +307,8 @@ def train_distributed(config_path, nproc):
         if rc in (130, -signal.SIGINT):
             raise KeyboardInterrupt
         raise RuntimeError("torchrun exited with status %d (RETURNN's log above)" % rc)
+    if node_rank > 0:
+        return 0, []
     return _scores(load_learning_rate_control_from_config(config))
 
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/python_env.h"
@@ -150,13 +151,31 @@ absl::StatusOr<TrainResult> train_config(const std::string& config_path,
                                    to_train_result);
 }
 
-absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path, int nproc,
+absl::StatusOr<int> usable_gpus(const std::string& backend, const std::string& device) {
+  auto m = runtime_module();
+  if (!m.ok()) return m.status();
+  const std::string log =
+      (std::filesystem::temp_directory_path() / "retc-device-probe.log").string();
+  StderrToFile redirect(log);  // TensorFlow's start-up lines
+  try {
+    std::string problem = m->attr("device_problem")(backend, device).cast<std::string>();
+    if (!problem.empty()) return absl::FailedPreconditionError(problem);
+    return m->attr("gpu_count")(backend).cast<int>();
+  } catch (const py::error_already_set& e) {
+    flush_python();
+    return python_error(e, "cannot ask for the GPUs", log);
+  }
+}
+
+absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path,
+                                                     const Distributed& d,
                                                      const std::string& log_path) {
   StderrToFile redirect(log_path);
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
-    py::tuple r = m->attr("run_logged")("train_distributed", log_path, config_path, nproc);
+    py::tuple r = m->attr("run_logged")("train_distributed", log_path, config_path, d.nproc,
+                                        d.nnodes, d.node_rank, d.master);
     flush_python();
     return to_train_result(r);
   } catch (const py::error_already_set& e) {

@@ -46,10 +46,23 @@ absl::StatusOr<CheckResult> check_config(const std::string& config_path,
 absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
                                                const std::string& log_path);
 
-/// RETURNN's training on the torch engine in `nproc` processes under torch's
-/// launcher (torchrun); the config has `torch_distributed`. Results as for
-/// train_config, read from RETURNN's learning-rate file.
-absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path, int nproc,
+/// Where training runs in several processes: torchrun's --nproc-per-node,
+/// --nnodes, --node-rank and node 0's HOST:PORT (--master-addr, --master-port).
+struct Distributed {
+  int64_t nproc = 1;
+  int64_t nnodes = 1;
+  int64_t node_rank = 0;
+  std::string master;
+  bool several() const { return nproc > 1 || nnodes > 1; }
+};
+
+/// RETURNN's training on the torch engine in several processes under torch's
+/// launcher (torchrun): `d.nproc` on this node, standalone or as node
+/// `d.node_rank` of `d.nnodes`; the config has `torch_distributed`. Results
+/// as for train_config, read from RETURNN's learning-rate file (on node 0;
+/// other nodes return none).
+absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path,
+                                                     const Distributed& d,
                                                      const std::string& log_path);
 
 /// One param of a checkpoint conversion: its TF variable name (without
@@ -80,6 +93,13 @@ absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
 absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, const std::string& task,
                                             const std::vector<CheckpointParam>& params,
                                             const std::string& output, const std::string& log_path);
+
+/// The GPUs that `backend` ("tf", "torch") sees on this machine, where RETURNN
+/// would run a config without a `device` (a GPU when there is one). With
+/// `device` "gpu" and none to use (no GPU, or a TensorFlow without CUDA):
+/// FailedPrecondition with the reason in one line, asked before anything is
+/// written.
+absl::StatusOr<int> usable_gpus(const std::string& backend, const std::string& device);
 
 /// Runs RETURNN's training task on the config (RETURNN logs to stdout, its
 /// stderr and any traceback go to `log_path`, as for check_config). Ctrl-C

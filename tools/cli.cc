@@ -50,12 +50,14 @@ const std::vector<Command>& commands() {
        "every model with its options as JSON (what the Python package reads)."},
       {"compile",
        "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
-       "                  [--device cpu|gpu] [--seed N] [--task TASK] [--beam K] [--set "
+       "                  [--device auto|cpu|gpu] [--seed N] [--task TASK] [--beam K] [--set "
        "NAME=VALUE]",
        "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
        "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
        "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs;\n"
        "--seed sets the config's random_seed (fresh random numbers, data order; default 42).\n"
+       "--device: RETURNN's device, written into the config as asked (auto, the default: none\n"
+       "written, RETURNN takes a GPU where there is one), for wherever the config will run.\n"
        "--task eval|forward|search writes the config that task runs on the dev set (as\n"
        "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K, default\n"
        "12); default train.\n"
@@ -67,13 +69,18 @@ const std::vector<Command>& commands() {
        "Fails if RETURNN's variables differ from the model's named parameters.\n"
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
       {"train",
-       "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device cpu|gpu]\n"
-       "                  [--nproc N] [--seed N] [--set NAME=VALUE]",
+       "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device auto|cpu|gpu]\n"
+       "                  [--nproc N] [--nnodes N --node-rank K --master HOST:PORT] [--seed N]\n"
+       "                  [--set NAME=VALUE]",
        "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
        "--nproc N (torch backend): N processes under torch's launcher (torchrun, on this\n"
        "machine) with RETURNN's torch_distributed, gloo on CPU and nccl on GPU; README,\n"
        "\"Several processes\", says how to run on several machines.\n"
-       "--device picks RETURNN's device (default cpu; gpu needs a CUDA GPU, torch backend).\n"
+       "--device: RETURNN's device; auto (default) leaves the choice to RETURNN (a GPU\n"
+       "where there is one); gpu where none is usable is an error before anything is written.\n"
+       "--nnodes N --node-rank K --master HOST:PORT (torch backend): node K of N machines,\n"
+       "--nproc processes on each (default 1), meeting at node 0's HOST:PORT; run the same\n"
+       "command on every node. Node 0 keeps the checkpoints and scores.\n"
        "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL, or\n"
        "retc-work/MODEL.torch for the torch backend: one backend per DIR);\n"
        "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
@@ -82,7 +89,7 @@ const std::vector<Command>& commands() {
        "dev error (frame error; label error for a model trained with CTC)."},
       {"eval",
        "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--device cpu|gpu] [--set NAME=VALUE]",
+       "                  [--device auto|cpu|gpu] [--set NAME=VALUE]",
        "Evaluates a checkpoint of MODEL on a dataset with RETURNN's eval (no training flag:\n"
        "no dropout): every loss and error as RETURNN reports them. The last line printed is\n"
        "the main error, as training prints it. CKPT defaults to the last epoch's checkpoint\n"
@@ -91,14 +98,14 @@ const std::vector<Command>& commands() {
        "A missing checkpoint or one of another model is an error."},
       {"forward",
        "forward MODEL -o OUT.hdf [--backend NAME] [--checkpoint CKPT] [--workdir DIR]\n"
-       "                  [--data SET] [--device cpu|gpu] [--set NAME=VALUE]",
+       "                  [--data SET] [--device auto|cpu|gpu] [--set NAME=VALUE]",
        "Runs MODEL's output (mark_as_output; the one named 'output' if several) on every\n"
        "sequence of a dataset and writes it to OUT.hdf as RETURNN's forward task does\n"
        "(SimpleHDFWriter: RETURNN's HDFDataset reads it; written under a temporary name,\n"
        "then renamed). CKPT, DIR and SET as for eval."},
       {"search",
        "search MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--beam K] [-o HYPS] [--device cpu|gpu] [--set NAME=VALUE]",
+       "                  [--beam K] [-o HYPS] [--device auto|cpu|gpu] [--set NAME=VALUE]",
        "Decodes a dataset with MODEL's search output (mark_as_search_output: a loop's\n"
        "choices, kept in beams of K hypotheses (default 12), or a CTC decoding), writes the\n"
        "best hypothesis of each sequence to HYPS in RETURNN's search output format (\"py\":\n"
@@ -259,16 +266,24 @@ absl::StatusOr<const runtime::Backend*> backend_arg(const Args& a) {
   return runtime::find_backend(it->second);
 }
 
-// --device cpu|gpu (default cpu).
+// --device auto|cpu|gpu (default auto: no `device` in the config, RETURNN
+// picks a GPU where there is one).
 absl::Status apply_device(const Args& a, emit::ConfigOptions& opts) {
   auto it = a.flags.find("--device");
   if (it == a.flags.end()) return absl::OkStatus();
-  if (it->second != "cpu" && it->second != "gpu") {
+  if (it->second != "auto" && it->second != "cpu" && it->second != "gpu") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--device needs cpu or gpu, got '", it->second, "'"));
+        absl::StrCat("--device needs auto, cpu or gpu, got '", it->second, "'"));
   }
-  opts.device = it->second;
+  opts.device = it->second == "auto" ? "" : it->second;
   return absl::OkStatus();
+}
+
+// Before a command that runs RETURNN writes anything: --device gpu where the
+// backend has no GPU to use is a one-line error.
+absl::Status check_device(const runtime::Backend& b, const emit::ConfigOptions& opts) {
+  if (opts.device != "gpu") return absl::OkStatus();
+  return runtime::usable_gpus(std::string(b.target.name), opts.device).status();
 }
 
 // Sets `out` to the integer value of flag `name` if given; at least `min`.
@@ -576,12 +591,63 @@ const std::pair<std::string, double>* main_error(
   return found;
 }
 
+// --nproc, --nnodes, --node-rank, --master: how many processes train, and
+// where (torch's launcher, torchrun; one process without any of them).
+absl::StatusOr<runtime::Distributed> distributed_args(const Args& a, const runtime::Backend& b) {
+  runtime::Distributed d;
+  if (absl::Status s = int_flag(a, "--nproc", 1, d.nproc); !s.ok()) return s;
+  if (absl::Status s = int_flag(a, "--nnodes", 1, d.nnodes); !s.ok()) return s;
+  if (absl::Status s = int_flag(a, "--node-rank", 0, d.node_rank); !s.ok()) return s;
+  if (auto it = a.flags.find("--master"); it != a.flags.end()) d.master = it->second;
+  if (!d.several()) {
+    if (a.flags.contains("--node-rank") || a.flags.contains("--master"))
+      return absl::InvalidArgumentError("--node-rank and --master go with --nnodes N (N > 1)");
+    return d;
+  }
+  if (!b.runner.train_distributed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        d.nnodes > 1 ? absl::StrCat("--nnodes ", d.nnodes) : absl::StrCat("--nproc ", d.nproc),
+        ": the ", b.target.name,
+        " target trains in one process here; several processes are on the torch "
+        "target (--backend torch)"));
+  }
+  if (d.nnodes > 1) {
+    if (d.node_rank >= d.nnodes) {
+      return absl::InvalidArgumentError(absl::StrCat("--node-rank ", d.node_rank,
+                                                     " is not a node of --nnodes ", d.nnodes,
+                                                     " (0 to ", d.nnodes - 1, ")"));
+    }
+    int64_t port = 0;
+    const size_t colon = d.master.rfind(':');
+    if (d.master.empty() || colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(d.master.substr(colon + 1), &port) || port < 1 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--nnodes ", d.nnodes,
+                       " needs --master HOST:PORT (node 0's address, the same on "
+                       "every node)",
+                       d.master.empty() ? "" : absl::StrCat(", got '", d.master, "'")));
+    }
+  }
+  return d;
+}
+
 int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, a);
   if (!m.ok()) return model_arg_error(m.status());
   auto backend = backend_arg(a);
   if (!backend.ok()) return usage_error(backend.status().message());
   if (absl::Status s = check_data_files(*m); !s.ok()) return error(s);
+  auto dist = distributed_args(a, **backend);
+  if (!dist.ok()) return usage_error(dist.status().message());
+  // The flags and the device first: their errors write nothing, not even the workdir.
+  emit::ConfigOptions flags = config_options(*m);
+  if (absl::Status s = apply_setup_flags(a, flags); !s.ok()) return usage_error(s.message());
+  int gpus = 0;
+  if (flags.device == "gpu" || (dist->several() && flags.device.empty())) {
+    auto n = runtime::usable_gpus(std::string((*backend)->target.name), flags.device);
+    if (!n.ok()) return error(n.status());
+    gpus = *n;
+  }
   const std::string workdir = workdir_arg(a, *m, (*backend)->target);
   std::error_code ec;
   // One backend per workdir: RETURNN's learning_rates file would mix their scores.
@@ -602,35 +668,32 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   emit::ConfigOptions opts = config_options(*m, abs + "/model");
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
-  if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
-  int64_t nproc = 1;
-  if (auto it = a.flags.find("--nproc"); it != a.flags.end()) {
-    if (!absl::SimpleAtoi(it->second, &nproc) || nproc < 1)
-      return usage_error(absl::StrCat("--nproc needs a positive integer, got '", it->second, "'"));
-    if (nproc > 1 && !(*backend)->runner.train_distributed) {
-      return usage_error(absl::StrCat("--nproc ", nproc, ": the ", (*backend)->target.name,
-                                      " target trains in one process here; several processes "
-                                      "are on the torch target (--backend torch)"));
-    }
-  }
+  (void)apply_setup_flags(a, opts);  // checked above
   // RETURNN's torch_distributed, grads averaged every step. On CPU gloo only:
   // RETURNN's default "cpu:gloo,cuda:nccl" makes torch open NCCL, which needs
-  // a CUDA device; on GPU that default (nccl for CUDA tensors).
-  if (nproc > 1) {
-    opts.training.extra.emplace_back(
-        "torch_distributed",
-        opts.device == "cpu" ? emit::PyValue::dict({{"backend", "gloo"}}) : emit::PyValue::dict());
+  // a CUDA device; with GPUs that default (nccl for CUDA tensors).
+  if (dist->several()) {
+    opts.training.extra.emplace_back("torch_distributed",
+                                     gpus == 0 || opts.device == "cpu"
+                                         ? emit::PyValue::dict({{"backend", "gloo"}})
+                                         : emit::PyValue::dict());
   }
   auto text = emit::compile_to_config(*m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << m->name << "' with " << path << std::endl;
-  auto r = nproc > 1 ? (*backend)->runner.train_distributed(path, static_cast<int>(nproc),
-                                                            abs + "/retc-stderr.log")
-                     : (*backend)->runner.train(path, abs + "/retc-stderr.log");
+  auto r = dist->several()
+               ? (*backend)->runner.train_distributed(path, *dist, abs + "/retc-stderr.log")
+               : (*backend)->runner.train(path, abs + "/retc-stderr.log");
   std::cout.flush();
   if (!r.ok()) return error(r.status());
+  if (dist->node_rank > 0) {
+    // Rank 0, on node 0, evaluates and keeps the checkpoints and scores.
+    std::cout << "retc: node " << dist->node_rank << " of " << dist->nnodes
+              << " finished (node 0 keeps the checkpoints and scores)" << std::endl;
+    return kOk;
+  }
   const std::pair<std::string, double>* dev_error = main_error(r->scores, "dev");
   if (!dev_error)
     return error(absl::InternalError("RETURNN recorded no dev error for the last epoch"));
@@ -661,6 +724,9 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   if (!backend.ok()) return usage_error(backend.status().message());
   if (absl::Status s = check_data_files(*m); !s.ok()) return error(s);
   const emit::Target& target = (*backend)->target;
+  emit::ConfigOptions device;
+  if (absl::Status s = apply_device(a, device); !s.ok()) return usage_error(s.message());
+  if (absl::Status s = check_device(**backend, device); !s.ok()) return error(s);
   const std::string name(emit::task_name(task));
   auto out = a.flags.find("-o");
   if (task == emit::Task::kForward && out == a.flags.end())
@@ -689,7 +755,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   TempDir tmp;
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
   emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
-  if (absl::Status s = apply_device(a, opts); !s.ok()) return usage_error(s.message());
+  opts.device = device.device;
   emit::TaskOptions& t = opts.task;
   t.task = task;
   t.load = checkpoint;
@@ -927,7 +993,9 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   std::vector<std::string> valued, boolean;
   if (cmd == "compile")
     valued = {"-o", "--model-dir", "--epochs", "--device", "--seed", "--task", "--beam"};
-  if (cmd == "train") valued = {"--workdir", "--epochs", "--device", "--nproc", "--seed"};
+  if (cmd == "train")
+    valued = {"--workdir", "--epochs",    "--device", "--nproc",
+              "--nnodes",  "--node-rank", "--master", "--seed"};
   if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search")
     valued = {"--checkpoint", "--workdir", "--data", "--device"};

@@ -73,12 +73,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
 fi
-# tensorflow-cpu never runs CUDA, but RETURNN enables CUDA for its native ops
-# (the fused LSTM) whenever nvcc is on PATH, and their compilation then fails.
-# This .pth line runs at every start of the venv's Python, so `python -m
-# returnn` on an emitted config works as well as retc's embedded runtime.
+# RETURNN's TF native ops (the fused LSTM) build CUDA kernels whenever nvcc is on
+# PATH, also for tensorflow-cpu, and then fail to compile. runtime/retc_venv_hook.py
+# makes them CPU-only where TensorFlow has no CUDA, and changes nothing else (no
+# DISABLE_CUDA: the torch engine's native ops must find CUDA on a GPU machine). The
+# .pth line imports it at every start of the venv's Python: retc's embedded runtime,
+# `python -m returnn` on an emitted config, torchrun's workers.
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo 'import os; os.environ.setdefault("DISABLE_CUDA", "1")' > "$site/retc_disable_cuda.pth"
+rm -f "$site/retc_disable_cuda.pth"  # what earlier set-ups wrote: DISABLE_CUDA for everything
+cp runtime/retc_venv_hook.py "$site/retc_venv_hook.py"
+echo 'import retc_venv_hook' > "$site/retc_venv_hook.pth"
 
 [ "${1:-}" = --no-build ] && { say "packages and venv ready (--no-build)"; exit 0; }
 

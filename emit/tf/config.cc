@@ -28,7 +28,7 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   out += format_assignment("backend", "tensorflow-net-dict");
   out += format_assignment("behavior_version", kBehaviorVersion);
   out += format_assignment("task", std::string(task_name(opts.task.task)));
-  out += format_assignment("device", opts.device);
+  out += device_entry(opts);
   out += beam_entry(opts);
   out += "\n";
   for (const auto& [id, def] : net.dims) out += format_assignment(id, def);

@@ -44,7 +44,7 @@ void write_preamble(CodeWriter& w, const ir::Graph& g, const ConfigOptions& opts
   // that decodes (RETURNN's "search" task is TF only).
   w.raw(
       format_assignment("task", std::string(task_name(forward ? Task::kForward : opts.task.task))));
-  w.raw(format_assignment("device", opts.device));
+  w.raw(device_entry(opts));
   w.raw(beam_entry(opts));
   // "same" padding with strides as TF pads (the total k - 1 - (n - 1) % s,
   // the extra frame on the right), not rf's newer length-independent padding.

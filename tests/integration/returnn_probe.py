@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 
-os.environ["DISABLE_CUDA"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy  # noqa: E402

@@ -52,7 +52,6 @@ LAYOUTS = {
 
 def tf_shapes(config_path):
     """The trainable variables' shapes of the config's network (TF)."""
-    os.environ["DISABLE_CUDA"] = "1"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import returnn.__old_mod_loader__  # noqa: F401  (the 2019 file imports `Pretrain`)
     import tensorflow as tf

@@ -56,16 +56,3 @@ expect_error 1 "param_models.cc:[0-9]+:[0-9]+: error: param 'double_outer': the 
   "$RETC_TEST_MODELS" compile scoped --backend torch -o "$TMP/t.config"
 [ ! -e "$TMP/t.config" ] || fail "wrote a config for a model the target cannot give its param options"
 pass "a per-param device is a build-time error naming the target"
-
-# --device gpu: trains where torch sees a CUDA GPU; elsewhere (CI) one clear line.
-if "$VENV/bin/python" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
-  "$RETC" train 12ax --backend torch --device gpu --epochs 1 --workdir "$TMP/gpu" >"$TMP/gpu.log" 2>&1 ||
-    { tail -n 20 "$TMP/gpu.log"; fail "retc train --device gpu on a GPU machine"; }
-  pass "--device gpu trains on this machine's GPU"
-else
-  expect_error 1 "^retc: error: RETURNN training failed: RuntimeError: --device gpu: torch sees no CUDA GPU on this machine \(traceback: .*\)$" -- \
-    "$RETC" train 12ax --backend torch --device gpu --workdir "$TMP/gpu"
-  expect_error 1 "^retc: error: RETURNN training failed: RuntimeError: --device gpu: the TensorFlow installed here \(tensorflow-cpu, pinned\) runs on CPUs only; train on GPUs with --backend torch \(traceback: .*\)$" -- \
-    "$RETC" train 12ax --device gpu --workdir "$TMP/gpu-tf"
-  pass "--device gpu without a GPU: one line naming what is missing"
-fi

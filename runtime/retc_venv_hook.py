@@ -1,0 +1,54 @@
+"""Copied into retc's venv by tools/setup.sh, with a .pth line that imports it at every start
+of the venv's Python (retc's embedded runtime, `python -m returnn`, torchrun's workers, the
+tests).
+
+RETURNN's TF native ops (NativeLstm2 and the other OpMaker ops) decide whether to build CUDA
+kernels by looking for nvcc (CudaEnv), not by asking TensorFlow; with a TensorFlow built
+without CUDA (the pinned tensorflow-cpu) and nvcc on PATH, their compilation then fails.
+When `returnn.tf.native_op` is imported and TensorFlow is not a CUDA build, this makes those
+ops CPU-only (OpMaker.with_cuda = False). Nothing else changes: no DISABLE_CUDA, so RETURNN's
+torch engine and its native ops (the CTC error's edit distance) find CUDA on a GPU machine,
+and a CUDA build of TensorFlow (tools/setup.sh --gpu) builds its kernels as RETURNN does.
+"""
+
+import sys
+
+_TARGET = "returnn.tf.native_op"
+
+
+def _cpu_only_if_tf_has_no_cuda(module):
+    from returnn.tf.util.basic import is_tf_cuda_build
+
+    if not is_tf_cuda_build():
+        module.OpMaker.with_cuda = False
+
+
+class _NativeOpFinder:
+    """A meta path finder that only wraps the loader of `returnn.tf.native_op`."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _TARGET:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            _cpu_only_if_tf_has_no_cuda(module)
+
+        loader.exec_module = exec_and_patch
+        return spec
+
+
+if not any(isinstance(f, _NativeOpFinder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _NativeOpFinder())
