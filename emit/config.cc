@@ -114,7 +114,60 @@ absl::Status check_training_setup(const TrainingSetup& t, absl::string_view mode
   for (const auto& [key, n] : t.max_seq_length) {
     if (n < 1) return bad("max_seq_length of '", key, "' must be at least 1, got ", n);
   }
+  if (t.cleanup) {
+    if (t.cleanup->keep_last < 1)
+      return bad("cleanup keep_last must be at least 1 (the last epoch resumes), got ",
+                 t.cleanup->keep_last);
+    if (t.cleanup->keep_best < 0)
+      return bad("cleanup keep_best must not be negative, got ", t.cleanup->keep_best);
+    for (int64_t e : t.cleanup->keep) {
+      if (e < 1) return bad("cleanup keep lists epochs, which start at 1; got ", e);
+    }
+  }
+  if (t.data_loader_workers < 0)
+    return bad("data_loader_workers must not be negative, got ", t.data_loader_workers);
+  if ((t.reduce == DistributedReduce::kParam) != (t.param_sync_step > 0)) {
+    return bad("param_sync_step (", t.param_sync_step,
+               ") must be positive exactly when the reduce type is param");
+  }
   return absl::OkStatus();
+}
+
+absl::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFloat32:
+      return "float32";
+    case Precision::kBfloat16:
+      return "bfloat16";
+    case Precision::kFloat16:
+      return "float16";
+  }
+  return "";
+}
+
+std::vector<TorchOnlyEntry> torch_only_entries(const ConfigOptions& opts) {
+  const TrainingSetup& t = opts.training;
+  std::vector<TorchOnlyEntry> out;
+  if (t.amp != Precision::kFloat32) {
+    // float16 gets RETURNN's default GradScaler (loss scaling); bfloat16 none.
+    PyValue amp = PyValue::dict({{"dtype", std::string(precision_name(t.amp))}});
+    if (t.amp == Precision::kBfloat16) amp.set("grad_scaler", PyValue::none());
+    out.push_back({absl::StrCat("amp ", precision_name(t.amp)), "torch_amp", std::move(amp)});
+  }
+  if (t.data_loader_workers > 0) {
+    out.push_back({absl::StrCat("workers ", t.data_loader_workers), "torch_dataloader_opts",
+                   PyValue::dict({{"num_workers", t.data_loader_workers}})});
+  }
+  if (opts.distributed) {
+    PyValue d = PyValue::dict();
+    if (!opts.distributed->empty()) d.set("backend", *opts.distributed);
+    if (t.reduce == DistributedReduce::kParam) {
+      d.set("reduce_type", "param");
+      d.set("param_sync_step", t.param_sync_step);
+    }
+    out.push_back({"several processes", "torch_distributed", std::move(d)});
+  }
+  return out;
 }
 
 std::string stage_selector(const std::vector<StageGraph>& stages) {
@@ -182,7 +235,8 @@ void schedule_entries(const TrainingSetup& t, std::string& out) {
 }  // namespace
 
 std::string training_entries(const ConfigOptions& opts,
-                             const std::vector<std::pair<std::string, PyValue>>& after_seed) {
+                             const std::vector<std::pair<std::string, PyValue>>& after_seed,
+                             const std::vector<std::pair<std::string, PyValue>>& after_log) {
   const TrainingSetup& t = opts.training;
   std::string out;
   out += format_assignment("train", t.train);
@@ -198,6 +252,14 @@ std::string training_entries(const ConfigOptions& opts,
   for (const auto& [k, v] : after_seed) out += format_assignment(k, v);
   out += format_assignment("model", opts.model_path);
   out += format_assignment("log_verbosity", opts.log_verbosity);
+  if (t.cleanup) {
+    std::vector<PyValue> keep(t.cleanup->keep.begin(), t.cleanup->keep.end());
+    out += format_assignment("cleanup_old_models",
+                             PyValue::dict({{"keep_last_n", t.cleanup->keep_last},
+                                            {"keep_best_n", t.cleanup->keep_best},
+                                            {"keep", PyValue::list(std::move(keep))}}));
+  }
+  for (const auto& [k, v] : after_log) out += format_assignment(k, v);
   for (const auto& [k, v] : t.extra) out += format_assignment(k, v);
   return out;
 }

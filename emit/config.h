@@ -64,6 +64,31 @@ struct EpochFilter {
 /// `{(first, last): {"max_mean_len": n}, ...}`, for `dataset.set("epoch_wise_filter", ...)`.
 PyValue epoch_wise_filter(const std::vector<EpochFilter>& filters);
 
+/// Which checkpoints stay (RETURNN's `cleanup_old_models`, run after each
+/// epoch): the last `keep_last` epochs', the best `keep_best` of each score
+/// RETURNN records (each train and dev loss and error: an epoch best in any
+/// one of them stays) and the epochs in `keep`; the rest are deleted, with
+/// their optimizer states on torch (`apply_cleanup_old_models_to_optim_states`).
+struct CheckpointCleanup {
+  int64_t keep_last = 2;
+  int64_t keep_best = 4;
+  std::vector<int64_t> keep;
+};
+
+/// Mixed precision (torch's autocast, RETURNN's `torch_amp`): the step's
+/// matmuls and convolutions in a 16-bit float, the params in float32;
+/// float16 with loss scaling (RETURNN's GradScaler).
+enum class Precision { kFloat32, kBfloat16, kFloat16 };
+
+/// "float32", "bfloat16", "float16".
+absl::string_view precision_name(Precision p);
+
+/// How the ranks of several training processes stay in step (RETURNN's
+/// `torch_distributed` reduce_type): gradients averaged at every step, or
+/// each rank steps alone and the params are averaged every `param_sync_step`
+/// steps.
+enum class DistributedReduce { kGrad, kParam };
+
 /// How a model is trained: datasets, batching, optimizer, schedule.
 struct TrainingSetup {
   PyValue train;  ///< dataset dict, e.g. {"class": "Task12AXDataset", ...}
@@ -95,6 +120,17 @@ struct TrainingSetup {
   /// Training skips sequences longer than this, per data key
   /// (max_seq_length, e.g. {{"classes", 75}}); empty: none.
   std::vector<std::pair<std::string, int64_t>> max_seq_length;
+  /// Checkpoints deleted after each epoch but these; unset: every one stays.
+  std::optional<CheckpointCleanup> cleanup;
+  /// Mixed precision (torch target; TF: an error naming the target).
+  Precision amp = Precision::kFloat32;
+  /// Processes that load batches beside each training process (torch's
+  /// DataLoader num_workers; torch target); 0: the training process does.
+  int64_t data_loader_workers = 0;
+  /// Several processes (ConfigOptions::distributed): the reduce type, and for
+  /// kParam the steps between param averages.
+  DistributedReduce reduce = DistributedReduce::kGrad;
+  int64_t param_sync_step = 0;
   /// Further config entries, written last in this order.
   std::vector<std::pair<std::string, PyValue>> extra;
 };
@@ -148,6 +184,11 @@ struct ConfigOptions {
   std::string device;
   TrainingSetup training;
   TaskOptions task;
+  /// Training runs in several processes (RETURNN's `torch_distributed`,
+  /// torch target) with this torch.distributed backend ("gloo"; empty:
+  /// RETURNN's default, gloo for CPU tensors and nccl for CUDA ones); unset:
+  /// one process.
+  std::optional<std::string> distributed;
 };
 
 /// The RETURNN behavior_version retc emits for (the newest the pinned RETURNN knows).
@@ -162,10 +203,22 @@ std::string ir_hash(const ir::Graph& g);
 std::string config_header(const ir::Graph& g, const ConfigOptions& opts);
 
 /// The training setup's entries (datasets, batching, optimizer, schedule,
-/// checkpoints, log, extra), the same for every target; `after_seed` are a
-/// target's own entries after random_seed (TF: decouple_constraints).
+/// checkpoints, log, cleanup, extra), the same for every target; `after_seed`
+/// are a target's own entries after random_seed (TF: decouple_constraints),
+/// `after_log` after the log and cleanup entries (torch: torch_only_entries).
 std::string training_entries(const ConfigOptions& opts,
-                             const std::vector<std::pair<std::string, PyValue>>& after_seed = {});
+                             const std::vector<std::pair<std::string, PyValue>>& after_seed = {},
+                             const std::vector<std::pair<std::string, PyValue>>& after_log = {});
+
+/// Entries only the torch engine has: torch_amp, torch_dataloader_opts,
+/// torch_distributed; each with the option that asks for it, so that another
+/// target can name it in its error.
+struct TorchOnlyEntry {
+  std::string option;  ///< e.g. "amp bfloat16" (as the CLI spells it)
+  std::string name;
+  PyValue value;
+};
+std::vector<TorchOnlyEntry> torch_only_entries(const ConfigOptions& opts);
 
 /// The config's `device = "..."` line where one is asked for, else "".
 std::string device_entry(const ConfigOptions& opts);

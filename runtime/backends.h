@@ -19,8 +19,10 @@ struct Runner {
   /// Constructs the network, runs one step on random data, lists variables.
   std::function<absl::StatusOr<CheckResult>(const std::string& config, const std::string& log)>
       check;
-  /// RETURNN's training task on the config.
-  std::function<absl::StatusOr<TrainResult>(const std::string& config, const std::string& log)>
+  /// RETURNN's training task on the config, with a progress line at most
+  /// every `progress_seconds` (0: none).
+  std::function<absl::StatusOr<TrainResult>(const std::string& config, const std::string& log,
+                                            double progress_seconds)>
       train;
   /// The name under which `check` lists a param's variable.
   std::function<std::string(const ir::Param&)> variable_name;

@@ -254,19 +254,189 @@ def _scores(lrc):
     return last, sorted((k, float(v)) for k, v in (lrc.epoch_data[last].error or {}).items())
 
 
-def train(config_path):
-    """Runs RETURNN's training task on a config in this process.
+def _hms(seconds):
+    seconds = int(round(seconds))
+    return "%d:%02d:%02d" % (seconds // 3600, seconds // 60 % 60, seconds % 60)
+
+
+class Progress:
+    """retc's progress during a training epoch, on this process's stdout (not
+    through RETURNN's log, so RETURNN's log file is as RETURNN writes it): the
+    step, sequences and frames per second, the current loss, the elapsed and
+    the estimated time of the epoch. On a terminal one line redrawn in place
+    with a bar (at most every `tty_interval` seconds, erased when the epoch
+    ends); otherwise a plain line at most every `interval` seconds, without
+    control characters. Fed by the engines' per-step report hooks
+    (install_progress)."""
+
+    def __init__(self, interval=10.0, tty_interval=0.5, out=None):
+        self.out = out or sys.stdout
+        try:
+            self.tty = self.out.isatty()
+        except Exception:
+            self.tty = False
+        self.interval = tty_interval if self.tty else interval
+        self.epoch = 0
+        self.drawn = False
+        self.start = self.last = 0.0
+        self.seqs = self.frames = 0
+
+    def epoch_start(self, epoch):
+        import time
+
+        self.epoch = epoch
+        self.start = self.last = time.monotonic()
+        self.seqs = self.frames = 0
+
+    def step(self, step, losses, complete, seqs, frames):
+        """After `step` (from 0) of the epoch: `losses` {name: value} (the first is shown),
+        `complete` the part of the epoch done (None if unknown), this step's `seqs` and
+        `frames` (the input's summed lengths)."""
+        import time
+
+        now = time.monotonic()
+        self.seqs += seqs
+        self.frames += frames
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        elapsed = now - self.start
+        parts = ["epoch %d step %d" % (self.epoch, step + 1)]
+        if elapsed > 0:
+            parts.append("%.1f seqs/s %.0f frames/s" % (self.seqs / elapsed, self.frames / elapsed))
+        if losses:
+            name, value = next(iter(losses.items()))
+            parts.append("%s %.4g" % (name, value))
+        parts.append("elapsed %s" % _hms(elapsed))
+        if complete and complete > 0:
+            parts.append("eta %s" % _hms(elapsed / complete - elapsed))
+        text = ", ".join(parts)
+        if self.tty:
+            done = min(max(complete or 0.0, 0.0), 1.0)
+            bar = "#" * int(done * 20) + "." * (20 - int(done * 20))
+            self.out.write("\r[%s] %3d%% %s\x1b[K" % (bar, int(done * 100), text))
+            self.drawn = True
+        else:
+            self.out.write("retc: progress: %s\n" % text)
+        self.out.flush()
+
+    def epoch_end(self):
+        if self.drawn:
+            self.out.write("\r\x1b[K")
+            self.out.flush()
+            self.drawn = False
+
+
+class _BarAwareStream:
+    """sys.stdout while a Progress may draw its bar: any other text (RETURNN's log
+    lines) erases the bar first, so that it never shares a line with them."""
+
+    def __init__(self, stream, progress):
+        self._stream = stream
+        self._progress = progress
+
+    def write(self, text):
+        if text and self._progress.drawn:
+            self._progress.epoch_end()
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _frames(seq_lens):
+    """The frames of a batch from {key: summed lengths}: the input's ("data")."""
+    if not seq_lens:
+        return 0
+    return int(seq_lens.get("data", next(iter(seq_lens.values()))))
+
+
+def install_progress(engine, progress):
+    """Feeds `progress` from RETURNN's per-step report of training steps: torch's
+    `_print_process` (module function; RETURNN's batch-size info turned on for it, which
+    RETURNN prints at log verbosity 5 only) and TF's `Runner._print_process` (the
+    step's sequence lengths from its fetches); and wraps the engine's train_epoch."""
+    train_epoch = engine.train_epoch
+
+    def train_epoch_with_progress(*args, **kwargs):
+        progress.epoch_start(engine.epoch)
+        try:
+            return train_epoch(*args, **kwargs)
+        finally:
+            progress.epoch_end()
+
+    engine.train_epoch = train_epoch_with_progress
+    if type(engine).__module__.startswith("returnn.torch"):
+        import returnn.torch.engine as torch_engine
+
+        report = torch_engine._print_process
+        if getattr(report, "_retc_progress", None) is not None:
+            report = report._retc_progress
+        engine._log_batch_size = True
+
+        def print_process(report_prefix, *, step, eval_info=None, batch_size_info=None,
+                          complete_frac=None, **kwargs):
+            if report_prefix.endswith(" train"):
+                info = batch_size_info or {}
+                sums = {k[len("sum_size:"):]: v for k, v in info.items() if k.startswith("sum_size:")}
+                losses = {k: v for k, v in (eval_info or {}).items() if not k.endswith("error")}
+                progress.step(step, losses, complete_frac if complete_frac not in (None, -1) else None,
+                              int(info.get("num_seqs", 0)), _frames(sums))
+            return report(report_prefix, step=step, eval_info=eval_info, batch_size_info=batch_size_info,
+                          complete_frac=complete_frac, **kwargs)
+
+        print_process._retc_progress = report
+        torch_engine._print_process = print_process
+    else:
+        from returnn.tf.engine import Runner
+
+        report = getattr(Runner._print_process, "_retc_progress", Runner._print_process)
+        collect = getattr(Runner._collect_eval_info, "_retc_progress", Runner._collect_eval_info)
+
+        def collect_eval_info(self, fetches_results):
+            self._retc_sizes = {k[len("size:"):-2]: v for k, v in fetches_results.items()
+                                if k.startswith("size:") and k.endswith(":0")}
+            return collect(self, fetches_results)
+
+        def print_process(self, report_prefix, step, step_duration, eval_info):
+            if self._should_train:
+                sizes = getattr(self, "_retc_sizes", {})
+                lens = sizes.get("data", next(iter(sizes.values()), None))
+                seqs = len(lens) if lens is not None else 0
+                losses = {k: v for k, v in (eval_info or {}).items() if k.startswith("cost:")}
+                progress.step(step, losses, self.data_provider.get_complete_frac() or None, seqs,
+                              _frames({k: int(v.sum()) for k, v in sizes.items()}))
+            return report(self, report_prefix, step, step_duration, eval_info)
+
+        collect_eval_info._retc_progress = collect
+        print_process._retc_progress = report
+        Runner._collect_eval_info = collect_eval_info
+        Runner._print_process = print_process
+
+
+def train(config_path, progress_interval=10.0):
+    """Runs RETURNN's training task on a config in this process, with progress
+    lines (Progress; none if `progress_interval` is 0).
     Returns (last_epoch, [(key, value)] of that epoch's scores)."""
     import returnn.__main__ as rnn
 
     _prepare(config_path)
+    stdout = sys.stdout
+    progress = Progress(interval=progress_interval, out=stdout) if progress_interval > 0 else None
+    if progress is not None and progress.tty:
+        sys.stdout = _BarAwareStream(stdout, progress)  # before RETURNN's log takes it
     try:
         rnn.init(config_filename=config_path, extra_greeting="retc train, in process.")
+        if progress is not None:
+            install_progress(rnn.engine, progress)
         rnn.execute_main_task()
         last, scores = _scores(rnn.engine.learning_rate_control)
         rnn.finalize()
         return last, scores
     finally:
+        if progress is not None:
+            progress.epoch_end()
+        sys.stdout = stdout
         _flush()
 
 

@@ -146,9 +146,18 @@ absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
 }
 
 absl::StatusOr<TrainResult> train_config(const std::string& config_path,
-                                         const std::string& log_path) {
-  return call_runtime<TrainResult>("train", "RETURNN training failed", config_path, log_path,
-                                   to_train_result);
+                                         const std::string& log_path, double progress_seconds) {
+  StderrToFile redirect(log_path);
+  auto m = runtime_module();
+  if (!m.ok()) return m.status();
+  try {
+    py::tuple r = m->attr("run_logged")("train", log_path, config_path, progress_seconds);
+    flush_python();
+    return to_train_result(r);
+  } catch (const py::error_already_set& e) {
+    flush_python();
+    return python_error(e, "RETURNN training failed", log_path);
+  }
 }
 
 absl::StatusOr<int> usable_gpus(const std::string& backend, const std::string& device) {

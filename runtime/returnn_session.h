@@ -104,7 +104,9 @@ absl::StatusOr<int> usable_gpus(const std::string& backend, const std::string& d
 /// Runs RETURNN's training task on the config (RETURNN logs to stdout, its
 /// stderr and any traceback go to `log_path`, as for check_config). Ctrl-C
 /// gives a Cancelled status; the last finished epoch's checkpoint stays.
+/// During an epoch, a progress line on stdout at most every
+/// `progress_seconds` (a bar redrawn in place on a terminal); 0: none.
 absl::StatusOr<TrainResult> train_config(const std::string& config_path,
-                                         const std::string& log_path);
+                                         const std::string& log_path, double progress_seconds = 10);
 
 }  // namespace retc::runtime

@@ -270,11 +270,12 @@ def torch_batch(template, batch, max_time, max_labels, seed=1):
     return raw
 
 
-def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile):
+def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile,
+                       device="cpu"):
     """The model (retc's torch config, or rf's ConformerEncoder on the torch
     backend) made with get_model, then trained through RETURNN's torch
-    Updater on one fixed random batch; prints JSON (with the top ops of a
-    profiled step if asked)."""
+    Updater on one fixed random batch on `device` ("cpu", "cuda"); prints
+    JSON (with the top ops of a profiled step if asked)."""
     import torch
     from returnn.log import log as rlog
     from returnn.config import Config, set_global_config
@@ -300,8 +301,10 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
     model = config.typed_value("get_model")(epoch=1, step=0)
     result["create_ms"] = (time.perf_counter() - t0) * 1000
     pt_model = rf_module_to_pt_module(model)
+    pt_model.to(device)
     result["params"] = int(sum(p.numel() for p in pt_model.parameters()))
-    updater = Updater(config=config, network=pt_model, device="cpu", initial_learning_rate=0.0005)
+    result["device"] = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    updater = Updater(config=config, network=pt_model, device=device, initial_learning_rate=0.0005)
     updater.create_optimizer()
     updater.set_learning_rate(0.0005)
     template = TensorDict()
@@ -313,7 +316,7 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
         updater.set_current_train_step(global_train_step=i, epoch=1)
         updater.zero_grad()
         extern_data = extern_data_util.raw_dict_to_extern_data(
-            raw, extern_data_template=template, device="cpu", with_eval_targets=True)
+            raw, extern_data_template=template, device=device, with_eval_targets=True)
         rf.init_train_step_run_ctx(train_flag=True, step=i, epoch=1)
         train_step(model=model, extern_data=extern_data)
         loss = rf.get_run_ctx().total_loss().raw_tensor
@@ -343,6 +346,45 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
 
 
 # --- driver ----------------------------------------------------------------------------------------
+
+def gpu_steps(args):
+    """tools/gpu_check.sh's benchmark rows: the median training step of the
+    --step-blocks Conformer on the GPU, retc's config against rf's
+    ConformerEncoder, on torch (device cuda) and on TF (TensorFlow places the
+    ops on the GPU when it is a CUDA build; the row says where they ran), at
+    the small and the large batch. Prints markdown table rows."""
+    binary = os.path.join(args.build, "retc_bench_compile")
+    tmp = tempfile.mkdtemp(prefix="retc-bench-gpu-")
+    configs = {}
+    for backend in ("tf", "torch"):
+        path = os.path.join(tmp, "retc-%s.config" % backend)
+        run_compile(binary, ["--conformer", str(args.step_blocks), "--repeat", "1", "--write-config", path,
+                             "--backend", backend, "--dropout-broadcast"])
+        configs[backend] = path
+    import tensorflow as tf
+
+    tf_gpu = bool(tf.test.is_built_with_cuda() and tf.config.list_physical_devices("GPU"))
+    for batch, frames, steps in ((args.batch, args.frames, args.steps), (8, 500, args.large_steps)):
+        runs = {}
+        for kind in ("retc", "rf"):
+            log("gpu torch steps: %s %dx%d" % (kind, batch, frames))
+            runs["torch", kind] = run_worker(["torch_steps", kind, configs["torch"] if kind == "retc" else "-",
+                                              args.step_blocks, steps, args.warmup, batch, frames, 0, "cuda"])
+            if tf_gpu:
+                log("gpu tf steps: %s %dx%d" % (kind, batch, frames))
+                runs["tf", kind] = run_worker(["steps", kind, configs["tf"] if kind == "retc" else "-",
+                                               args.step_blocks, steps, args.warmup, batch, frames])
+        for target in ("torch", "tf"):
+            if (target, "retc") not in runs:
+                print("| %d-block Conformer step, %s, %dx%d | not run: the venv's TensorFlow has no GPU "
+                      "(tensorflow-cpu; tools/setup.sh --gpu) | | |" % (args.step_blocks, target, batch, frames))
+                continue
+            a, b = runs[target, "retc"], runs[target, "rf"]
+            print("| %d-block Conformer step, %s, %dx%d | retc %.1f ms, rf %.1f ms (median of %d) | | "
+                  "retc / rf %.3f |" % (args.step_blocks, target, batch, frames, a["step_ms_median"],
+                                        b["step_ms_median"], steps, a["step_ms_median"] / b["step_ms_median"]))
+    return 0
+
 
 def versions():
     import importlib.metadata as md
@@ -380,6 +422,9 @@ def main():
     ap.add_argument("--frames", type=int, default=200, help="frames of the longest sequence")
     ap.add_argument("--quick", action="store_true", help="fewer repeats and steps (a smoke run)")
     ap.add_argument("--large-steps", type=int, default=10, help="timed steps at the large batch (8 x 500)")
+    ap.add_argument("--gpu", action="store_true",
+                    help="only the training steps on the GPU (tools/gpu_check.sh): the --step-blocks Conformer, "
+                         "retc against rf on both targets, at --batch x --frames and 8 x 500; prints table rows")
     ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
@@ -388,14 +433,16 @@ def main():
             worker_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
                          max(4, int(frames) // 10))
         elif args.worker[0] == "torch_steps":
-            kind, path, layers, steps, warmup, batch, frames, profile = args.worker[1:]
+            kind, path, layers, steps, warmup, batch, frames, profile = args.worker[1:9]
             worker_torch_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
-                               max(4, int(frames) // 10), profile == "1")
+                               max(4, int(frames) // 10), profile == "1", *args.worker[9:])
         else:
             worker_rf_dict(int(args.worker[1]), int(args.worker[2]))
         return
     if args.quick:
         args.steps, args.warmup, args.large_steps = 5, 1, 2
+    if args.gpu:
+        return gpu_steps(args)
 
     binary = os.path.join(args.build, "retc_bench_compile")
     ver = versions()

@@ -37,10 +37,28 @@ constexpr int kUsage = 2;
 constexpr int kInterrupted = 130;
 
 struct Command {
-  absl::string_view name;
-  absl::string_view usage;
-  absl::string_view help;
+  std::string name;
+  std::string usage;
+  std::string help;
 };
+
+// The production options' usage and help, for compile and train.
+constexpr absl::string_view kProductionUsage =
+    "                  [--amp bfloat16|float16|off] [--keep-last N] [--keep-best N]\n"
+    "                  [--keep-epochs E,E,...] [--workers N] [--reduce grad|param]\n"
+    "                  [--param-sync-step N] [--log-verbosity N]";
+constexpr absl::string_view kProductionHelp =
+    "Production options (they override the model's training setup):\n"
+    "  --amp bfloat16|float16|off  mixed precision (torch: torch_amp; float16 with loss\n"
+    "                   scaling); the tf target has none: an error naming it.\n"
+    "  --keep-last N, --keep-best N, --keep-epochs E,...  which checkpoints stay after each\n"
+    "                   epoch (RETURNN's cleanup_old_models: the last N, the best N of each\n"
+    "                   score RETURNN records, the listed epochs; torch: their optimizer\n"
+    "                   states too). Without them every checkpoint stays.\n"
+    "  --workers N      data-loader processes beside each training process (torch).\n"
+    "  --reduce grad|param, --param-sync-step N  several processes (torch): gradients\n"
+    "                   averaged every step (grad, default), or params every N steps.\n"
+    "  --log-verbosity N  RETURNN's log_verbosity (0-5, default 3).";
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
@@ -49,19 +67,23 @@ const std::vector<Command>& commands() {
        "options of MODEL: each with its default, what it takes and a line of help. --json:\n"
        "every model with its options as JSON (what the Python package reads)."},
       {"compile",
-       "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
-       "                  [--device auto|cpu|gpu] [--seed N] [--task TASK] [--beam K] [--set "
-       "NAME=VALUE]",
-       "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
-       "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
-       "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs;\n"
-       "--seed sets the config's random_seed (fresh random numbers, data order; default 42).\n"
-       "--device: RETURNN's device, written into the config as asked (auto, the default: none\n"
-       "written, RETURNN takes a GPU where there is one), for wherever the config will run.\n"
-       "--task eval|forward|search writes the config that task runs on the dev set (as\n"
-       "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K, default\n"
-       "12); default train.\n"
-       "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend)."},
+       absl::StrCat("compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
+                    "                  [--device auto|cpu|gpu] [--seed N] [--task TASK] [--beam K] "
+                    "[--set NAME=VALUE]\n",
+                    kProductionUsage),
+       absl::StrCat(
+           "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
+           "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
+           "retc-model, relative to where RETURNN runs); --epochs overrides the number of epochs;\n"
+           "--seed sets the config's random_seed (fresh random numbers, data order; default 42).\n"
+           "--device: RETURNN's device, written into the config as asked (auto, the default: none\n"
+           "written, RETURNN takes a GPU where there is one), for wherever the config will run.\n"
+           "--task eval|forward|search writes the config that task runs on the dev set (as\n"
+           "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K, "
+           "default\n"
+           "12); default train.\n"
+           "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend).\n",
+           kProductionHelp)},
       {"check", "check MODEL [--backend NAME] [--set NAME=VALUE]",
        "Compiles MODEL, constructs its network in RETURNN (tf: TFNetwork.construct_from_dict;\n"
        "torch: the config's get_model), runs one step on random data (torch: train_step and\n"
@@ -69,24 +91,33 @@ const std::vector<Command>& commands() {
        "Fails if RETURNN's variables differ from the model's named parameters.\n"
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
       {"train",
-       "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device auto|cpu|gpu]\n"
-       "                  [--nproc N] [--nnodes N --node-rank K --master HOST:PORT] [--seed N]\n"
-       "                  [--set NAME=VALUE]",
-       "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
-       "--nproc N (torch backend): N processes under torch's launcher (torchrun, on this\n"
-       "machine) with RETURNN's torch_distributed, gloo on CPU and nccl on GPU; README,\n"
-       "\"Several processes\", says how to run on several machines.\n"
-       "--device: RETURNN's device; auto (default) leaves the choice to RETURNN (a GPU\n"
-       "where there is one); gpu where none is usable is an error before anything is written.\n"
-       "--nnodes N --node-rank K --master HOST:PORT (torch backend): node K of N machines,\n"
-       "--nproc processes on each (default 1), meeting at node 0's HOST:PORT; run the same\n"
-       "command on every node. Node 0 keeps the checkpoints and scores.\n"
-       "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL, or\n"
-       "retc-work/MODEL.torch for the torch backend: one backend per DIR);\n"
-       "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
-       "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
-       "and keeps the finished epochs' checkpoints. The last line printed is the final\n"
-       "dev error (frame error; label error for a model trained with CTC)."},
+       absl::StrCat(
+           "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device auto|cpu|gpu]\n"
+           "                  [--nproc N] [--nnodes N --node-rank K --master HOST:PORT] [--seed "
+           "N]\n"
+           "                  [--progress SECONDS] [--set NAME=VALUE]\n",
+           kProductionUsage),
+       absl::StrCat(
+           "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
+           "--nproc N (torch backend): N processes under torch's launcher (torchrun, on this\n"
+           "machine) with RETURNN's torch_distributed, gloo on CPU and nccl on GPU; README,\n"
+           "\"Several processes\", says how to run on several machines.\n"
+           "--device: RETURNN's device; auto (default) leaves the choice to RETURNN (a GPU\n"
+           "where there is one); gpu where none is usable is an error before anything is written.\n"
+           "--nnodes N --node-rank K --master HOST:PORT (torch backend): node K of N machines,\n"
+           "--nproc processes on each (default 1), meeting at node 0's HOST:PORT; run the same\n"
+           "command on every node. Node 0 keeps the checkpoints and scores.\n"
+           "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL, or\n"
+           "retc-work/MODEL.torch for the torch backend: one backend per DIR);\n"
+           "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
+           "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
+           "and keeps the finished epochs' checkpoints. During an epoch a progress line (step,\n"
+           "sequences and frames per second, loss, elapsed and estimated time) at most every\n"
+           "--progress SECONDS (default 10; 0: none; a bar redrawn in place on a terminal).\n"
+           "(one process; several print RETURNN's epoch lines only). The last line printed is the "
+           "final\n"
+           "dev error (frame error; label error for a model trained with CTC).\n",
+           kProductionHelp)},
       {"eval",
        "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
        "                  [--device auto|cpu|gpu] [--set NAME=VALUE]",
@@ -300,12 +331,74 @@ absl::Status int_flag(const Args& a, const std::string& name, int64_t min, int64
   return absl::OkStatus();
 }
 
+// The training setup's production options (the torch engine's, and which
+// checkpoints stay): --amp, --keep-last, --keep-best, --keep-epochs,
+// --workers, --reduce, --param-sync-step, --log-verbosity.
+absl::Status apply_production_flags(const Args& a, emit::ConfigOptions& opts) {
+  emit::TrainingSetup& t = opts.training;
+  if (auto it = a.flags.find("--amp"); it != a.flags.end()) {
+    if (it->second == "off") {
+      t.amp = emit::Precision::kFloat32;
+    } else if (it->second == "bfloat16") {
+      t.amp = emit::Precision::kBfloat16;
+    } else if (it->second == "float16") {
+      t.amp = emit::Precision::kFloat16;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--amp needs bfloat16, float16 or off, got '", it->second, "'"));
+    }
+  }
+  if (a.flags.contains("--keep-last") || a.flags.contains("--keep-best") ||
+      a.flags.contains("--keep-epochs")) {
+    emit::CheckpointCleanup c = t.cleanup.value_or(emit::CheckpointCleanup{});
+    if (absl::Status s = int_flag(a, "--keep-last", 1, c.keep_last); !s.ok()) return s;
+    if (absl::Status s = int_flag(a, "--keep-best", 0, c.keep_best); !s.ok()) return s;
+    if (auto it = a.flags.find("--keep-epochs"); it != a.flags.end()) {
+      c.keep.clear();
+      for (absl::string_view e : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
+        int64_t n = 0;
+        if (!absl::SimpleAtoi(e, &n) || n < 1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--keep-epochs needs epochs (positive integers) separated by commas, got '",
+              it->second, "'"));
+        }
+        c.keep.push_back(n);
+      }
+    }
+    t.cleanup = c;
+  }
+  if (absl::Status s = int_flag(a, "--workers", 0, t.data_loader_workers); !s.ok()) return s;
+  if (auto it = a.flags.find("--reduce"); it != a.flags.end()) {
+    if (it->second != "grad" && it->second != "param")
+      return absl::InvalidArgumentError(
+          absl::StrCat("--reduce needs grad or param, got '", it->second, "'"));
+    t.reduce =
+        it->second == "param" ? emit::DistributedReduce::kParam : emit::DistributedReduce::kGrad;
+    if (t.reduce == emit::DistributedReduce::kGrad) t.param_sync_step = 0;
+  }
+  if (absl::Status s = int_flag(a, "--param-sync-step", 1, t.param_sync_step); !s.ok()) return s;
+  if ((t.reduce == emit::DistributedReduce::kParam) != (t.param_sync_step > 0)) {
+    return absl::InvalidArgumentError(
+        "--reduce param and --param-sync-step N go together (the params of the processes are "
+        "averaged every N steps)");
+  }
+  int64_t verbosity = opts.log_verbosity;
+  if (absl::Status s = int_flag(a, "--log-verbosity", 0, verbosity); !s.ok()) return s;
+  if (verbosity > 5)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log-verbosity needs 0 to 5 (RETURNN's), got ", verbosity));
+  opts.log_verbosity = verbosity;
+  return absl::OkStatus();
+}
+
 // The options compile and train share: --device, --epochs, --seed (the
-// config's random_seed: fresh random numbers, dataset order).
+// config's random_seed: fresh random numbers, dataset order), and the
+// production options.
 absl::Status apply_setup_flags(const Args& a, emit::ConfigOptions& opts) {
   if (absl::Status s = apply_device(a, opts); !s.ok()) return s;
   if (absl::Status s = int_flag(a, "--epochs", 1, opts.training.num_epochs); !s.ok()) return s;
-  return int_flag(a, "--seed", 0, opts.training.random_seed);
+  if (absl::Status s = int_flag(a, "--seed", 0, opts.training.random_seed); !s.ok()) return s;
+  return apply_production_flags(a, opts);
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
@@ -639,6 +732,12 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (absl::Status s = check_data_files(*m); !s.ok()) return error(s);
   auto dist = distributed_args(a, **backend);
   if (!dist.ok()) return usage_error(dist.status().message());
+  double progress = 10;
+  if (auto it = a.flags.find("--progress"); it != a.flags.end()) {
+    if (!absl::SimpleAtod(it->second, &progress) || !(progress >= 0))
+      return usage_error(absl::StrCat(
+          "--progress needs seconds between progress lines (0: none), got '", it->second, "'"));
+  }
   // The flags and the device first: their errors write nothing, not even the workdir.
   emit::ConfigOptions flags = config_options(*m);
   if (absl::Status s = apply_setup_flags(a, flags); !s.ok()) return usage_error(s.message());
@@ -669,14 +768,13 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   emit::ConfigOptions opts = config_options(*m, abs + "/model");
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
   (void)apply_setup_flags(a, opts);  // checked above
-  // RETURNN's torch_distributed, grads averaged every step. On CPU gloo only:
-  // RETURNN's default "cpu:gloo,cuda:nccl" makes torch open NCCL, which needs
-  // a CUDA device; with GPUs that default (nccl for CUDA tensors).
+  // RETURNN's torch_distributed. On CPU gloo only: RETURNN's default
+  // "cpu:gloo,cuda:nccl" makes torch open NCCL, which needs a CUDA device;
+  // with GPUs that default (nccl for CUDA tensors). RETURNN runs several
+  // processes on the CPU only when the config says `device = "cpu"`.
   if (dist->several()) {
-    opts.training.extra.emplace_back("torch_distributed",
-                                     gpus == 0 || opts.device == "cpu"
-                                         ? emit::PyValue::dict({{"backend", "gloo"}})
-                                         : emit::PyValue::dict());
+    if (gpus == 0) opts.device = "cpu";
+    opts.distributed = opts.device == "cpu" ? "gloo" : "";
   }
   auto text = emit::compile_to_config(*m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
@@ -685,7 +783,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   std::cout << "retc: training '" << m->name << "' with " << path << std::endl;
   auto r = dist->several()
                ? (*backend)->runner.train_distributed(path, *dist, abs + "/retc-stderr.log")
-               : (*backend)->runner.train(path, abs + "/retc-stderr.log");
+               : (*backend)->runner.train(path, abs + "/retc-stderr.log", progress);
   std::cout.flush();
   if (!r.ok()) return error(r.status());
   if (dist->node_rank > 0) {
@@ -994,8 +1092,13 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "compile")
     valued = {"-o", "--model-dir", "--epochs", "--device", "--seed", "--task", "--beam"};
   if (cmd == "train")
-    valued = {"--workdir", "--epochs",    "--device", "--nproc",
-              "--nnodes",  "--node-rank", "--master", "--seed"};
+    valued = {"--workdir",   "--epochs", "--device", "--nproc",   "--nnodes",
+              "--node-rank", "--master", "--seed",   "--progress"};
+  if (cmd == "compile" || cmd == "train") {
+    for (const char* f : {"--amp", "--keep-last", "--keep-best", "--keep-epochs", "--workers",
+                          "--reduce", "--param-sync-step", "--log-verbosity"})
+      valued.push_back(f);
+  }
   if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search")
     valued = {"--checkpoint", "--workdir", "--data", "--device"};

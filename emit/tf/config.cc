@@ -13,6 +13,11 @@ absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions
 absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
                                          const ConfigOptions& opts) {
   const ir::Graph& g = *stages.back().graph;
+  for (const TorchOnlyEntry& e : torch_only_entries(opts)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", e.option, ": the tf target has no ", e.name,
+                     " (an option of RETURNN's torch engine); train with --backend torch"));
+  }
   ASSIGN_OR_RETURN(const NetDict net, emit_net_dict(g));
   // Earlier stages: their dims take the last stage's names where they match.
   const ir::DimTable last_dims(g);

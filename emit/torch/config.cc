@@ -30,6 +30,16 @@ struct StageDims {
   const ir::DimTable& of(size_t s) const { return s < earlier.size() ? *earlier[s] : last; }
 };
 
+// The torch engine's own training entries (torch_amp, ...), and that a
+// cleanup of old checkpoints deletes their optimizer states too (RETURNN
+// keeps the last two otherwise, whatever the cleanup keeps).
+std::vector<std::pair<std::string, PyValue>> torch_entries(const ConfigOptions& opts) {
+  std::vector<std::pair<std::string, PyValue>> out;
+  for (TorchOnlyEntry& e : torch_only_entries(opts)) out.emplace_back(e.name, std::move(e.value));
+  if (opts.training.cleanup) out.emplace_back("apply_cleanup_old_models_to_optim_states", true);
+  return out;
+}
+
 // The imports and RETURNN's engine entries.
 void write_preamble(CodeWriter& w, const ir::Graph& g, const ConfigOptions& opts, bool forward) {
   w.raw(config_header(g, opts));
@@ -182,7 +192,7 @@ absl::Status write_forward(CodeWriter& w, const ir::Graph& g, const ir::DimTable
   } else {
     callback = PyValue::call("_SearchWriter", {opts.task.output_file, value->name});
   }
-  w.raw(training_entries(opts, {}));
+  w.raw(training_entries(opts, {}, torch_entries(opts)));
   w.raw(task_entries(opts, {{"forward_data", opts.task.data}, {"forward_callback", callback}}));
   return absl::OkStatus();
 }
@@ -228,7 +238,7 @@ absl::Status write_train(CodeWriter& w, const std::vector<StageGraph>& stages, c
   if (const PyValue* cls = optimizer.get("class"); cls && cls->repr() == "\"gradientdescent\"")
     optimizer.set("class", "sgd");
   if (use.lr_multiplier) optimizer.set("param_groups_custom", PyValue::ref("_param_groups"));
-  w.raw(training_entries(own, {}));
+  w.raw(training_entries(own, {}, torch_entries(own)));
   w.raw(task_entries(own, {}));
   return absl::OkStatus();
 }

@@ -9,7 +9,8 @@
 # checkpoint converted to torch decodes the dev set there (the same
 # pipeline: OggZipDataset, log-mel features, CTC decoding) to the same label
 # error, and `retc eval` runs on it. Also: a missing corpus is a one-line
-# error that says how to make it. The corpus: digits_corpus.sh (a fixture;
+# error that says how to make it. During training, retc's progress lines
+# appear, plain and without control characters when piped. The corpus: digits_corpus.sh (a fixture;
 # it also checks that the maker is deterministic). CTC training on torch:
 # search_ctc.sh (conformer-ctc).
 # ctest-fixture: digits_corpus
@@ -25,7 +26,7 @@ pass "a missing corpus: one line, how to make it"
 export RETC_CORPUS_DIR="$RETC_BUILD_DIR/test-corpora"  # digits_corpus.sh made it
 [ -f "$RETC_CORPUS_DIR/digits/.complete" ] || fail "no test corpus (it.digits_corpus makes it)"
 start=$SECONDS
-"$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/work" >"$TMP/log" 2>"$TMP/err" ||
+"$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/work" --progress 2 >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "train digits-ctc --backend $backend"; }
 expect_final_error "$TMP/log" 0.15 "digits-ctc on $backend"
 # The curriculum (epoch_wise_filter: epoch 1 on utterances of a mean of at
@@ -35,6 +36,14 @@ mapfile -t steps < <(grep -oE '^train epoch [12], finished after [0-9]+ steps' "
   fail "epoch_wise_filter: steps in epochs 1 and 2: ${steps[*]}"
 pass "the curriculum: ${steps[0]} steps in epoch 1, ${steps[1]} in epoch 2"
 tail -n 1 "$TMP/log" | grep -E '^final dev label error: ' >/dev/null || fail "not a label error: $(tail -n 1 "$TMP/log")"
+# Progress during an epoch (retc's lines, not RETURNN's log file's; an epoch of
+# the test corpus takes a few seconds, hence every 2 s), plain when piped: "retc: progress: epoch E step S, N seqs/s N frames/s, ctc L, elapsed
+# H:MM:SS, eta H:MM:SS", and no control characters anywhere in the output.
+grep -E '^retc: progress: epoch [0-9]+ step [0-9]+, [0-9.]+ seqs/s [0-9]+ frames/s, [a-z_:]+ [0-9.e+-]+, elapsed [0-9]+:[0-9]{2}:[0-9]{2}, eta [0-9]+:[0-9]{2}:[0-9]{2}$' "$TMP/log" >"$TMP/progress" ||
+  fail "no progress line during training: $(head -n 40 "$TMP/log")"
+! grep -q "retc: progress" "$TMP/work/returnn.log" || fail "progress lines in RETURNN's own log file"
+! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$TMP/log" || fail "control characters in piped output"
+pass "$(wc -l <"$TMP/progress") progress lines during training, plain when piped: $(head -n 1 "$TMP/progress")"
 pass "digits-ctc on $backend: final dev label error $FINAL_ERROR in $((SECONDS - start)) s"
 
 "$RETC" search digits-ctc --backend "$backend" --workdir "$TMP/work" -o "$TMP/hyps.py" >"$TMP/search" 2>"$TMP/err" ||

@@ -1,7 +1,8 @@
 """Devices: nothing in retc forces CPU or GPU. `retc compile` writes RETURNN's
 `device` only when asked (`--device cpu|gpu`; auto, the default, leaves the
 choice to RETURNN); `--device gpu` on a command that runs RETURNN where the
-backend has no GPU is a one-line error before anything is written; and
+backend has no GPU is a one-line error before anything is written, and
+tools/gpu_check.sh stops at once with "no GPU"; and
 nothing in retc's runtime or config turns CUDA off for the torch engine: with
 `torch.cuda.is_available()` patched to True (as on a GPU node) and the device
 forced to cpu, conformer-ctc's torch train step runs, its CTC error's edit
@@ -69,7 +70,12 @@ def test_gpu_refused_before_writing():
                 "-o", os.path.join(tmp, "hyps.py"))
         assert r.returncode == 1 and "torch sees no CUDA GPU" in r.stderr, r
         assert sorted(os.listdir(tmp)) == [], os.listdir(tmp)
-    print("ok: --device gpu without a GPU: one line, nothing written (train on both targets, search)")
+        script = os.path.join(os.environ["RETC_SOURCE_DIR"], "tools", "gpu_check.sh")
+        r = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1, r
+        assert r.stderr == "gpu_check: no GPU on this machine (nvidia-smi lists none): nothing to check\n", r.stderr
+    print("ok: --device gpu without a GPU: one line, nothing written (train on both targets, search); "
+          "tools/gpu_check.sh: 'no GPU' at once")
 
 
 PATCHED = r"""
