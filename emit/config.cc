@@ -165,6 +165,8 @@ std::vector<TorchOnlyEntry> torch_only_entries(const ConfigOptions& opts) {
       d.set("reduce_type", "param");
       d.set("param_sync_step", t.param_sync_step);
     }
+    if (t.dataset_distribution == DatasetDistribution::kShard)
+      d.set("dataset_distribution", "shard");
     out.push_back({"several processes", "torch_distributed", std::move(d)});
   }
   return out;

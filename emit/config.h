@@ -89,6 +89,13 @@ absl::string_view precision_name(Precision p);
 /// steps.
 enum class DistributedReduce { kGrad, kParam };
 
+/// How several training processes divide the training data (RETURNN's
+/// `torch_distributed` dataset_distribution): each goes through all of it in
+/// an order of its own (kRandomSeedOffset, RETURNN's default), or each gets a
+/// disjoint shard of every epoch (kShard: the dataset's `_num_shards` and
+/// `_shard_index`, the same order on every rank).
+enum class DatasetDistribution { kRandomSeedOffset, kShard };
+
 /// How a model is trained: datasets, batching, optimizer, schedule.
 struct TrainingSetup {
   PyValue train;  ///< dataset dict, e.g. {"class": "Task12AXDataset", ...}
@@ -131,6 +138,7 @@ struct TrainingSetup {
   /// kParam the steps between param averages.
   DistributedReduce reduce = DistributedReduce::kGrad;
   int64_t param_sync_step = 0;
+  DatasetDistribution dataset_distribution = DatasetDistribution::kRandomSeedOffset;
   /// Further config entries, written last in this order.
   std::vector<std::pair<std::string, PyValue>> extra;
 };

@@ -46,7 +46,8 @@ struct Command {
 constexpr absl::string_view kProductionUsage =
     "                  [--amp bfloat16|float16|off] [--keep-last N] [--keep-best N]\n"
     "                  [--keep-epochs E,E,...] [--workers N] [--reduce grad|param]\n"
-    "                  [--param-sync-step N] [--log-verbosity N]";
+    "                  [--param-sync-step N] [--dataset-distribution shard|random_seed_offset]\n"
+    "                  [--log-verbosity N]";
 constexpr absl::string_view kProductionHelp =
     "Production options (they override the model's training setup):\n"
     "  --amp bfloat16|float16|off  mixed precision (torch: torch_amp; float16 with loss\n"
@@ -58,6 +59,9 @@ constexpr absl::string_view kProductionHelp =
     "  --workers N      data-loader processes beside each training process (torch).\n"
     "  --reduce grad|param, --param-sync-step N  several processes (torch): gradients\n"
     "                   averaged every step (grad, default), or params every N steps.\n"
+    "  --dataset-distribution shard|random_seed_offset  several processes (torch): each gets\n"
+    "                   a disjoint shard of every epoch, or all the data in an order of its\n"
+    "                   own (RETURNN's default).\n"
     "  --log-verbosity N  RETURNN's log_verbosity (0-5, default 3).";
 
 const std::vector<Command>& commands() {
@@ -377,6 +381,13 @@ absl::Status apply_production_flags(const Args& a, emit::ConfigOptions& opts) {
     if (t.reduce == emit::DistributedReduce::kGrad) t.param_sync_step = 0;
   }
   if (absl::Status s = int_flag(a, "--param-sync-step", 1, t.param_sync_step); !s.ok()) return s;
+  if (auto it = a.flags.find("--dataset-distribution"); it != a.flags.end()) {
+    if (it->second != "shard" && it->second != "random_seed_offset")
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dataset-distribution needs shard or random_seed_offset, got '", it->second, "'"));
+    t.dataset_distribution = it->second == "shard" ? emit::DatasetDistribution::kShard
+                                                   : emit::DatasetDistribution::kRandomSeedOffset;
+  }
   if ((t.reduce == emit::DistributedReduce::kParam) != (t.param_sync_step > 0)) {
     return absl::InvalidArgumentError(
         "--reduce param and --param-sync-step N go together (the params of the processes are "
@@ -1095,8 +1106,9 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
     valued = {"--workdir",   "--epochs", "--device", "--nproc",   "--nnodes",
               "--node-rank", "--master", "--seed",   "--progress"};
   if (cmd == "compile" || cmd == "train") {
-    for (const char* f : {"--amp", "--keep-last", "--keep-best", "--keep-epochs", "--workers",
-                          "--reduce", "--param-sync-step", "--log-verbosity"})
+    for (const char* f :
+         {"--amp", "--keep-last", "--keep-best", "--keep-epochs", "--workers", "--reduce",
+          "--param-sync-step", "--dataset-distribution", "--log-verbosity"})
       valued.push_back(f);
   }
   if (cmd == "convert-checkpoint") valued = {"--from"};

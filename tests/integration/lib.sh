@@ -42,3 +42,32 @@ expect_error() {
   [ "$(grep -vc ': note: ' "$TMP/err")" -eq 1 ] || fail "extra lines on stderr from $*: $(cat "$TMP/err")"
   head -n 1 "$TMP/err" | grep -E -- "$pattern" >/dev/null || fail "stderr of $* does not match '$pattern': $(cat "$TMP/err")"
 }
+
+# expect_kept_checkpoints WORKDIR KEEP_LAST KEEP_BEST SUFFIX...: after training
+# with --keep-last/--keep-best (RETURNN's cleanup_old_models), WORKDIR/model holds
+# network.NNN<SUFFIX> for exactly these epochs: the last KEEP_LAST, and for each
+# score in RETURNN's learning_rates file (its train and dev losses and errors;
+# one whose value never changes is no measure) the KEEP_BEST best epochs of all
+# trained (an epoch best at the end was best whenever a cleanup ran; ties: the
+# earlier epoch). Prints the kept epochs.
+expect_kept_checkpoints() {
+  "$VENV/bin/python" - "$@" <<'PY' || fail "the checkpoints left by the cleanup"
+import os, re, sys
+work, keep_last, keep_best, suffixes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+model = os.path.join(work, "model")
+import numpy
+data = eval(open(os.path.join(model, "learning_rates")).read(),
+            {"EpochData": lambda learningRate, error: error, "np": numpy, "numpy": numpy})
+scores = {e: {k: v for k, v in d.items() if not k.startswith(":")} for e, d in data.items() if d}
+epochs = sorted(scores)
+want = set(epochs[-keep_last:])
+for key in sorted({k for s in scores.values() for k in s}):
+    values = [(scores[e][key], e) for e in epochs if key in scores[e]]
+    if len({v for v, _ in values}) > 1:
+        want.update(e for _, e in sorted(values)[:keep_best])
+for suffix in suffixes:
+    have = {int(m.group(1)) for m in (re.fullmatch(r"network\.(\d+)" + re.escape(suffix), f) for f in os.listdir(model)) if m}
+    assert have == want, "network.*%s: epochs %s remain, expected %s (trained: %s)" % (suffix, sorted(have), sorted(want), epochs)
+print("epochs %s of %s kept (%s)" % (sorted(want), epochs, ", ".join(suffixes)))
+PY
+}

@@ -5,6 +5,11 @@
 # mark_as_search_output), writes one hypothesis per sequence in RETURNN's
 # search output format and prints the dev label error, <= 0.05, as its last
 # line; the checkpoint converted to TF decodes there to the same hypotheses.
+# The training uses the torch engine's production options: mixed precision
+# (--amp bfloat16, autocast on the CPU), a data-loader worker and a cleanup
+# of old checkpoints (--keep-last 2 --keep-best 1: exactly those epochs'
+# checkpoints and optimizer states remain); a second run resumes for one
+# more epoch and the cleanup follows.
 # (CTC training on TF: digits_ctc.sh; conformer-ctc's on TF: train_bundled.sh.)
 # ctest-cost: 60
 source "$(dirname "$0")/lib.sh"
@@ -12,10 +17,21 @@ backend=torch
 work="$TMP/work"
 
 start=$SECONDS
-"$RETC" train conformer-ctc --backend "$backend" --workdir "$work" >"$TMP/log" 2>"$TMP/err" ||
+production=(--amp bfloat16 --workers 1 --keep-last 2 --keep-best 1)
+"$RETC" train conformer-ctc --backend "$backend" --workdir "$work" "${production[@]}" >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "train conformer-ctc --backend $backend"; }
 expect_final_error "$TMP/log" 0.05 "conformer-ctc on $backend"
-pass "conformer-ctc on $backend: final dev error $FINAL_ERROR in $((SECONDS - start)) s"
+grep -q "^Using autocast (automatic mixed precision (AMP)) with dtype torch.bfloat16$" "$TMP/log" ||
+  fail "RETURNN did not train with autocast in bfloat16"
+grep -q "^torch_dataloader_opts = {\"num_workers\": 1}$" "$work/returnn.config" || fail "no data-loader worker"
+pass "conformer-ctc on $backend (bfloat16 autocast, a data-loader worker): final dev error $FINAL_ERROR in $((SECONDS - start)) s"
+expect_kept_checkpoints "$work" 2 1 .pt .opt.pt
+"$RETC" train conformer-ctc --backend "$backend" --workdir "$work" "${production[@]}" --epochs 11 >"$TMP/log11" 2>"$TMP/err" ||
+  { tail -n 30 "$TMP/log11" "$TMP/err"; fail "resume conformer-ctc --backend $backend --epochs 11"; }
+[ "$(grep -c '^Epoch [0-9]*: Trained' "$TMP/log11")" -eq 1 ] && grep -q '^Epoch 11: Trained' "$TMP/log11" ||
+  fail "the resumed run did not train epoch 11 alone"
+expect_kept_checkpoints "$work" 2 1 .pt .opt.pt
+pass "resumed after the cleanup: epoch 11 trained alone, $(tail -n 1 "$TMP/log11")"
 
 "$RETC" search conformer-ctc --backend "$backend" --workdir "$work" -o "$TMP/hyps.py" >"$TMP/search" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/search" "$TMP/err"; fail "retc search conformer-ctc --backend $backend"; }
@@ -36,7 +52,7 @@ PY
 pass "retc search conformer-ctc ($backend): ${last}"
 
 mkdir -p "$TMP/conv"
-ckpt=$(ls "$work/model/"network.*.pt | sort | tail -n 1)
+ckpt=$(ls "$work/model/"network.*.pt | grep -v '\.opt\.pt$' | sort | tail -n 1)
 conv="$TMP/conv/$(basename "$ckpt" .pt)"  # network.NNN: RETURNN reads the epoch from the name
 "$RETC" convert-checkpoint conformer-ctc --from torch "$ckpt" "$conv" >/dev/null ||
   fail "convert-checkpoint conformer-ctc --from torch"
