@@ -41,6 +41,7 @@ class ConformerCtc : public nn::Module {
 struct ConformerSizes {
   int64_t blocks, model, ff, heads, kernel;
   double dropout;
+  bool gradient_checkpoint = false;
 };
 
 std::vector<ModelOption> conformer_options(const ConformerSizes& s) {
@@ -49,12 +50,19 @@ std::vector<ModelOption> conformer_options(const ConformerSizes& s) {
           int_option("ff_dim", s.ff, "feed-forward dimension", 1),
           int_option("heads", s.heads, "self-attention heads (they divide model_dim)", 1),
           int_option("conv_kernel", s.kernel, "the convolution module's kernel size", 1),
-          float_option("dropout", s.dropout, "dropout in each block", 0.0, 1.0)};
+          float_option("dropout", s.dropout, "dropout in each block", 0.0, 1.0),
+          bool_option("gradient_checkpoint", s.gradient_checkpoint,
+                      "recompute each block's activations in backward (less memory; torch)")};
 }
 
 ConformerSizes conformer_sizes(const OptionValues& o) {
-  return {o.get_int("blocks"), o.get_int("model_dim"),   o.get_int("ff_dim"),
-          o.get_int("heads"),  o.get_int("conv_kernel"), o.get_float("dropout")};
+  return {o.get_int("blocks"),
+          o.get_int("model_dim"),
+          o.get_int("ff_dim"),
+          o.get_int("heads"),
+          o.get_int("conv_kernel"),
+          o.get_float("dropout"),
+          o.get_bool("gradient_checkpoint")};
 }
 
 void build_small(nn::Builder& b, const ConformerSizes& s) {
@@ -70,7 +78,8 @@ void build_small(nn::Builder& b, const ConformerSizes& s) {
                         .dropout(s.dropout)
                         .frontend_channels1(8)
                         .frontend_channels2(16)
-                        .time_stride(2);
+                        .time_stride(2)
+                        .gradient_checkpoint(s.gradient_checkpoint);
   auto model = b.set_root(std::make_shared<ConformerCtc>(digits, Dim::feature("features", 16),
                                                          Dim::feature("model", s.model),
                                                          Dim::feature("ff", s.ff), hex, opts));
@@ -94,7 +103,8 @@ void build_large(nn::Builder& b, const ConformerSizes& s, bool weight_norm,
                         .conv_kernel(s.kernel)
                         .dropout(s.dropout)
                         .dropout_broadcast(dropout_broadcast)
-                        .time_stride(4);
+                        .time_stride(4)
+                        .gradient_checkpoint(s.gradient_checkpoint);
   auto model =
       std::make_shared<ConformerCtc>(std::nullopt, features, Dim::feature("model", s.model),
                                      Dim::feature("ff", s.ff), labels, opts);

@@ -3,6 +3,7 @@
 #include <functional>
 #include <queue>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ir/status_macros.h"
 
@@ -141,6 +142,19 @@ std::vector<bool> root_mask(const Graph& g) {
     }
   }
   return root;
+}
+
+bool in_checkpoint(const Checkpoint& c, absl::string_view module_path) {
+  return module_path == c.module_path ||
+         (module_path.size() > c.module_path.size() &&
+          absl::StartsWith(module_path, c.module_path) && module_path[c.module_path.size()] == '.');
+}
+
+void Graph::add_checkpoint(Checkpoint c) {
+  for (const Checkpoint& have : checkpoints_) {
+    if (have.module_path == c.module_path) return;
+  }
+  checkpoints_.push_back(std::move(c));
 }
 
 }  // namespace retc::ir

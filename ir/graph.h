@@ -63,6 +63,19 @@ struct Mark {
 absl::string_view mark_kind_name(Mark::Kind k);
 std::optional<Mark::Kind> parse_mark_kind(absl::string_view s);
 
+/// Gradient checkpointing of a module: the activations its calls compute
+/// (the nodes whose module_path is `module_path` or under it) are not kept
+/// for the backward pass but computed again there. A training-memory
+/// annotation: the values are the same.
+struct Checkpoint {
+  std::string module_path;
+  SourceLoc loc;
+};
+
+/// Whether a node of `module_path` is in the checkpointed module `c` (the
+/// module itself or one of its descendants).
+bool in_checkpoint(const Checkpoint& c, absl::string_view module_path);
+
 /// Everything `Graph::add` needs besides kind and inputs.
 struct NodeSpec {
   Attrs attrs;
@@ -99,6 +112,10 @@ class Graph {
   }
   const std::vector<Mark>& marks() const { return marks_; }
 
+  /// Adds a gradient-checkpointed module (once per path; a second is ignored).
+  void add_checkpoint(Checkpoint c);
+  const std::vector<Checkpoint>& checkpoints() const { return checkpoints_; }
+
   /// Sets the name (an annotation, set by a target's naming pass).
   void set_name(NodeId id, std::string name) { nodes_[id.index].name = std::move(name); }
   /// Sets the stage (an annotation, used by the stage assignment pass).
@@ -128,6 +145,7 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<Param> params_;
   std::vector<Mark> marks_;
+  std::vector<Checkpoint> checkpoints_;
 };
 
 /// The output type of a node of `kind`; shared by the factory and verifier.

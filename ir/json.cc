@@ -108,6 +108,9 @@ Json to_json(const Graph& g) {
         {"kind", std::string(mark_kind_name(m.kind))}, {"name", m.name}, {"node", m.node.index}});
   }
   out["marks"] = std::move(marks);
+  Json checkpoints = Json::array();
+  for (const Checkpoint& c : g.checkpoints()) checkpoints.push_back(c.module_path);
+  out["checkpoints"] = std::move(checkpoints);
   return out;
 }
 

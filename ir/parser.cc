@@ -268,8 +268,9 @@ class Parser {
     if (at_id("dim")) return dim_statement();
     if (at_id("param")) return param_statement();
     if (at_id("output") || at_id("loss") || at_id("search")) return mark_statement();
+    if (at_id("checkpoint")) return checkpoint_statement();
     if (peek().kind == Tok::kNode) return node_statement();
-    return error("expected 'dim', 'param', a node '%N = ...', 'output' or 'loss'");
+    return error("expected 'dim', 'param', a node '%N = ...', 'output', 'loss' or 'checkpoint'");
   }
 
   absl::Status dim_statement() {
@@ -601,6 +602,14 @@ class Parser {
     }
     RETURN_IF_ERROR(expect_end());
     g_.add_mark(Mark{kind, NodeId{static_cast<int32_t>(n)}, name, {}});
+    return absl::OkStatus();
+  }
+
+  absl::Status checkpoint_statement() {
+    ++pos_;
+    ASSIGN_OR_RETURN(auto path, take(Tok::kStr, "the checkpointed module's path"));
+    RETURN_IF_ERROR(expect_end());
+    g_.add_checkpoint(Checkpoint{path, {}});
     return absl::OkStatus();
   }
 

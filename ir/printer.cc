@@ -113,6 +113,8 @@ std::string print(const Graph& g, const PrintOptions& opts) {
     if (opts.only_stage && g.node(m.node).stage != *opts.only_stage) continue;
     absl::StrAppend(&out, mark_kind_name(m.kind), " ", quote(m.name), " = %", m.node.index, "\n");
   }
+  for (const Checkpoint& c : g.checkpoints())
+    absl::StrAppend(&out, "checkpoint ", quote(c.module_path), "\n");
   return out;
 }
 

@@ -58,6 +58,30 @@ TEST_CASE("parse(print(g)) == g for every model, as built and after every pass")
   CHECK(checked > 20);
 }
 
+TEST_CASE("a gradient-checkpointed module round-trips: 'checkpoint \"PATH\"' lines") {
+  const ModelDef* cc = nullptr;
+  const std::vector<ModelDef> bundled = configs::bundled_models();
+  for (const ModelDef& m : bundled) {
+    if (m.name == "conformer-ctc") cc = &m;
+  }
+  REQUIRE(cc);
+  auto def = with_options(*cc, {"gradient_checkpoint=true"});
+  REQUIRE(def.ok());
+  auto g = build_model(*def);
+  REQUIRE(g.ok());
+  REQUIRE(g->checkpoints().size() == 2);
+  CHECK(g->checkpoints()[0].module_path == "encoder.layers.0");
+  CHECK(g->checkpoints()[1].module_path == "encoder.layers.1");
+  const std::string text = ir::print(*g);
+  CHECK_THAT(text, Catch::Contains(
+                       "\ncheckpoint \"encoder.layers.0\"\ncheckpoint \"encoder.layers.1\"\n"));
+  check_round_trip(*g, "conformer-ctc with gradient_checkpoint=true");
+  CHECK(ir::in_checkpoint(g->checkpoints()[0], "encoder.layers.0.ff1"));
+  CHECK(ir::in_checkpoint(g->checkpoints()[0], "encoder.layers.0"));
+  CHECK_FALSE(ir::in_checkpoint(g->checkpoints()[0], "encoder.layers.01"));
+  CHECK_FALSE(ir::in_checkpoint(g->checkpoints()[0], "encoder"));
+}
+
 TEST_CASE("strings round-trip through quote and unquote") {
   for (std::string s :
        {std::string(""), std::string("plain"), std::string("q\"uo'te\\"), std::string("nl\n\r\t"),

@@ -144,8 +144,11 @@ ConformerEncoder::ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff
   frontend =
       register_module("frontend", std::make_shared<ConformerFrontend>(in_dim, model_dim, opts));
   layers = register_module("layers", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < opts.num_layers(); ++i)
-    layers->append(std::make_shared<ConformerBlock>(model_dim, ff_dim, opts));
+  for (int64_t i = 0; i < opts.num_layers(); ++i) {
+    auto block = std::make_shared<ConformerBlock>(model_dim, ff_dim, opts);
+    if (opts.gradient_checkpoint()) checkpoint(*block);
+    layers->append(block);
+  }
 }
 
 Tensor ConformerEncoder::forward(const Tensor& input, const ir::Dim& time,

@@ -32,6 +32,9 @@ struct ConformerOptions {
   RETC_ARG(int64_t, frontend_channels1) = 32;
   RETC_ARG(int64_t, frontend_channels2) = 64;
   RETC_ARG(int64_t, time_stride) = 2;
+  /// Gradient checkpointing of every block (nn::checkpoint): its activations
+  /// are computed again in the backward pass instead of kept (torch target).
+  RETC_ARG(bool, gradient_checkpoint) = false;
 };
 
 /// Linear(model, ff) -> swish -> dropout -> Linear(ff, model) (dropout and

@@ -76,6 +76,7 @@ void Module::attribute_to(const ir::SourceLoc& loc) {
   for (auto& [n, p] : params_) {
     if (is_library_loc(p.s_->param.loc)) p.s_->param.loc = loc;
   }
+  if (checkpoint_at_ && is_library_loc(*checkpoint_at_)) checkpoint_at_ = loc;
   for (auto& [n, c] : children_) c->attribute_to(loc);
 }
 
@@ -160,6 +161,7 @@ std::shared_ptr<Module> clone_module(const Module& m, const ir::SourceLoc& loc) 
   }
   std::shared_ptr<Module> c = m.factory_();
   c->factory_ = m.factory_;
+  c->checkpoint_at_ = m.checkpoint_at_;
   auto from = m.named_parameters(), to = c->named_parameters();
   auto names = [](const auto& ps) {
     std::vector<std::string> out;
@@ -243,7 +245,19 @@ ModuleScope Module::enter(const Tensor& x, std::source_location loc) const {
 }
 
 ModuleScope::ModuleScope(Builder* b, const Module& m, const ir::SourceLoc& loc) : builder_(b) {
+  if (const auto& at = m.checkpoint_at()) {
+    if (m.path().empty()) {
+      fail(*at, absl::StrCat("checkpoint: ", m.describe(),
+                             " is the root module: checkpoint its submodules (the blocks whose "
+                             "activations are recomputed in backward)"));
+    }
+    builder_->graph_.add_checkpoint(ir::Checkpoint{m.path(), *at});
+  }
   builder_->scopes_.push_back(Builder::Scope{&m, loc});
+}
+
+void checkpoint(Module& m, std::source_location loc) {
+  m.checkpoint_at_ = ir::SourceLoc::from(loc);
 }
 
 ModuleScope::~ModuleScope() { builder_->scopes_.pop_back(); }

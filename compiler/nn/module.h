@@ -102,6 +102,8 @@ class Module {
   const std::string& path() const { return path_; }
   /// `linear 'encoder.ff'` (or `model '<root>'`), for error messages.
   std::string describe() const;
+  /// Where nn::checkpoint asked for this module's gradient checkpointing; empty if not.
+  const std::optional<ir::SourceLoc>& checkpoint_at() const { return checkpoint_at_; }
   /// Indented tree of modules and params with their dims.
   std::string pretty_print() const;
 
@@ -139,13 +141,15 @@ class Module {
   /// Fails at `loc` if the model was already handed to Builder::set_root.
   void check_not_rooted(const ir::SourceLoc& loc, absl::string_view what) const;
   /// Params whose location is inside retc's own modules (a Linear's
-  /// register_parameter call) take `loc`, where the user registered the module.
+  /// register_parameter call) take `loc`, where the user registered the
+  /// module; so does a checkpoint that a module of retc's asked for.
   void attribute_to(const ir::SourceLoc& loc);
   void pretty_print_into(std::string& out, const std::string& name, int indent) const;
 
   std::string type_name_;
   std::string path_;
   std::optional<ir::SourceLoc> rooted_at_;
+  std::optional<ir::SourceLoc> checkpoint_at_;
   std::vector<std::pair<std::string, Parameter>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<int, ForwardPreHook>> pre_hooks_;
@@ -157,7 +161,18 @@ class Module {
   template <class M, class... Args>
   friend std::shared_ptr<M> make(Args&&... args);
   friend std::shared_ptr<Module> clone_module(const Module& m, const ir::SourceLoc& loc);
+  friend void checkpoint(Module& m, std::source_location loc);
 };
+
+/// Gradient checkpointing of `m`: the activations its calls compute (its own
+/// and its submodules') are not kept for the backward pass but computed again
+/// there, with the same random numbers: less memory for more compute, the
+/// same losses and gradients. The torch target runs each call's ops in
+/// RETURNN's `rf.gradient_checkpoint_scope()`; the tf target has no such
+/// option for a net dict's layers and gives an error naming it. Not the root
+/// module (checkpoint its submodules). Clones keep it.
+/// Example: `for (auto& block : blocks) nn::checkpoint(*block);`
+void checkpoint(Module& m, std::source_location loc = std::source_location::current());
 
 /// std::make_shared<M>(args...) that also keeps a copy of the arguments, so
 /// that nn::clone can construct another M from them.

@@ -173,6 +173,12 @@ absl::StatusOr<bool> rewrite(ir::Graph& g, const Uses& u) {
 }  // namespace
 
 absl::StatusOr<bool> legalize(ir::Graph& g) {
+  for (const ir::Checkpoint& c : g.checkpoints()) {
+    return ir::user_error(
+        c.loc, absl::StrCat("checkpoint '", c.module_path,
+                            "': the tf target has no gradient checkpointing of a module (RETURNN's "
+                            "net-dict layers have no such option); train with --backend torch"));
+  }
   const Uses u(g);
   for (size_t i = 0; i < g.size(); ++i) RETURN_IF_ERROR(check_node(g, u, i));
   RETURN_IF_ERROR(check_weight_decay(g));

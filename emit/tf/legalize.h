@@ -7,7 +7,8 @@
 // (RETURNN's losses are layer options); cross-entropy logits have no feature
 // dim besides the classes; a custom loss is marked as a loss; weight decay
 // is all coupled or all decoupled (RETURNN's global decouple_constraints);
-// weight noise reads a param directly (RETURNN's param_variational_noise).
+// weight noise reads a param directly (RETURNN's param_variational_noise);
+// no module is gradient-checkpointed (nn::checkpoint: a torch-only option).
 //
 // Rewrites: a `where` none of whose inputs has all of the result's dims gets
 // its true branch broadcast (times a constant 1 over the dims it lacks):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -220,12 +221,44 @@ bool write_cond(CodeWriter& w, const ir::DimTable& t, StepOrder& o, size_t i) {
 }  // namespace
 
 // Every step node once its inputs are, each loop as one block once all its
-// inputs from outside are, each cond with its branches.
+// inputs from outside are, each cond with its branches. The nodes of a
+// gradient-checkpointed module (ir::Checkpoint) are written in RETURNN's
+// `with rf.gradient_checkpoint_scope():`, one block for each run of them
+// (a scope recomputes what was made in it; Python's `with` keeps the names).
 void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                      const ir::LoopAnalysis& loops) {
   StepOrder o{g, loops, std::vector<bool>(g.size(), false),
               std::vector<bool>(loops.loops.size(), false)};
   auto ready = [&](ir::NodeId in) { return o.ready(in); };
+  // The checkpoint a node is in (the first that holds it), or -1.
+  auto checkpoint_of = [&](const ir::Node& n) {
+    for (size_t c = 0; c < g.checkpoints().size(); ++c) {
+      if (ir::in_checkpoint(g.checkpoints()[c], n.module_path)) return static_cast<int>(c);
+    }
+    return -1;
+  };
+  std::optional<CodeWriter::Scope> scope;  // the open gradient_checkpoint_scope block
+  int scope_of = -1;                       // and the checkpoint it is for
+  // A checkpointed module's values are dropped (`del`) after their last use,
+  // so that no Python name keeps them alive for the backward pass (what the
+  // scope does not store, it computes again). Only values whose every use is
+  // a plain statement here: not a mark or a mark's input (the losses read
+  // those after this code), nothing a loop or a cond reads.
+  std::vector<int> uses(g.size(), 0);
+  std::vector<bool> droppable(g.size(), !g.checkpoints().empty());
+  for (size_t j = 0; j < g.size(); ++j) {
+    const ir::Node& u = g.nodes()[j];
+    const bool plain = u.stage == ir::Stage::kStep && loops.loop_of[j] < 0 &&
+                       u.kind != ir::NodeKind::kCond && !u.attrs.find<ir::attr::Branch>();
+    for (ir::NodeId in : u.inputs) {
+      ++uses[in.index];
+      if (!plain) droppable[in.index] = false;
+    }
+  }
+  for (const ir::Mark& m : g.marks()) {
+    droppable[m.node.index] = false;
+    for (ir::NodeId in : g.node(m.node).inputs) droppable[in.index] = false;
+  }
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t i = 0; i < g.size(); ++i) {
@@ -233,16 +266,32 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
       if (n.stage != ir::Stage::kStep || o.done[i]) continue;
       if (n.attrs.find<ir::attr::Branch>()) continue;  // written with its cond
       if (n.kind == ir::NodeKind::kCond) {
+        scope.reset();
         progress |= write_cond(w, t, o, i);
         continue;
       }
       const int32_t l = loops.loop_of[i];
       if (l < 0) {
         if (!std::all_of(n.inputs.begin(), n.inputs.end(), ready)) continue;
+        // A scope per run of one checkpointed module's nodes.
+        if (const int c = checkpoint_of(n); c != scope_of || (c >= 0 && !scope)) {
+          scope.reset();
+          scope_of = c;
+          if (c >= 0) scope.emplace(w.block("with rf.gradient_checkpoint_scope():"));
+        }
         write_assignment(w, g, t, n);
         o.done[i] = progress = true;
+        std::vector<std::string> dead;
+        for (ir::NodeId in : n.inputs) {
+          const ir::Node& v = g.node(in);
+          if (--uses[in.index] == 0 && droppable[in.index] && checkpoint_of(v) >= 0 &&
+              std::find(dead.begin(), dead.end(), v.name) == dead.end())
+            dead.push_back(v.name);
+        }
+        if (!dead.empty()) w.line("del ", absl::StrJoin(dead, ", "));
         continue;
       }
+      scope.reset();
       // A loop: ready when every member's input from outside it is.
       bool loop_ready = true;
       for (ir::NodeId m : loops.loops[l].members) {
