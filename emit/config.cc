@@ -167,7 +167,7 @@ std::vector<TorchOnlyEntry> torch_only_entries(const ConfigOptions& opts) {
     }
     if (t.dataset_distribution == DatasetDistribution::kShard)
       d.set("dataset_distribution", "shard");
-    out.push_back({"several processes", "torch_distributed", std::move(d)});
+    out.push_back({"distributed", "torch_distributed", std::move(d)});
   }
   return out;
 }

@@ -73,7 +73,8 @@ const std::vector<Command>& commands() {
       {"compile",
        absl::StrCat("compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
                     "                  [--device auto|cpu|gpu] [--seed N] [--task TASK] [--beam K] "
-                    "[--set NAME=VALUE]\n",
+                    "[--set NAME=VALUE]\n"
+                    "                  [--distributed]\n",
                     kProductionUsage),
        absl::StrCat(
            "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
@@ -86,7 +87,11 @@ const std::vector<Command>& commands() {
            "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K, "
            "default\n"
            "12); default train.\n"
-           "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend).\n",
+           "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend).\n"
+           "--distributed (torch): the config trains in several processes under torch's launcher\n"
+           "(torchrun ... -m returnn FILE, as `retc train --nproc/--nnodes` runs it): RETURNN's\n"
+           "torch_distributed, gloo with --device cpu (which RETURNN then needs), else RETURNN's\n"
+           "default (nccl for CUDA tensors).\n",
            kProductionHelp)},
       {"check", "check MODEL [--backend NAME] [--set NAME=VALUE]",
        "Compiles MODEL, constructs its network in RETURNN (tf: TFNetwork.construct_from_dict;\n"
@@ -412,6 +417,19 @@ absl::Status apply_setup_flags(const Args& a, emit::ConfigOptions& opts) {
   return apply_production_flags(a, opts);
 }
 
+// --reduce, --param-sync-step and --dataset-distribution say how several
+// processes train: an error where the command runs or writes one (`several`:
+// --nproc/--nnodes on train, --distributed on compile).
+absl::Status check_several_process_flags(const Args& a, bool several, absl::string_view how) {
+  for (const char* f : {"--reduce", "--param-sync-step", "--dataset-distribution"}) {
+    if (a.flags.contains(f) && !several) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f, " applies to training in several processes (", how, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string shape_str(const std::vector<int64_t>& shape) {
   return "[" + absl::StrJoin(shape, ", ") + "]";
 }
@@ -548,6 +566,11 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   auto dir = a.flags.find("--model-dir");
   emit::ConfigOptions opts = config_options(*m, dir == a.flags.end() ? "retc-model" : dir->second);
   if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
+  const bool distributed = a.flags.contains("--distributed");
+  if (absl::Status s = check_several_process_flags(a, distributed, "add --distributed"); !s.ok())
+    return usage_error(s.message());
+  // For torchrun by hand: gloo on CPU, else RETURNN's default (nccl for CUDA).
+  if (distributed) opts.distributed = opts.device == "cpu" ? "gloo" : "";
   auto task = task_arg(a);
   if (!task.ok()) return usage_error(task.status().message());
   auto beam = beam_arg(a);
@@ -752,6 +775,9 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   // The flags and the device first: their errors write nothing, not even the workdir.
   emit::ConfigOptions flags = config_options(*m);
   if (absl::Status s = apply_setup_flags(a, flags); !s.ok()) return usage_error(s.message());
+  if (absl::Status s = check_several_process_flags(a, dist->several(), "--nproc N or --nnodes N");
+      !s.ok())
+    return usage_error(s.message());
   int gpus = 0;
   if (flags.device == "gpu" || (dist->several() && flags.device.empty())) {
     auto n = runtime::usable_gpus(std::string((*backend)->target.name), flags.device);
@@ -1100,8 +1126,10 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   }
   if (!c) return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   std::vector<std::string> valued, boolean;
-  if (cmd == "compile")
+  if (cmd == "compile") {
     valued = {"-o", "--model-dir", "--epochs", "--device", "--seed", "--task", "--beam"};
+    boolean = {"--distributed"};
+  }
   if (cmd == "train")
     valued = {"--workdir",   "--epochs", "--device", "--nproc",   "--nnodes",
               "--node-rank", "--master", "--seed",   "--progress"};

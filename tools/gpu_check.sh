@@ -8,7 +8,8 @@
 # table (for benchmarks/RESULTS.md); each run's output is kept under
 # $RETC_GPU_CHECK_DIR (default: a new temp directory, named at the end).
 #
-#   tools/gpu_check.sh            # build/retc and the venv must exist (tools/setup.sh [--gpu])
+#   tools/gpu_check.sh    # build/retc and a venv must exist (tools/setup.sh [--gpu]);
+#                         # the GPU venv is taken where there is one
 #
 # On a machine without an NVIDIA GPU it stops at once: "gpu_check: no GPU ...",
 # exit 1. The tf rows need a venv with a CUDA build of TensorFlow (tools/setup.sh
@@ -19,7 +20,11 @@ if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
   sed -n 2,16p "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
-venv=${RETC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/retc/venv}
+# The GPU venv (tools/setup.sh --gpu) where there is one, else the CPU venv.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/retc
+venv=${RETC_VENV:-$cache/venv}
+[ -n "${RETC_VENV:-}" ] || [ ! -x "$cache/venv-gpu/bin/python" ] || venv=$cache/venv-gpu
+export RETC_VENV=$venv
 py="$venv/bin/python"
 retc=${RETC:-build/retc}
 

@@ -4,9 +4,13 @@
 #
 #   tools/setup.sh            # Debian packages, Python venv, build in ./build
 #   tools/setup.sh --no-build # Debian packages and the venv only (.ci/run)
+#   tools/setup.sh --gpu      # the GPU venv instead (requirements-gpu.txt: TensorFlow
+#                             # with CUDA, nvcc for RETURNN's torch native ops), in a
+#                             # venv of its own; then run retc with RETC_VENV set to it
 #
 # Environment:
-#   RETC_VENV     the Python venv (default: $XDG_CACHE_HOME/retc/venv or ~/.cache/retc/venv)
+#   RETC_VENV     the Python venv (default: $XDG_CACHE_HOME/retc/venv or ~/.cache/retc/venv;
+#                 with --gpu .../retc/venv-gpu)
 #   RETC_PYTHON   the Python 3 interpreter to embed and to make the venv from
 #                 (default: python3; it must have a shared libpython and headers)
 #   RETC_BUILD    the build directory (default: ./build)
@@ -17,6 +21,18 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 say() { printf 'setup: %s\n' "$*"; }
+
+build_too=1
+requirements=requirements.txt
+venv_name=venv
+for arg in "$@"; do
+  case "$arg" in
+    --no-build) build_too=0 ;;
+    --gpu) requirements=requirements-gpu.txt venv_name=venv-gpu ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "setup: error: unknown argument '$arg' (see tools/setup.sh --help)" >&2; exit 2 ;;
+  esac
+done
 
 # --- Debian packages ----------------------------------------------------------
 pkgs=(g++ cmake make nlohmann-json3-dev libabsl-dev catch2 pybind11-dev graphviz espeak-ng)
@@ -56,7 +72,7 @@ then
 fi
 
 # --- Python venv with RETURNN and TensorFlow ---------------------------------
-venv=${RETC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/retc/venv}
+venv=${RETC_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/retc/$venv_name}
 stamp="$venv/.retc-requirements"
 if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
   say "removing broken venv $venv"
@@ -67,10 +83,15 @@ if [ ! -x "$venv/bin/python" ]; then
   mkdir -p "$(dirname "$venv")"
   "$python" -m venv "$venv"
 fi
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+files=(requirements.txt)  # the GPU file's constraints (-c) are the CPU file's pins
+[ "$requirements" = requirements.txt ] || files+=("$requirements")
+want=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  say "installing Python packages (requirements.txt) into $venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  say "installing Python packages ($requirements) into $venv; the first time several GB (torch's CUDA libraries), minutes"
+  # pip's own lines, one per package it fetches or installs, as it goes.
+  "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off -r "$requirements" 2>&1 |
+    { grep --line-buffered -E '^(Collecting|Installing|Successfully|ERROR|error)' || true; } |
+    sed -u 's/^/setup: pip: /'
   echo "$want" > "$stamp"
 fi
 # RETURNN's TF native ops (the fused LSTM) build CUDA kernels whenever nvcc is on
@@ -84,15 +105,20 @@ rm -f "$site/retc_disable_cuda.pth"  # what earlier set-ups wrote: DISABLE_CUDA 
 cp runtime/retc_venv_hook.py "$site/retc_venv_hook.py"
 echo 'import retc_venv_hook' > "$site/retc_venv_hook.pth"
 
-[ "${1:-}" = --no-build ] && { say "packages and venv ready (--no-build)"; exit 0; }
+if [ "$venv_name" = venv-gpu ] && [ -z "${RETC_VENV:-}" ]; then
+  say "the GPU venv is $venv: run retc with RETC_VENV=$venv"
+fi
+[ "$build_too" = 1 ] || { say "packages and venv ready (--no-build)"; exit 0; }
 
 # --- build ---------------------------------------------------------------------
 build=${RETC_BUILD:-$root/build}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DPython3_EXECUTABLE="$python" >/dev/null
 fi
-say "building in $build"
-cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
+say "building in $build (about 4 minutes on 2 cores the first time)"
+# Each target as it completes, and any error or warning.
+cmake --build "$build" -j"$(nproc)" 2>&1 |
+  grep --line-buffered -E "error|warning|Error|Built target" | sed -u 's/^/setup: build: /' || true
 test -x "$build/retc" || { echo "setup: error: build failed" >&2; cmake --build "$build" -j1; exit 1; }
 # --- the digits corpus (digits-ctc's speech data) --------------------------------
 corpus=${RETC_CORPUS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/retc/corpora}/digits

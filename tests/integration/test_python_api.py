@@ -75,7 +75,33 @@ def test_compile_equals_cli():
             assert "network" not in parts.config and "extern_data" not in parts.config
             assert "extern_data = " in parts.python_epilog, parts.python_epilog[:200]
             assert ("def get_model" in parts.python_epilog) == (backend == "torch")
-    print("%d configs: the package's text == `retc compile`'s bytes" % len(CASES))
+        # The production options as keyword arguments: the same bytes as the CLI's flags.
+        production = dict(device="cpu", amp="bfloat16", keep_last=2, keep_best=1, keep_epochs=[5, 10],
+                          workers=2, distributed=True, reduce="param", param_sync_step=10, log_verbosity=4)
+        text = retc.compile("conformer-ctc", backend="torch", **production)
+        out = os.path.join(tmp, "cli.config")
+        subprocess.run([binary, "compile", "conformer-ctc", "--backend", "torch", "--device", "cpu", "--amp",
+                        "bfloat16", "--keep-last", "2", "--keep-best", "1", "--keep-epochs", "5,10", "--workers",
+                        "2", "--distributed", "--reduce", "param", "--param-sync-step", "10", "--log-verbosity", "4",
+                        "-o", out],
+                       check=True)
+        with open(out, encoding="utf-8") as f:
+            assert text == f.read()
+        parts = retc.compile_parts("conformer-ctc", backend="torch", **production)
+        assert parts.config["torch_amp"] == {"dtype": "bfloat16", "grad_scaler": None}, parts.config
+        assert parts.config["cleanup_old_models"] == {"keep_last_n": 2, "keep_best_n": 1, "keep": [5, 10]}
+        assert parts.config["torch_dataloader_opts"] == {"num_workers": 2}
+        assert parts.config["log_verbosity"] == 4 and parts.config["device"] == "cpu"
+        assert parts.config["apply_cleanup_old_models_to_optim_states"] is True
+        assert parts.config["torch_distributed"] == {"backend": "gloo", "reduce_type": "param",
+                                                     "param_sync_step": 10}, parts.config
+        try:
+            retc.compile("conformer-ctc", amp="bfloat16")
+            raise AssertionError("--amp on tf compiled")
+        except retc.RetcError as e:
+            assert "the tf target has no torch_amp" in str(e), str(e)
+    print("%d configs: the package's text == `retc compile`'s bytes; the production options as "
+          "keyword arguments" % (len(CASES) + 1))
 
 
 def test_parts_train():

@@ -8,7 +8,8 @@
 # finished; with --dataset-distribution shard. Then node 0's config as two
 # torchrun nodes again, each rank through torch_ddp_probe.py: after one epoch
 # both ranks hold identical params and each saw a disjoint half of the epoch's
-# sequences. `retc train --nproc 2` (torchrun --standalone) trains an epoch. Usage errors: --nproc
+# sequences. `retc train --nproc 2` (torchrun --standalone) trains an epoch
+# with --reduce param --param-sync-step 10. Usage errors: --nproc
 # and --nnodes on the tf target, --nproc 0, --nnodes without --master, a
 # node rank outside the nodes.
 # ctest-serial
@@ -68,15 +69,19 @@ print("ok: sharded data: rank 0 saw %d sequences, rank 1 %d, none of them both (
 PY
 grep -h "params after" "$TMP/probe.log"
 
-# `retc train --nproc 2`: torchrun --standalone, two processes on this machine.
-"$RETC" train 12ax --backend torch --nproc 2 --epochs 1 --workdir "$TMP/nproc2" >"$TMP/log" 2>"$TMP/err" ||
+# `retc train --nproc 2`: torchrun --standalone, two processes on this machine,
+# here with the params averaged every 10 steps instead of the gradients.
+"$RETC" train 12ax --backend torch --nproc 2 --reduce param --param-sync-step 10 --epochs 1 \
+  --workdir "$TMP/nproc2" >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "retc train 12ax --backend torch --nproc 2"; }
+grep -qx 'torch_distributed = {"backend": "gloo", "reduce_type": "param", "param_sync_step": 10}' "$TMP/nproc2/returnn.config" ||
+  fail "--reduce param: $(grep torch_distributed "$TMP/nproc2/returnn.config")"
 grep -q "^retc: 2 processes: .* --standalone --nproc-per-node=2 " "$TMP/log" || fail "not torchrun --standalone with 2 processes"
 for r in 0 1; do
   grep -q "Start running torch distributed training on local rank $r\." "$TMP/log" || fail "--nproc 2: no rank $r in the log"
 done
 tail -n 1 "$TMP/log" | grep -E '^final dev frame error: ' >/dev/null || fail "--nproc 2: no final line"
-pass "--nproc 2 on this machine, one epoch: $(tail -n 1 "$TMP/log")"
+pass "--nproc 2 on this machine, params averaged every 10 steps, one epoch: $(tail -n 1 "$TMP/log")"
 
 expect_error 2 "^retc: error: --nproc 2: the tf target trains in one process here; several processes are on the torch target \(--backend torch\) \(see 'retc --help'\)$" -- \
   "$RETC" train 12ax --nproc 2 --workdir "$TMP/tf"

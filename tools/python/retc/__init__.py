@@ -188,14 +188,30 @@ class Retc:
                         % (name, ", ".join(m.name for m in self.models())), 1)
 
     def compile(self, model, backend="tf", task="train", options=None, epochs=None, seed=None,
-                model_dir=None, device=None, beam=None):
+                model_dir=None, device=None, beam=None, amp=None, keep_last=None, keep_best=None,
+                keep_epochs=None, workers=None, distributed=False, reduce=None, param_sync_step=None,
+                dataset_distribution=None, log_verbosity=None):
         """The config text `retc compile` writes, byte for byte. `options`: a dict
-        of the model's options (as --set NAME=VALUE)."""
+        of the model's options (as --set NAME=VALUE). The rest are compile's flags
+        (`retc compile --help`): device ("auto", "cpu", "gpu"), and the production
+        options: amp ("bfloat16", "float16"), keep_last, keep_best, keep_epochs (a
+        list of epochs), workers, log_verbosity; for several processes (torch_distributed,
+        distributed=True): reduce ("grad", "param"), param_sync_step, dataset_distribution
+        ("shard", "random_seed_offset")."""
         args = ["compile", model, "--backend", backend, "--task", task]
         for name, value in (options or {}).items():
             args += ["--set", "%s=%s" % (name, _format_value(value))]
+        if distributed:
+            args.append("--distributed")
+        if keep_epochs is not None:
+            keep_epochs = ",".join(str(int(e)) for e in keep_epochs)
         for flag, value in (("--epochs", epochs), ("--seed", seed), ("--model-dir", model_dir),
-                            ("--device", device), ("--beam", beam)):
+                            ("--device", device), ("--beam", beam), ("--amp", amp),
+                            ("--keep-last", keep_last), ("--keep-best", keep_best),
+                            ("--keep-epochs", keep_epochs), ("--workers", workers),
+                            ("--reduce", reduce), ("--param-sync-step", param_sync_step),
+                            ("--dataset-distribution", dataset_distribution),
+                            ("--log-verbosity", log_verbosity)):
             if value is not None:
                 args += [flag, str(value)]
         with tempfile.TemporaryDirectory(prefix="retc-py-") as tmp:
