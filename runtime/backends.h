@@ -28,7 +28,7 @@ struct Runner {
   std::function<std::string(const ir::Param&)> variable_name;
   /// Training in several processes (`--nproc`, `--nnodes`); empty: one process only.
   std::function<absl::StatusOr<TrainResult>(const std::string& config, const Distributed& d,
-                                            const std::string& log)>
+                                            const std::string& log, double progress_seconds)>
       train_distributed;
 };
 

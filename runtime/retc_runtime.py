@@ -421,10 +421,7 @@ def train(config_path, progress_interval=10.0):
     import returnn.__main__ as rnn
 
     _prepare(config_path)
-    stdout = sys.stdout
-    progress = Progress(interval=progress_interval, out=stdout) if progress_interval > 0 else None
-    if progress is not None and progress.tty:
-        sys.stdout = _BarAwareStream(stdout, progress)  # before RETURNN's log takes it
+    progress, restore = _stdout_progress(progress_interval)
     try:
         rnn.init(config_filename=config_path, extra_greeting="retc train, in process.")
         if progress is not None:
@@ -434,17 +431,54 @@ def train(config_path, progress_interval=10.0):
         rnn.finalize()
         return last, scores
     finally:
-        if progress is not None:
-            progress.epoch_end()
-        sys.stdout = stdout
+        restore()
         _flush()
 
 
-def train_distributed(config_path, nproc, nnodes=1, node_rank=0, master=""):
+def _stdout_progress(interval):
+    """(a Progress on stdout, or None if `interval` is 0; a function that undoes what this
+    did). On a terminal, sys.stdout erases the bar before other text: set before RETURNN's
+    log takes sys.stdout."""
+    stdout = sys.stdout
+    progress = Progress(interval=interval, out=stdout) if interval > 0 else None
+    if progress is not None and progress.tty:
+        sys.stdout = _BarAwareStream(stdout, progress)
+
+    def restore():
+        if progress is not None:
+            progress.epoch_end()
+        sys.stdout = stdout
+
+    return progress, restore
+
+
+def _torchrun_worker(config_path, interval):
+    """One rank of train_distributed: `python -m returnn CONFIG` (RETURNN's main), with
+    retc's progress lines on rank 0."""
+    import returnn.__main__ as rnn
+
+    progress, restore = _stdout_progress(interval if os.environ.get("RANK", "0") == "0" else 0)
+    execute_main_task = rnn.execute_main_task
+
+    def execute_with_progress():
+        if progress is not None:
+            install_progress(rnn.engine, progress)
+        execute_main_task()
+
+    rnn.execute_main_task = execute_with_progress
+    try:
+        rnn.main([sys.argv[0], config_path])
+    finally:
+        restore()
+
+
+def train_distributed(config_path, nproc, nnodes=1, node_rank=0, master="", progress_interval=10.0):
     """RETURNN's training task on the torch engine in several processes: torch's
-    own launcher (torchrun) runs `python -m returnn CONFIG` per rank, `nproc` on
+    own launcher (torchrun) runs RETURNN's main on CONFIG per rank, `nproc` on
     this machine: standalone, or as node `node_rank` of `nnodes` that meet at
-    `master` (HOST:PORT of node 0; torch's static rendezvous). The config has
+    `master` (HOST:PORT of node 0; torch's static rendezvous). The ranks run this
+    module as a script, written next to the config as retc-torchrun-worker.py
+    (_torchrun_worker: rank 0 prints the progress lines). The config has
     `torch_distributed` (gloo on CPU, nccl on GPU). Rank 0 saves the checkpoints
     and evaluates. Returns as `train` does, read from RETURNN's learning-rate
     file; on another node than 0 (no file there), (0, [])."""
@@ -462,7 +496,11 @@ def train_distributed(config_path, nproc, nnodes=1, node_rank=0, master=""):
                 "--master-addr=%s" % host, "--master-port=%s" % port]
     else:
         cmd += ["--standalone"]
-    cmd += ["--nproc-per-node=%d" % nproc, "-m", "returnn", config_path]
+    worker = os.path.join(os.path.dirname(os.path.abspath(config_path)), "retc-torchrun-worker.py")
+    with open(worker + ".tmp", "w") as f:
+        f.write(SOURCE)
+    os.replace(worker + ".tmp", worker)
+    cmd += ["--nproc-per-node=%d" % nproc, worker, config_path, str(progress_interval)]
     where = " on node %d of %d" % (node_rank, nnodes) if nnodes > 1 else ""
     print("retc: %d processes%s: %s" % (nproc, where, " ".join(cmd)))
     _flush()
@@ -755,3 +793,7 @@ def run_task(config_path, task, mapping, output_path):
         return int(last or 0), scores
     finally:
         _flush()
+
+
+if __name__ == "__main__":  # a torchrun worker (train_distributed)
+    _torchrun_worker(sys.argv[1], float(sys.argv[2]))

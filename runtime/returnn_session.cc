@@ -27,6 +27,7 @@ absl::StatusOr<py::module_> runtime_module() {
     py::module_ m = types.attr("ModuleType")("retc_runtime");
     m.attr("__file__") = "<retc_runtime>";
     modules["retc_runtime"] = m;
+    m.attr("SOURCE") = kRetcRuntimePy;  // what a torchrun worker runs (train_distributed)
     py::exec(kRetcRuntimePy, m.attr("__dict__"));
     return m;
   } catch (const py::error_already_set& e) {
@@ -178,13 +179,14 @@ absl::StatusOr<int> usable_gpus(const std::string& backend, const std::string& d
 
 absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path,
                                                      const Distributed& d,
-                                                     const std::string& log_path) {
+                                                     const std::string& log_path,
+                                                     double progress_seconds) {
   StderrToFile redirect(log_path);
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
     py::tuple r = m->attr("run_logged")("train_distributed", log_path, config_path, d.nproc,
-                                        d.nnodes, d.node_rank, d.master);
+                                        d.nnodes, d.node_rank, d.master, progress_seconds);
     flush_python();
     return to_train_result(r);
   } catch (const py::error_already_set& e) {

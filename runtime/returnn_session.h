@@ -60,10 +60,11 @@ struct Distributed {
 /// launcher (torchrun): `d.nproc` on this node, standalone or as node
 /// `d.node_rank` of `d.nnodes`; the config has `torch_distributed`. Results
 /// as for train_config, read from RETURNN's learning-rate file (on node 0;
-/// other nodes return none).
+/// other nodes return none); rank 0 prints the progress lines.
 absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path,
                                                      const Distributed& d,
-                                                     const std::string& log_path);
+                                                     const std::string& log_path,
+                                                     double progress_seconds = 10);
 
 /// One param of a checkpoint conversion: its TF variable name (without
 /// ":0"), its torch state_dict key and its shape.

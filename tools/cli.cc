@@ -122,10 +122,9 @@ const std::vector<Command>& commands() {
            "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
            "and keeps the finished epochs' checkpoints. During an epoch a progress line (step,\n"
            "sequences and frames per second, loss, elapsed and estimated time) at most every\n"
-           "--progress SECONDS (default 10; 0: none; a bar redrawn in place on a terminal).\n"
-           "(one process; several print RETURNN's epoch lines only). The last line printed is the "
-           "final\n"
-           "dev error (frame error; label error for a model trained with CTC).\n",
+           "--progress SECONDS (default 10; 0: none; a bar redrawn in place on a terminal;\n"
+           "several processes: rank 0's). The last line printed is the final dev error\n"
+           "(frame error; label error for a model trained with CTC).\n",
            kProductionHelp)},
       {"eval",
        "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
@@ -818,9 +817,9 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << m->name << "' with " << path << std::endl;
-  auto r = dist->several()
-               ? (*backend)->runner.train_distributed(path, *dist, abs + "/retc-stderr.log")
-               : (*backend)->runner.train(path, abs + "/retc-stderr.log", progress);
+  auto r = dist->several() ? (*backend)->runner.train_distributed(
+                                 path, *dist, abs + "/retc-stderr.log", progress)
+                           : (*backend)->runner.train(path, abs + "/retc-stderr.log", progress);
   std::cout.flush();
   if (!r.ok()) return error(r.status());
   if (dist->node_rank > 0) {

@@ -4,8 +4,8 @@
 # --backend torch --nnodes 2 --node-rank K --master 127.0.0.1:PORT`, started
 # side by side, each node a process with a workdir of its own, train 2 epochs
 # to a dev frame error of at most 0.5 (as tasks_12ax.sh's 2 epochs; 12ax's
-# full torch training: torch_12ax.sh); node 0 prints it, node 1 says it
-# finished; with --dataset-distribution shard. Then node 0's config as two
+# full torch training: torch_12ax.sh); node 0 prints it and rank 0's progress
+# lines, node 1 says it finished; with --dataset-distribution shard. Then node 0's config as two
 # torchrun nodes again, each rank through torch_ddp_probe.py: after one epoch
 # both ranks hold identical params and each saw a disjoint half of the epoch's
 # sequences. `retc train --nproc 2` (torchrun --standalone) trains an epoch
@@ -19,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 port=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 for k in 0 1; do
   OMP_NUM_THREADS=1 "$RETC" train 12ax --backend torch --nnodes 2 --node-rank "$k" --master "127.0.0.1:$port" \
-    --dataset-distribution shard --epochs 2 --workdir "$TMP/node$k" >"$TMP/log$k" 2>"$TMP/err$k" &
+    --dataset-distribution shard --epochs 2 --progress 1 --workdir "$TMP/node$k" >"$TMP/log$k" 2>"$TMP/err$k" &
   pids[k]=$!
 done
 for k in 0 1; do
@@ -35,7 +35,9 @@ expect_final_error "$TMP/log0" 0.5 "12ax on torch, 2 nodes of one process, 2 epo
 [ "$(tail -n 1 "$TMP/log1")" = "retc: node 1 of 2 finished (node 0 keeps the checkpoints and scores)" ] ||
   fail "node 1's last line: $(tail -n 1 "$TMP/log1")"
 [ -z "$(ls "$TMP/node1/model" 2>/dev/null)" ] || fail "node 1 saved checkpoints: $(ls "$TMP/node1/model")"
-pass "two nodes on 127.0.0.1: $(tail -n 1 "$TMP/log0")"
+grep -E '^retc: progress: epoch [12] step [0-9]+, ' "$TMP/log0" >"$TMP/progress" || fail "no progress lines from rank 0"
+! grep -q '^retc: progress' "$TMP/log1" || fail "progress lines from rank 1"
+pass "two nodes on 127.0.0.1: $(tail -n 1 "$TMP/log0"); rank 0's progress: $(tail -n 1 "$TMP/progress")"
 
 grep -qx 'torch_distributed = {"backend": "gloo", "dataset_distribution": "shard"}' "$TMP/node0/returnn.config" ||
   fail "node 0's config lacks the sharded torch_distributed: $(grep torch_distributed "$TMP/node0/returnn.config")"
