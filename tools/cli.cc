@@ -771,20 +771,34 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
       return usage_error(absl::StrCat(
           "--progress needs seconds between progress lines (0: none), got '", it->second, "'"));
   }
-  // The flags and the device first: their errors write nothing, not even the workdir.
-  emit::ConfigOptions flags = config_options(*m);
-  if (absl::Status s = apply_setup_flags(a, flags); !s.ok()) return usage_error(s.message());
+  // Everything that can fail before anything is written, not even the workdir:
+  // the flags, the device, the config.
+  const std::string workdir = workdir_arg(a, *m, (*backend)->target);
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(workdir, ec).lexically_normal().string();
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  emit::ConfigOptions opts = config_options(*m, abs + "/model");
+  opts.training.extra.emplace_back("log", abs + "/returnn.log");
+  if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
   if (absl::Status s = check_several_process_flags(a, dist->several(), "--nproc N or --nnodes N");
       !s.ok())
     return usage_error(s.message());
   int gpus = 0;
-  if (flags.device == "gpu" || (dist->several() && flags.device.empty())) {
-    auto n = runtime::usable_gpus(std::string((*backend)->target.name), flags.device);
+  if (opts.device == "gpu" || (dist->several() && opts.device.empty())) {
+    auto n = runtime::usable_gpus(std::string((*backend)->target.name), opts.device);
     if (!n.ok()) return error(n.status());
     gpus = *n;
   }
-  const std::string workdir = workdir_arg(a, *m, (*backend)->target);
-  std::error_code ec;
+  // RETURNN's torch_distributed. On CPU gloo only: RETURNN's default
+  // "cpu:gloo,cuda:nccl" makes torch open NCCL, which needs a CUDA device;
+  // with GPUs that default (nccl for CUDA tensors). RETURNN runs several
+  // processes on the CPU only when the config says `device = "cpu"`.
+  if (dist->several()) {
+    if (gpus == 0) opts.device = "cpu";
+    opts.distributed = opts.device == "cpu" ? "gloo" : "";
+  }
+  auto text = emit::compile_to_config(*m, (*backend)->target, opts);
+  if (!text.ok()) return error(text.status());
   // One backend per workdir: RETURNN's learning_rates file would mix their scores.
   for (const runtime::Backend& other : runtime::backends()) {
     if (&other == *backend) continue;
@@ -799,21 +813,6 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (ec)
     return error(absl::PermissionDeniedError(
         absl::StrCat("cannot create workdir '", workdir, "': ", ec.message())));
-  std::string abs = std::filesystem::absolute(workdir, ec).lexically_normal().string();
-  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
-  emit::ConfigOptions opts = config_options(*m, abs + "/model");
-  opts.training.extra.emplace_back("log", abs + "/returnn.log");
-  (void)apply_setup_flags(a, opts);  // checked above
-  // RETURNN's torch_distributed. On CPU gloo only: RETURNN's default
-  // "cpu:gloo,cuda:nccl" makes torch open NCCL, which needs a CUDA device;
-  // with GPUs that default (nccl for CUDA tensors). RETURNN runs several
-  // processes on the CPU only when the config says `device = "cpu"`.
-  if (dist->several()) {
-    if (gpus == 0) opts.device = "cpu";
-    opts.distributed = opts.device == "cpu" ? "gloo" : "";
-  }
-  auto text = emit::compile_to_config(*m, (*backend)->target, opts);
-  if (!text.ok()) return error(text.status());
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << m->name << "' with " << path << std::endl;

@@ -32,50 +32,20 @@ def train_step(config_path, batch, frames):
     """One training step (forward and backward) of the config's model on a random batch:
     (loss, {param: grad}, RSS growth over the step in MiB). Seeds fixed: the same params,
     the same batch and the same dropout masks for configs that differ only in checkpointing."""
-    import numpy
-    import torch
-    from returnn.log import log
-    from returnn.config import Config, set_global_config
-    from returnn.util.basic import BehaviorVersion
-    import returnn.frontend as rf
-    from returnn.tensor import TensorDict
-    from returnn.torch.data import extern_data as extern_data_util
+    import torch_probe
 
-    log.initialize(verbosity=[0])
-    config = Config()
-    config.load_file(config_path)
-    set_global_config(config)
-    BehaviorVersion.set(config.int("behavior_version", 0) or None)
-    rf.select_backend_torch()
-    rf.set_random_seed(42)
-    model = config.typed_value("get_model")(epoch=1, step=0)
-    template = TensorDict()
-    template.update(config.typed_value("extern_data"), auto_convert=True)
-    rng = numpy.random.RandomState(1)
-    raw = {}
-    for key, data in template.data.items():
-        top = frames if key == "data" else frames // 8
-        lens = rng.randint(top * 3 // 4, top + 1, size=(batch,)).astype("int32")
-        lens[0] = top
-        shape = [batch if d.is_batch_dim() else (d.dimension or top) for d in data.dims]
-        raw[key] = torch.tensor(rng.randint(0, data.sparse_dim.dimension, size=shape).astype("int32"))
-        raw[key + ":seq_len"] = torch.tensor(lens)
-    extern_data = extern_data_util.raw_dict_to_extern_data(
-        raw, extern_data_template=template, device="cpu", with_eval_targets=True)
+    net = torch_probe.TorchNet(config_path, with_updater=False)
+    raw = net.batch(batch=batch, max_time=frames)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    rf.init_train_step_run_ctx(train_flag=True, step=0, epoch=1)
-    config.typed_value("train_step")(model=model, extern_data=extern_data)
-    loss = rf.get_run_ctx().total_loss().raw_tensor
+    loss = net.run(raw).total_loss().raw_tensor
     loss.backward()
     growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024.0
-    grads = {name: p.raw_tensor.grad.detach().clone() for name, p in model.named_parameters()
-             if p.raw_tensor.grad is not None}  # (batch norm's running statistics have none)
+    grads = {name: p.grad.detach().clone() for name, p in net.pt_model.named_parameters()
+             if p.grad is not None}  # (batch norm's running statistics have none)
     return float(loss), grads, growth
 
 
 def test_same_losses_and_gradients():
-    import torch
-
     with tempfile.TemporaryDirectory() as tmp:
         plain, ckpt = os.path.join(tmp, "plain.config"), os.path.join(tmp, "ckpt.config")
         compile_torch(plain)
@@ -95,7 +65,6 @@ def test_same_losses_and_gradients():
     assert any(float(g.abs().max()) > 0 for g in grads_a.values())
     print("ok: the same loss (%.6f) and gradients of %d params, largest difference %.2e"
           % (loss_a, len(grads_a), worst))
-    del torch
 
 
 def test_lower_peak_memory():
@@ -126,6 +95,12 @@ def test_tf_target_refuses():
         assert ("error: checkpoint 'encoder.layers.0': the tf target has no gradient checkpointing of a "
                 "module") in r.stderr, r.stderr
         assert not os.path.exists(out)
+        # retc train: the same error before anything is written, not even the workdir.
+        work = os.path.join(tmp, "work")
+        r2 = subprocess.run([RETC, "train", "conformer-ctc", "--set", "gradient_checkpoint=true", "--workdir",
+                             work], capture_output=True, text=True)
+        assert r2.returncode == 1 and r2.stderr == r.stderr, (r2.returncode, r2.stderr)
+        assert not os.path.exists(work)
     print("ok: tf: " + r.stderr.strip())
 
 

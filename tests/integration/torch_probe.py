@@ -63,13 +63,14 @@ class TorchNet:
         self.updater.create_optimizer()
         self.updater.set_learning_rate(self.config.float("learning_rate", 1.0))
 
-    def batch(self, seed=1):
-        """Random extern data, as `retc check` makes it."""
+    def batch(self, seed=1, batch=3, max_time=7):
+        """Random extern data, as `retc check` makes it (by default of its size: 3
+        sequences, the longest of 7 frames)."""
         template = TensorDict()
         template.update(self.config.typed_value("extern_data"), auto_convert=True)
         keys = sorted(template.data, key=lambda k: (k != "data", k))
         datas = [(k, template.data[k]) for k in keys]
-        values, sizes = _random_values(datas, numpy.random.RandomState(seed))
+        values, sizes = _random_values(datas, numpy.random.RandomState(seed), batch, max_time)
         raw = {key: torch.tensor(value) for key, value in values.items()}
         for key, data in datas:
             for tag in data.dims:
