@@ -164,17 +164,29 @@ absl::StatusOr<TrainResult> train_config(const std::string& config_path,
 absl::StatusOr<int> usable_gpus(const std::string& backend, const std::string& device) {
   auto m = runtime_module();
   if (!m.ok()) return m.status();
-  const std::string log =
-      (std::filesystem::temp_directory_path() / "retc-device-probe.log").string();
-  StderrToFile redirect(log);  // TensorFlow's start-up lines
-  try {
-    std::string problem = m->attr("device_problem")(backend, device).cast<std::string>();
-    if (!problem.empty()) return absl::FailedPreconditionError(problem);
-    return m->attr("gpu_count")(backend).cast<int>();
-  } catch (const py::error_already_set& e) {
-    flush_python();
-    return python_error(e, "cannot ask for the GPUs", log);
+  // TensorFlow's and torch's start-up lines go to a log, kept only when the
+  // probe itself failed (the message names it).
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           absl::StrCat("retc-device-probe-", ::getpid(), ".log"))
+                              .string();
+  absl::StatusOr<int> gpus;
+  {
+    StderrToFile redirect(log);
+    try {
+      std::string problem = m->attr("device_problem")(backend, device).cast<std::string>();
+      if (!problem.empty()) {
+        gpus = absl::FailedPreconditionError(problem);
+      } else {
+        gpus = m->attr("gpu_count")(backend).cast<int>();
+      }
+    } catch (const py::error_already_set& e) {
+      flush_python();
+      return python_error(e, "cannot ask for the GPUs", log);
+    }
   }
+  std::error_code ec;
+  std::filesystem::remove(log, ec);
+  return gpus;
 }
 
 absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_path,

@@ -49,6 +49,9 @@ def test_device_entries():
 def test_gpu_refused_before_writing():
     import torch
 
+    import glob
+
+    probe_logs = sorted(glob.glob(os.path.join(tempfile.gettempdir(), "retc-device-probe-*.log")))
     with tempfile.TemporaryDirectory() as tmp:
         work = os.path.join(tmp, "work")
         r = run("train", "12ax", "--backend", "torch", "--device", "gpu", "--workdir", work)
@@ -70,6 +73,7 @@ def test_gpu_refused_before_writing():
                 "-o", os.path.join(tmp, "hyps.py"))
         assert r.returncode == 1 and "torch sees no CUDA GPU" in r.stderr, r
         assert sorted(os.listdir(tmp)) == [], os.listdir(tmp)
+        assert sorted(glob.glob(os.path.join(tempfile.gettempdir(), "retc-device-probe-*.log"))) == probe_logs
         script = os.path.join(os.environ["RETC_SOURCE_DIR"], "tools", "gpu_check.sh")
         r = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60)
         assert r.returncode == 1, r
