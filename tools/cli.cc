@@ -783,8 +783,9 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (absl::Status s = check_several_process_flags(a, dist->several(), "--nproc N or --nnodes N");
       !s.ok())
     return usage_error(s.message());
+  const bool float16 = opts.training.amp == emit::Precision::kFloat16;
   int gpus = 0;
-  if (opts.device == "gpu" || (dist->several() && opts.device.empty())) {
+  if (opts.device == "gpu" || ((dist->several() || float16) && opts.device.empty())) {
     auto n = runtime::usable_gpus(std::string((*backend)->target.name), opts.device);
     if (!n.ok()) return error(n.status());
     gpus = *n;
@@ -816,6 +817,11 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << m->name << "' with " << path << std::endl;
+  if (float16 && (gpus == 0 || opts.device == "cpu")) {
+    std::cout << "retc: note: --amp float16 on the CPU: autocast in float16 without loss scaling "
+                 "(torch's GradScaler turns itself off without CUDA); bfloat16 needs none"
+              << std::endl;
+  }
   auto r = dist->several() ? (*backend)->runner.train_distributed(
                                  path, *dist, abs + "/retc-stderr.log", progress)
                            : (*backend)->runner.train(path, abs + "/retc-stderr.log", progress);
