@@ -242,8 +242,9 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
   // A checkpointed module's values are dropped (`del`) after their last use,
   // so that no Python name keeps them alive for the backward pass (what the
   // scope does not store, it computes again). Only values whose every use is
-  // a plain statement here: not a mark or a mark's input (the losses read
-  // those after this code), nothing a loop or a cond reads.
+  // a plain statement here, and that this code wrote (a step node outside
+  // loops): not a mark or a mark's input (the losses read those after this
+  // code), nothing a loop or a cond reads.
   std::vector<int> uses(g.size(), 0);
   std::vector<bool> droppable(g.size(), !g.checkpoints().empty());
   for (size_t j = 0; j < g.size(); ++j) {
@@ -284,7 +285,8 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
         std::vector<std::string> dead;
         for (ir::NodeId in : n.inputs) {
           const ir::Node& v = g.node(in);
-          if (--uses[in.index] == 0 && droppable[in.index] && checkpoint_of(v) >= 0 &&
+          if (--uses[in.index] == 0 && droppable[in.index] && v.stage == ir::Stage::kStep &&
+              loops.loop_of[in.index] < 0 && checkpoint_of(v) >= 0 &&
               std::find(dead.begin(), dead.end(), v.name) == dead.end())
             dead.push_back(v.name);
         }
