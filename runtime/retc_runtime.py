@@ -14,8 +14,38 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-_interrupted = False
-# After Ctrl-C, RETURNN gets this long to stop before the process exits
+def _die_with_parent():
+    """In a process forked from retc's (RETURNN's torch data-loader workers): ask the
+    kernel for SIGKILL when the parent dies, however it dies (kill -9 included), so that
+    no worker outlives a killed training; a parent already gone ends the child now."""
+    import ctypes
+    import signal
+
+    parent = _die_with_parent.parent
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _remember_parent():
+    _die_with_parent.parent = os.getpid()
+
+
+if sys.platform.startswith("linux") and not getattr(os, "_retc_fork_hook", False):
+    os._retc_fork_hook = True
+    os.environ["RETC_DIE_WITH_PARENT"] = "1"  # spawned children: the venv hook does the same
+    os.register_at_fork(before=_remember_parent, after_in_child=_die_with_parent)
+
+
+# The signal that stopped the run: SIGINT (Ctrl-C) or SIGTERM (what a cluster's
+# scheduler sends, `kill PID`); both end RETURNN as Ctrl-C does (the finished
+# epochs' checkpoints stay, the unfinished epoch is not saved), and the process
+# exits with 128 + the signal (130, 143).
+_stop_signal = 0
+# After the signal, RETURNN gets this long to stop before the process exits
 # anyway: a KeyboardInterrupt raised while a thread's lock is taken (TF's data
 # provider and the training loop share a queue and a condition) can leave
 # RETURNN's clean-up joining a thread that never ends; seen once, in a CI run
@@ -23,41 +53,65 @@ _interrupted = False
 STOP_TIMEOUT_S = 20
 
 
+def _signal_name(signum):
+    import signal
+
+    return {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}.get(signum, "signal %d" % signum)
+
+
 def _exit_interrupted():
-    """The last resort after Ctrl-C: the log flushed, one line, exit 130
-    (the checkpoints of finished epochs are on disk; the unfinished one is
+    """The last resort after the signal: the log flushed, one line, exit 128 + the
+    signal (the checkpoints of finished epochs are on disk; the unfinished one is
     not saved either way)."""
     import threading
 
     flush = threading.Thread(target=_flush, daemon=True)  # a lock it needs may be the stuck one
     flush.start()
     flush.join(2)
-    os.write(2, b"retc: error: RETURNN did not stop within %d s of Ctrl-C: interrupted\n" % STOP_TIMEOUT_S)
-    os._exit(130)
+    os.write(2, b"retc: error: RETURNN did not stop within %d s of %s: interrupted\n"
+             % (STOP_TIMEOUT_S, _signal_name(_stop_signal).encode()))
+    os._exit(128 + _stop_signal)
 
 
-def _on_sigint(signum, frame):
-    """Ctrl-C: remember it (RETURNN turns the KeyboardInterrupt into
+def _on_stop_signal(signum, frame):
+    """Ctrl-C or SIGTERM: remember it (RETURNN turns the KeyboardInterrupt into
     sys.exit(1) after saving nothing of the unfinished epoch), make sure the
-    process ends (_exit_interrupted), then raise."""
-    global _interrupted
-    if not _interrupted:
+    process ends (_exit_interrupted), then raise KeyboardInterrupt, to which
+    RETURNN reacts on both engines."""
+    global _stop_signal
+    if not _stop_signal:
         import threading
 
+        _stop_signal = signum
         timer = threading.Timer(STOP_TIMEOUT_S, _exit_interrupted)
         timer.daemon = True
         timer.start()
-    _interrupted = True
     raise KeyboardInterrupt
 
 
+class Stopped(KeyboardInterrupt):
+    """The run was stopped by a signal (`signum`): SIGINT or SIGTERM."""
+
+    def __init__(self, signum):
+        super().__init__(_signal_name(signum))
+        self.signum = signum
+
+
+def stop_signal():
+    """The signal that stopped the last run (0: none)."""
+    return _stop_signal
+
+
 def run_logged(func_name, error_log, *args):
-    """Calls `func_name(*args)`; on an exception, appends the full traceback
-    to `error_log` and re-raises (as KeyboardInterrupt after Ctrl-C)."""
+    """Calls `func_name(*args)` with Ctrl-C and SIGTERM handled (_on_stop_signal); on
+    an exception, appends the full traceback to `error_log` and re-raises (as Stopped
+    after a signal)."""
     import signal
 
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_sigint)
+        signal.signal(signal.SIGINT, _on_stop_signal)
+    # The caller (retc's C++ side) restores its own SIGTERM handler afterwards.
+    signal.signal(signal.SIGTERM, _on_stop_signal)
     try:
         return globals()[func_name](*args)
     except BaseException as exc:
@@ -65,12 +119,115 @@ def run_logged(func_name, error_log, *args):
 
         with open(error_log, "a") as f:
             f.write(traceback.format_exc())
-        if _interrupted and not isinstance(exc, KeyboardInterrupt):
-            raise KeyboardInterrupt from exc
+        if _stop_signal:
+            raise Stopped(_stop_signal) from exc
         raise
     finally:
         _flush()
         _remove_empty_faulthandler_dumps()
+
+
+class RetcError(Exception):
+    """An error retc's runtime found itself: its message says all (error_line shows no
+    type name)."""
+
+
+class RunFailed(Exception):
+    """RETURNN's TF runner failed and would sys.exit(1): raised instead, from the
+    exception the runner caught (its run_exception), which error_line reports."""
+
+
+def _exception_chain(exc):
+    """`exc` and what it was raised from or while handling, outermost first."""
+    chain = []
+    while exc is not None and not any(exc is e for e in chain):
+        chain.append(exc)
+        exc = exc.__cause__ if exc.__cause__ is not None else (
+            None if exc.__suppress_context__ else exc.__context__)
+    return chain
+
+
+def _is_wrapper(exc):
+    """An exception that says only that something else failed: sys.exit(1) after a
+    caught error, Ctrl-C turned into an exit, RunFailed."""
+    return isinstance(exc, (SystemExit, KeyboardInterrupt, RunFailed))
+
+
+def _tf_op_message(exc):
+    """The lines of a TensorFlow op error that say what happened, without TF's
+    "Graph execution error", the Python stack of the op's definition and the
+    node lists; with the failing op's name."""
+    lines = []
+    skip_stack = False
+    for line in str(getattr(exc, "message", None) or exc).splitlines():
+        text = line.strip()
+        if not text or text.startswith(("Graph execution error", "[[{{node", "[[", "Original stack trace",
+                                        "Errors may have originated", "Additional GRPC error")):
+            continue
+        if text.startswith("Detected at node") or text.startswith("Detected in the"):
+            skip_stack = True
+            continue
+        if skip_stack and (line[:1] in " \t" or text.startswith(("File ", "<"))):
+            continue
+        skip_stack = False
+        lines.append(text)
+    text = " ".join(lines) if lines else str(exc).strip()
+    op = getattr(exc, "op", None)
+    name = getattr(op, "name", None)
+    if name and name not in text:
+        text += " (op %s)" % name
+    return text
+
+
+def _assertion_site(exc):
+    """Where an assert without a message failed: 'FILE:LINE: SOURCE'."""
+    import linecache
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "assertion failed"
+    f = frames[-1]
+    source = (f.line or linecache.getline(f.filename, f.lineno)).strip()
+    return "%s:%d: %s" % (os.path.basename(f.filename), f.lineno, source or "assertion failed")
+
+
+MAX_ERROR_CHARS = 600
+
+
+def error_line(exc):
+    """One line that names the cause of `exc`: the innermost exception of its chain
+    (`raise ... from`, or raised while handling another) that is more than a wrapper
+    (sys.exit(1) after RETURNN caught the error, Ctrl-C, RunFailed), or retc's own
+    diagnosis (RetcError) of what it caught, as "Type: message": TF's op errors reduced to their message, OS errors with the
+    file they were about, an assert without a message with its file, line and
+    source. The full traceback is in the log."""
+    chain = _exception_chain(exc)
+    causes = [e for e in chain if not _is_wrapper(e)]
+    own = [e for e in causes if isinstance(e, RetcError)]  # retc's diagnosis of what it caught
+    cause = own[0] if own else causes[-1] if causes else chain[0]
+    type_name = type(cause).__name__
+    if isinstance(cause, SystemExit):
+        return "RETURNN exited with status %s (its log says why)" % (cause.code,)
+    if isinstance(cause, OSError) and cause.strerror:
+        where = [repr(f) for f in (cause.filename, cause.filename2) if f is not None]
+        text = "%s%s" % (cause.strerror, (": " + " -> ".join(where)) if where else "")
+    elif type(cause).__module__.startswith("tensorflow") and hasattr(cause, "op"):
+        text = _tf_op_message(cause)
+    elif isinstance(cause, AssertionError) and not str(cause).strip():
+        text = _assertion_site(cause)
+    else:
+        # The first line: RETURNN's torch engine appends the step, the data and the
+        # module call stack to an exception's message, lines after its own.
+        text = str(cause).strip()
+        if isinstance(cause, KeyError) and len(cause.args) == 1:
+            text = "%r" % (cause.args[0],)
+        text = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[:MAX_ERROR_CHARS - 3] + "..."
+    if isinstance(cause, RetcError):
+        return text
+    return "%s: %s" % (type_name, text) if text else type_name
 
 
 def _remove_empty_faulthandler_dumps():
@@ -205,7 +362,28 @@ def _prepare(config_path):
     config.load_file(config_path)
     if config.value("backend", "") != "torch":
         _fast_graph_mode_equality()
+        _raise_runner_errors()
     return config
+
+
+def _raise_runner_errors():
+    """RETURNN's TF runner catches the exception of a failed step, logs it and
+    then calls sys.exit(1): the exception is raised instead (as RunFailed from it),
+    so that error_line names it. After Ctrl-C or SIGTERM as before."""
+    from returnn.tf.engine import Runner
+
+    if getattr(Runner.exit_due_to_error, "_retc", False):
+        return
+    exit_due_to_error = Runner.exit_due_to_error
+
+    def raise_run_exception(self):
+        exc = self.run_exception
+        if exc is not None and not isinstance(exc, KeyboardInterrupt):
+            raise RunFailed("RETURNN's runner failed") from exc
+        exit_due_to_error(self)
+
+    raise_run_exception._retc = True
+    Runner.exit_due_to_error = raise_run_exception
 
 
 def device_problem(backend, device):
@@ -508,11 +686,11 @@ def train_distributed(config_path, nproc, nnodes=1, node_rank=0, master="", prog
     try:
         rc = proc.wait()
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(_stop_signal or signal.SIGINT)  # torchrun passes it on to the ranks
         proc.wait()
         raise
     if rc != 0:
-        if rc in (130, -signal.SIGINT):
+        if rc in (130, 143, -signal.SIGINT, -signal.SIGTERM):
             raise KeyboardInterrupt
         raise RuntimeError("torchrun exited with status %d (RETURNN's log above)" % rc)
     if node_rank > 0:
@@ -573,15 +751,17 @@ def check_torch(config_path):
     return variables, losses, errors
 
 
-def convert_checkpoint(src, mapping, in_path, out_path):
+def convert_checkpoint(src, mapping, allow_extra, in_path, out_path):
     """Converts a checkpoint of one backend to the other. `mapping` lists
     (TF variable name, torch state_dict key, shape) for each param: retc's
     params have the same names (module paths) and the same layout on both
     targets, so each value is copied as it is (the torch target's LSTM reads
     TF's gate order; see README, "Checkpoints"). src "tf": `in_path` is a TF
     checkpoint (the prefix before .index), `out_path` a RETURNN torch
-    checkpoint (.pt); src "torch": the other way round. Written to a
-    temporary name first, then renamed: nothing is half-written.
+    checkpoint (.pt); src "torch": the other way round. `in_path` is checked
+    as _check_checkpoint does (`allow_extra`). The caller gives an `out_path` in
+    a directory of its own and renames the files into place (retc's ScratchDir):
+    nothing is half-written. A full disk is named as such.
     Returns (params converted, epoch, step)."""
     import numpy
     import torch
@@ -591,39 +771,31 @@ def convert_checkpoint(src, mapping, in_path, out_path):
             raise ValueError("%s has the shape %s in %s, but the model's is %s"
                              % (name, list(value.shape), in_path, list(shape)))
 
+    if src not in ("tf", "torch"):
+        raise ValueError("unknown checkpoint backend %r" % (src,))
+    _check_checkpoint(src, in_path, mapping, allow_extra)
     if src == "tf":
         import tensorflow as tf
 
-        if not os.path.exists(in_path + ".index"):
-            raise FileNotFoundError("no TF checkpoint %s (no %s.index)" % (in_path, in_path))
         reader = tf.train.load_checkpoint(in_path)
         known = reader.get_variable_to_shape_map()
         state = {}
         for tf_name, key, shape in mapping:
-            if tf_name not in known:
-                raise KeyError("%s lacks the variable %s (a checkpoint of another model?)" % (in_path, tf_name))
             value = reader.get_tensor(tf_name)
             check_shape(tf_name, value, shape)
             state[key] = torch.from_numpy(numpy.ascontiguousarray(value))
         step = int(reader.get_tensor("global_step")) if "global_step" in known else 0
-        base = os.path.basename(in_path)
-        epoch = int(base.rsplit(".", 1)[1]) if "." in base and base.rsplit(".", 1)[1].isdigit() else 0
-        tmp = out_path + ".tmp_write"
-        torch.save({"model": state, "epoch": epoch, "step": step, "effective_learning_rate": None}, tmp)
-        os.replace(tmp, out_path)
-        return len(state), epoch, step
-    if src != "torch":
-        raise ValueError("unknown checkpoint backend %r" % (src,))
-    if not os.path.exists(in_path):
-        raise FileNotFoundError("no torch checkpoint %s" % in_path)
+        with _naming_full_disk(out_path):
+            torch.save({"model": state, "epoch": _epoch_of(in_path), "step": step,
+                        "effective_learning_rate": None}, out_path)
+        return len(state), _epoch_of(in_path), step
     ckpt = torch.load(in_path, map_location="cpu", weights_only=False)
     state = ckpt["model"] if isinstance(ckpt, dict) and "model" in ckpt else ckpt
     import tensorflow as tf
     import returnn.tf.compat as tf_compat
 
-    out_dir = os.path.dirname(os.path.abspath(out_path))
-    tmp_prefix = os.path.join(out_dir, ".retc-convert-%d" % os.getpid())
-    with tf.Graph().as_default():
+    tmp_prefix = out_path
+    with tf.Graph().as_default(), _naming_full_disk(out_path):
         variables = []
         for tf_name, key, shape in mapping:
             if key not in state:
@@ -639,14 +811,63 @@ def convert_checkpoint(src, mapping, in_path, out_path):
             session.run(tf_compat.v1.global_variables_initializer())
             # The .meta too: RETURNN's TF engine loads a checkpoint (`load`) only with one.
             saver.save(session, tmp_prefix, write_meta_graph=True, write_state=False)
-    for suffix in (".index", ".data-00000-of-00001", ".meta"):
-        os.replace(tmp_prefix + suffix, out_path + suffix)
     return len(mapping), epoch, step
 
 
-def _check_checkpoint(backend, path, mapping):
+def _epoch_of(path):
+    """The epoch in a checkpoint's name (network.005 -> 5), else 0."""
+    base = os.path.basename(path)
+    if base.endswith(".pt"):
+        base = base[:-3]
+    suffix = base.rsplit(".", 1)[-1] if "." in base else ""
+    return int(suffix) if suffix.isdigit() else 0
+
+
+class _naming_full_disk:
+    """Around a write of `path`: an error while the disk holding it is full (TF's
+    saver says "enforce fail ... unexpected pos"; torch "PytorchStreamWriter failed
+    writing file") becomes OSError ENOSPC naming the file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            return False
+        if isinstance(exc, OSError) and exc.errno is not None:
+            return False
+        import errno
+        import shutil
+
+        try:
+            free = shutil.disk_usage(os.path.dirname(os.path.abspath(self.path))).free
+        except OSError:
+            return False
+        if free < 1 << 20:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path) from exc
+        return False
+
+
+class CheckpointMismatch(RetcError):
+    """A checkpoint that does not hold exactly the model's params."""
+
+
+def _is_tf_bookkeeping(name):
+    """A variable of a RETURNN TF checkpoint that is no param: the step counter, a random
+    layer's generator state, an optimizer's slots and counters."""
+    return (name in ("global_step", "learning_rate") or name.endswith("/random_generator/StateVar")
+            or name.startswith("optimize/") or "_power" in name.rsplit("/", 1)[-1]
+            or any(part in name.split("/")[-1:] for part in ("Adam", "Adam_1", "Momentum", "accumulator")))
+
+
+def _check_checkpoint(backend, path, mapping, allow_extra=False):
     """Fails with one line unless the checkpoint `path` of `backend` holds every param of
-    `mapping` ((TF variable name, torch key, shape) each) with its shape."""
+    `mapping` ((TF variable name, torch key, shape) each) with its shape, and, unless
+    `allow_extra`, no other (a checkpoint of a bigger model that contains this one would
+    give other numbers without a word)."""
     if backend == "torch":
         import torch
 
@@ -656,19 +877,36 @@ def _check_checkpoint(backend, path, mapping):
         state = ckpt["model"] if isinstance(ckpt, dict) and "model" in ckpt else ckpt
         shapes = {k: list(v.shape) for k, v in state.items()}
         names = [(key, shape) for _, key, shape in mapping]
+        extra = sorted(set(shapes) - {key for key, _ in names})
     else:
         import tensorflow as tf
 
         if not os.path.exists(path + ".index"):
             raise FileNotFoundError("no TF checkpoint %s (no %s.index)" % (path, path))
-        shapes = {k: list(v) for k, v in tf.train.load_checkpoint(path).get_variable_to_shape_map().items()}
+        reader = tf.train.load_checkpoint(path)
+        shapes = {k: list(v) for k, v in reader.get_variable_to_shape_map().items()}
         names = [(name, shape) for name, _, shape in mapping]
+        for name, _ in names:  # the values too: a truncated .data file fails here, named
+            if name in shapes:
+                try:
+                    reader.get_tensor(name)
+                except Exception as exc:  # TF raises IndexError for a short file
+                    raise CheckpointMismatch("%s is damaged (truncated or overwritten?): cannot read %s: %s"
+                                             % (path, name, str(getattr(exc, "message", exc)).splitlines()[0]))
+        extra = sorted(k for k in set(shapes) - {name for name, _ in names} if not _is_tf_bookkeeping(k))
     for name, shape in names:
         if name not in shapes:
-            raise KeyError("%s lacks the param %s (a checkpoint of another model?)" % (path, name))
+            raise CheckpointMismatch("%s lacks the param %s (a checkpoint of another model?)" % (path, name))
         if shapes[name] != list(shape):
-            raise ValueError("%s has %s with the shape %s, but the model's is %s (a checkpoint of another model?)"
-                             % (path, name, shapes[name], list(shape)))
+            raise CheckpointMismatch(
+                "%s has %s with the shape %s, but the model's is %s (a checkpoint of another model?)"
+                % (path, name, shapes[name], list(shape)))
+    if extra and not allow_extra:
+        raise CheckpointMismatch(
+            "%s has %d param%s the model lacks (%s%s): a checkpoint of another model? "
+            "--allow-extra-params uses it anyway" % (
+                path, len(extra), "s" if len(extra) > 1 else "", ", ".join(extra[:3]),
+                ", ..." if len(extra) > 3 else ""))
 
 
 def _edit_distance(a, b):
@@ -729,7 +967,51 @@ def _search_tf(engine, config, dataset, output_path):
         f.write("}\n")
 
 
-def run_task(config_path, task, mapping, output_path):
+def _epoch_for_unnumbered_load():
+    """RETURNN's TF engine takes the epoch of `load` from its name (network.005: 5) and
+    fails with `AssertionError: task 'eval'` on one without (a converted checkpoint at
+    any prefix): such a checkpoint counts as epoch 1 for eval, forward and search."""
+    from returnn.engine.base import EngineBase
+
+    get_epoch_model = EngineBase.get_epoch_model.__func__
+    if getattr(get_epoch_model, "_retc", False):
+        return
+
+    def get_epoch_model_numbered(cls, config):
+        epoch, filename = get_epoch_model(cls, config)
+        if filename and not epoch and config.value("task", "train") != "train":
+            epoch = 1
+        return epoch, filename
+
+    get_epoch_model_numbered._retc = True
+    EngineBase.get_epoch_model = classmethod(get_epoch_model_numbered)
+
+
+class NonFiniteLoss(RetcError):
+    """A loss that is NaN or inf."""
+
+
+def _stop_on_nonfinite_eval():
+    """RETURNN's torch eval sums a NaN or inf loss into the scores without a word (its
+    TF eval and both trainings stop): stop at the step, naming the loss."""
+    import math
+
+    import returnn.torch.engine as torch_engine
+
+    report = getattr(torch_engine._print_process, "_retc_nonfinite", torch_engine._print_process)
+
+    def print_process(report_prefix, *, step, eval_info=None, **kwargs):
+        for name, value in (eval_info or {}).items():
+            if not math.isfinite(value):
+                raise NonFiniteLoss("%s is %s in step %d of %s (NaN or inf in the data, or a broken "
+                                    "checkpoint)" % (name, value, step, report_prefix))
+        return report(report_prefix, step=step, eval_info=eval_info, **kwargs)
+
+    print_process._retc_nonfinite = report
+    torch_engine._print_process = print_process
+
+
+def run_task(config_path, task, mapping, allow_extra, output_path):
     """RETURNN's eval, forward or search `task` (the torch config's is "forward" for search) on the checkpoint in
     `load`, checked first against the model's params (`mapping`, as for
     convert_checkpoint). Forward writes the config's HDF file; search writes the
@@ -739,9 +1021,17 @@ def run_task(config_path, task, mapping, output_path):
     "seq_errors" against the dataset's "classes"."""
     import returnn.__main__ as rnn
 
+    import tempfile
+
     probe = _prepare(config_path)
     backend = "torch" if probe.value("backend", "") == "torch" else "tf"
-    _check_checkpoint(backend, probe.value("load", ""), mapping)
+    _check_checkpoint(backend, probe.value("load", ""), mapping, allow_extra)
+    if backend == "tf":
+        _epoch_for_unnumbered_load()
+    if output_path:
+        # RETURNN's HDF writer writes a temporary file first (tempfile): in the caller's
+        # directory for the output, which it removes on every path.
+        tempfile.tempdir = os.path.dirname(output_path)
     try:
         rnn.init(config_filename=config_path, extra_greeting="retc %s, in process." % task)
         config, engine = rnn.config, rnn.engine
@@ -753,6 +1043,7 @@ def run_task(config_path, task, mapping, output_path):
             engine.init_train_from_config(config, rnn.train_data, rnn.dev_data, rnn.eval_data)
             engine.learning_rate_control.filename = None  # the scores stay in memory
             if backend == "torch":
+                _stop_on_nonfinite_eval()
                 engine.eval_model()
             else:
                 engine.eval_model(lr_control_update_scores=True)

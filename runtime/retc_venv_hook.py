@@ -52,3 +52,26 @@ class _NativeOpFinder:
 
 if not any(isinstance(f, _NativeOpFinder) for f in sys.meta_path):
     sys.meta_path.insert(0, _NativeOpFinder())
+
+
+def _die_with_parent():
+    """A process that multiprocessing spawned for retc (RETURNN's torch data-loader workers;
+    retc's runtime sets RETC_DIE_WITH_PARENT): SIGKILL from the kernel when its parent dies,
+    however it dies (kill -9 of a training included), so that no worker outlives it. Forked
+    ones get the same from retc's runtime (os.register_at_fork)."""
+    import os
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the line above
+        os._exit(1)
+
+
+if "--multiprocessing-fork" in sys.argv and __import__("os").environ.get("RETC_DIE_WITH_PARENT"):
+    _die_with_parent()

@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <pybind11/embed.h>
+#include <pybind11/stl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/python_env.h"
 #include "runtime/retc_runtime_py.h"
@@ -60,24 +64,45 @@ class StderrToFile {
   int saved_ = -1;
 };
 
-// One line: "ExceptionType: message" (the last line if multi-line).
+// One line naming the cause (retc_runtime.error_line: the innermost exception
+// of the chain, not the traceback's last line); a run stopped by Ctrl-C or
+// SIGTERM: Cancelled, with the signal's number as the payload kSignalPayload.
 absl::Status python_error(const py::error_already_set& e, absl::string_view what,
                           const std::string& log_path) {
-  std::string type = "Exception";
-  std::string msg;
+  std::string line;
   try {
-    type = py::str(e.type().attr("__name__"));
-    msg = py::str(e.value());
+    if (e.matches(PyExc_KeyboardInterrupt)) {
+      int signum = SIGINT;
+      if (py::hasattr(e.value(), "signum")) signum = e.value().attr("signum").cast<int>();
+      absl::Status s = absl::CancelledError(
+          absl::StrCat(what, ": ", signum == SIGTERM ? "stopped by SIGTERM" : "interrupted",
+                       " (the finished epochs' checkpoints are kept; run it again to resume)"));
+      s.SetPayload(kSignalPayload, absl::Cord(absl::StrCat(signum)));
+      return s;
+    }
+    auto m = runtime_module();
+    if (m.ok()) line = m->attr("error_line")(e.value()).cast<std::string>();
   } catch (...) {
-    msg = e.what();
   }
-  if (type == "KeyboardInterrupt") return absl::CancelledError(absl::StrCat(what, ": interrupted"));
-  std::string line = msg;
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  if (size_t nl = line.rfind('\n'); nl != std::string::npos) line = line.substr(nl + 1);
-  return absl::InternalError(absl::StrCat(what, ": ", type, line.empty() ? "" : ": ", line,
-                                          " (traceback: ", log_path, ")"));
+  if (line.empty()) {
+    line = e.what();
+    if (size_t nl = line.find('\n'); nl != std::string::npos) line.resize(nl);
+  }
+  return absl::InternalError(absl::StrCat(what, ": ", line, " (traceback: ", log_path, ")"));
 }
+
+// While alive, the process's SIGTERM handler is kept aside: the Python
+// runtime installs its own (run_logged), this restores retc's afterwards.
+class SavedSigterm {
+ public:
+  SavedSigterm() { ::sigaction(SIGTERM, nullptr, &saved_); }
+  ~SavedSigterm() { ::sigaction(SIGTERM, &saved_, nullptr); }
+  SavedSigterm(const SavedSigterm&) = delete;
+  SavedSigterm& operator=(const SavedSigterm&) = delete;
+
+ private:
+  struct sigaction saved_ {};
+};
 
 void flush_python() {
   try {
@@ -112,16 +137,19 @@ TrainResult to_train_result(const py::tuple& r) {
 
 }  // namespace
 
-// Calls retc_runtime.<func>(config_path) with stderr and any traceback going
-// to `log_path`; `convert` turns the Python result into T.
-template <class T, class F>
-absl::StatusOr<T> call_runtime(const char* func, const char* what, const std::string& config_path,
-                               const std::string& log_path, F&& convert) {
+// Calls retc_runtime.run_logged(func, log_path, args...) with stderr and any
+// traceback going to `log_path` and retc's SIGTERM handler restored afterwards;
+// `convert` turns the Python result into T, an error becomes one line
+// (python_error) that starts with `what`.
+template <class T, class F, class... Args>
+absl::StatusOr<T> call_logged(const char* what, const std::string& log_path, F&& convert,
+                              const char* func, Args&&... args) {
   StderrToFile redirect(log_path);
+  SavedSigterm sigterm;
   auto m = runtime_module();
   if (!m.ok()) return m.status();
   try {
-    py::tuple r = m->attr("run_logged")(func, log_path, config_path);
+    py::tuple r = m->attr("run_logged")(func, log_path, std::forward<Args>(args)...);
     flush_python();
     return convert(r);
   } catch (const py::error_already_set& e) {
@@ -132,33 +160,28 @@ absl::StatusOr<T> call_runtime(const char* func, const char* what, const std::st
 
 absl::StatusOr<CheckResult> check_config(const std::string& config_path,
                                          const std::string& log_path) {
-  return call_runtime<CheckResult>("check", "RETURNN check failed", config_path, log_path,
-                                   [](const py::tuple& r) {
-                                     return CheckResult{to_variables(r[0]), to_variables(r[1])};
-                                   });
+  return call_logged<CheckResult>(
+      "RETURNN check failed", log_path,
+      [](const py::tuple& r) {
+        return CheckResult{to_variables(r[0]), to_variables(r[1])};
+      },
+      "check", config_path);
 }
 
 absl::StatusOr<CheckResult> check_torch_config(const std::string& config_path,
                                                const std::string& log_path) {
-  return call_runtime<CheckResult>(
-      "check_torch", "RETURNN check failed", config_path, log_path, [](const py::tuple& r) {
+  return call_logged<CheckResult>(
+      "RETURNN check failed", log_path,
+      [](const py::tuple& r) {
         return CheckResult{to_variables(r[0]), {}, to_variables(r[1]), to_variables(r[2])};
-      });
+      },
+      "check_torch", config_path);
 }
 
 absl::StatusOr<TrainResult> train_config(const std::string& config_path,
                                          const std::string& log_path, double progress_seconds) {
-  StderrToFile redirect(log_path);
-  auto m = runtime_module();
-  if (!m.ok()) return m.status();
-  try {
-    py::tuple r = m->attr("run_logged")("train", log_path, config_path, progress_seconds);
-    flush_python();
-    return to_train_result(r);
-  } catch (const py::error_already_set& e) {
-    flush_python();
-    return python_error(e, "RETURNN training failed", log_path);
-  }
+  return call_logged<TrainResult>("RETURNN training failed", log_path, to_train_result, "train",
+                                  config_path, progress_seconds);
 }
 
 absl::StatusOr<int> usable_gpus(const std::string& backend, const std::string& device) {
@@ -193,29 +216,19 @@ absl::StatusOr<TrainResult> train_distributed_config(const std::string& config_p
                                                      const Distributed& d,
                                                      const std::string& log_path,
                                                      double progress_seconds) {
-  StderrToFile redirect(log_path);
-  auto m = runtime_module();
-  if (!m.ok()) return m.status();
-  try {
-    py::tuple r = m->attr("run_logged")("train_distributed", log_path, config_path, d.nproc,
-                                        d.nnodes, d.node_rank, d.master, progress_seconds);
-    flush_python();
-    return to_train_result(r);
-  } catch (const py::error_already_set& e) {
-    flush_python();
-    return python_error(e, "RETURNN training failed", log_path);
-  }
+  return call_logged<TrainResult>("RETURNN training failed", log_path, to_train_result,
+                                  "train_distributed", config_path, d.nproc, d.nnodes, d.node_rank,
+                                  d.master, progress_seconds);
 }
 
 namespace {
 
-py::list checkpoint_mapping(const std::vector<CheckpointParam>& params) {
-  py::list mapping;
-  for (const CheckpointParam& p : params) {
-    py::list shape;
-    for (int64_t d : p.shape) shape.append(d);
-    mapping.append(py::make_tuple(p.tf_name, p.torch_key, shape));
-  }
+// (TF name, torch key, shape) per param; a C++ value that becomes a Python
+// list in the call (pybind11/stl.h), after call_logged started Python.
+std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> checkpoint_mapping(
+    const std::vector<CheckpointParam>& params) {
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> mapping;
+  for (const CheckpointParam& p : params) mapping.emplace_back(p.tf_name, p.torch_key, p.shape);
   return mapping;
 }
 
@@ -223,38 +236,24 @@ py::list checkpoint_mapping(const std::vector<CheckpointParam>& params) {
 
 absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, const std::string& task,
                                             const std::vector<CheckpointParam>& params,
-                                            const std::string& output,
+                                            const CheckpointCheck& check, const std::string& output,
                                             const std::string& log_path) {
-  StderrToFile redirect(log_path);
-  auto m = runtime_module();
-  if (!m.ok()) return m.status();
-  try {
-    py::tuple r = m->attr("run_logged")("run_task", log_path, config_path, task,
-                                        checkpoint_mapping(params), output);
-    flush_python();
-    return to_train_result(r);
-  } catch (const py::error_already_set& e) {
-    flush_python();
-    return python_error(e, "RETURNN failed", log_path);
-  }
+  return call_logged<TrainResult>("RETURNN failed", log_path, to_train_result, "run_task",
+                                  config_path, task, checkpoint_mapping(params),
+                                  check.allow_extra_params, output);
 }
 
 absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
                                                  const std::vector<CheckpointParam>& params,
+                                                 const CheckpointCheck& check,
                                                  const std::string& in, const std::string& out,
                                                  const std::string& log_path) {
-  StderrToFile redirect(log_path);
-  auto m = runtime_module();
-  if (!m.ok()) return m.status();
-  try {
-    py::tuple r = m->attr("run_logged")("convert_checkpoint", log_path, from,
-                                        checkpoint_mapping(params), in, out);
-    flush_python();
-    return ConvertResult{r[0].cast<int64_t>(), r[1].cast<int64_t>(), r[2].cast<int64_t>()};
-  } catch (const py::error_already_set& e) {
-    flush_python();
-    return python_error(e, "checkpoint conversion failed", log_path);
-  }
+  return call_logged<ConvertResult>(
+      "checkpoint conversion failed", log_path,
+      [](const py::tuple& r) {
+        return ConvertResult{r[0].cast<int64_t>(), r[1].cast<int64_t>(), r[2].cast<int64_t>()};
+      },
+      "convert_checkpoint", from, checkpoint_mapping(params), check.allow_extra_params, in, out);
 }
 
 }  // namespace retc::runtime

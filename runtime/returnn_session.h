@@ -73,27 +73,43 @@ struct CheckpointParam {
   std::vector<int64_t> shape;
 };
 
+/// How a checkpoint is checked against the model's params: a param of the
+/// model missing from it is always an error; one of the checkpoint that the
+/// model lacks (a checkpoint of a bigger model that contains this one) is an
+/// error unless `allow_extra_params` (--allow-extra-params).
+struct CheckpointCheck {
+  bool allow_extra_params = false;
+};
+
+/// The payload of a Cancelled status of a run stopped by a signal: its number
+/// ("2": Ctrl-C, "15": SIGTERM); retc exits with 128 + it.
+inline constexpr char kSignalPayload[] = "retc/signal";
+
 struct ConvertResult {
   int64_t params = 0, epoch = 0, step = 0;
 };
 
 /// Converts the checkpoint `in` of backend `from` ("tf": a TF checkpoint
 /// prefix; "torch": a RETURNN torch .pt file) to the other backend's format
-/// at `out`, param by param (written under a temporary name, then renamed).
+/// at `out`, param by param (written under a temporary name, then renamed),
+/// after checking it against `params` as `check` says.
 absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
                                                  const std::vector<CheckpointParam>& params,
+                                                 const CheckpointCheck& check,
                                                  const std::string& in, const std::string& out,
                                                  const std::string& log_path);
 
 /// RETURNN's eval, forward or search `task` (RETURNN's task names) on the config's
-/// checkpoint (`load`), after checking that the checkpoint holds `params` (a
-/// missing checkpoint or another model's is a one-line error). Search writes
+/// checkpoint (`load`), after checking that the checkpoint holds `params` and,
+/// unless `check` allows them, nothing else (a missing checkpoint or another
+/// model's is a one-line error). Search writes
 /// its hypotheses to `output` (RETURNN's "py" search output format). The
 /// result's scores: eval: RETURNN's, keyed as training records them; search:
 /// "seqs", "label_errors", "ref_labels", "seq_errors" against "classes".
 absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, const std::string& task,
                                             const std::vector<CheckpointParam>& params,
-                                            const std::string& output, const std::string& log_path);
+                                            const CheckpointCheck& check, const std::string& output,
+                                            const std::string& log_path);
 
 /// The GPUs that `backend` ("tf", "torch") sees on this machine, where RETURNN
 /// would run a config without a `device` (a GPU when there is one). With

@@ -1,5 +1,6 @@
 #include "tools/cli.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,6 +29,7 @@
 #include "ir/printer.h"
 #include "nlohmann/json.hpp"
 #include "runtime/backends.h"
+#include "runtime/workdir_lock.h"
 
 namespace retc {
 namespace {
@@ -206,7 +209,12 @@ int error(const absl::Status& s) {
   std::string msg(s.message());
   // One line for the headline; notes (further lines) follow as they are.
   std::cerr << (ir::is_user_error_text(msg) ? "" : "retc: error: ") << msg << "\n";
-  return s.code() == absl::StatusCode::kCancelled ? kInterrupted : kError;
+  if (s.code() != absl::StatusCode::kCancelled) return kError;
+  // Stopped by a signal: 128 + it, as the shell reports a process it killed.
+  int signum = 0;
+  if (auto p = s.GetPayload(runtime::kSignalPayload); p && absl::SimpleAtoi(p->Flatten(), &signum))
+    return 128 + signum;
+  return kInterrupted;
 }
 
 // Parsed command line: positionals and --flags (with values where needed).
@@ -434,6 +442,17 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 }
 
 // Temp directory removed on scope exit.
+// $TMPDIR/retc-WHAT-MODEL.log, where a command's tracebacks go; a character
+// of the model's name that a file name cannot have (a user model "lab/asr") is
+// written as '_'.
+std::string temp_log(const std::string& what, const std::string& model) {
+  std::string name = model;
+  for (char& c : name) {
+    if (c == '/' || c == '\0') c = '_';
+  }
+  return (std::filesystem::temp_directory_path() / ("retc-" + what + "-" + name + ".log")).string();
+}
+
 class TempDir {
  public:
   TempDir() {
@@ -605,8 +624,7 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   // Kept after the run: TensorFlow's stderr, and the traceback of an error.
-  const std::string log =
-      (std::filesystem::temp_directory_path() / ("retc-check-" + m->name + ".log")).string();
+  const std::string log = temp_log("check", m->name);
   std::filesystem::remove(log, ec);
   auto r = runner.check(path, log);
   if (!r.ok()) return error(r.status());
@@ -778,6 +796,13 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   std::string abs = std::filesystem::absolute(workdir, ec).lexically_normal().string();
   while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
   emit::ConfigOptions opts = config_options(*m, abs + "/model");
+  // RETURNN expands its log file's name as a string.Template ($date) after it
+  // checked that the name's directory exists: no escape works for a '$'.
+  if (absl::StrContains(abs, "$")) {
+    return usage_error(absl::StrCat("--workdir '", workdir,
+                                    "': RETURNN cannot write its log in a directory whose path has "
+                                    "a '$' (it expands $date in the name); choose another"));
+  }
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
   if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
   if (absl::Status s = check_several_process_flags(a, dist->several(), "--nproc N or --nnodes N");
@@ -814,6 +839,12 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
   if (ec)
     return error(absl::PermissionDeniedError(
         absl::StrCat("cannot create workdir '", workdir, "': ", ec.message())));
+  // One run per workdir: a second one would train the same epochs and
+  // overwrite the first one's checkpoints.
+  std::string note;
+  auto lock = runtime::WorkdirLock::acquire(abs, "retc train " + m->name, note);
+  if (!lock.ok()) return error(lock.status());
+  if (!note.empty()) std::cerr << "retc: note: " << note << std::endl;
   const std::string path = abs + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   std::cout << "retc: training '" << m->name << "' with " << path << std::endl;
@@ -916,11 +947,17 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
     if (!beam.ok()) return usage_error(beam.status().message());
     t.beam = *beam;
   }
-  // Written under a temporary name next to the output, renamed once complete.
+  // Written in a private directory next to the output (RETURNN's own temporary
+  // files too), renamed into place once complete; the directory is removed
+  // on every path.
   std::string final_out, tmp_out;
+  std::optional<emit::ScratchDir> scratch;
   if (out != a.flags.end()) {
     final_out = out->second;
-    tmp_out = absl::StrCat(final_out, ".retc-tmp-", ::getpid());
+    auto dir = emit::ScratchDir::beside(final_out);
+    if (!dir.ok()) return error(dir.status());
+    scratch.emplace(*std::move(dir));
+    tmp_out = scratch->file();
   } else if (task == emit::Task::kSearch) {
     tmp_out = tmp.path() + "/hyps.py";
   }
@@ -933,24 +970,18 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   if (!text.ok()) return error(text.status());
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
-  const std::string log =
-      (std::filesystem::temp_directory_path() / ("retc-" + name + "-" + m->name + ".log")).string();
+  const std::string log = temp_log(name, m->name);
   std::filesystem::remove(log, ec);
   std::cout << "retc: " << name << " '" << m->name << "' (" << target.name << ") with "
             << checkpoint << " on " << t.data_name << std::endl;
-  auto r = runtime::run_task_config(path, name, checkpoint_params(*graph), t.output_file, log);
+  runtime::CheckpointCheck check;
+  check.allow_extra_params = a.flags.contains("--allow-extra-params");
+  auto r =
+      runtime::run_task_config(path, name, checkpoint_params(*graph), check, t.output_file, log);
   std::cout.flush();
-  if (!r.ok()) {
-    if (!tmp_out.empty()) std::filesystem::remove(tmp_out, ec);
-    return error(r.status());
-  }
-  if (!final_out.empty()) {
-    std::filesystem::rename(tmp_out, final_out, ec);
-    if (ec) {
-      std::filesystem::remove(tmp_out, ec);
-      return error(absl::PermissionDeniedError(
-          absl::StrCat("cannot write '", final_out, "': ", ec.message())));
-    }
+  if (!r.ok()) return error(r.status());
+  if (scratch) {
+    if (absl::Status s = scratch->commit(); !s.ok()) return error(s);
   }
   std::map<std::string, double> s(r->scores.begin(), r->scores.end());
   if (task == emit::Task::kEval) {
@@ -989,10 +1020,20 @@ int cmd_convert_checkpoint(const std::vector<ModelDef>& models, const Args& a) {
     graphs.push_back(*std::move(g));
   }
   const std::vector<runtime::CheckpointParam> params = checkpoint_params(graphs.front());
-  const std::string log =
-      (std::filesystem::temp_directory_path() / ("retc-convert-" + m->name + ".log")).string();
-  auto r = runtime::convert_checkpoint(from->second, params, a.positional[1], a.positional[2], log);
+  // Written in a private directory beside OUT, renamed into place once complete.
+  const std::string& target = a.positional[2];
+  auto scratch = emit::ScratchDir::beside(target);
+  if (!scratch.ok()) return error(scratch.status());
+  const std::string log = temp_log("convert", m->name);
+  runtime::CheckpointCheck check;
+  check.allow_extra_params = a.flags.contains("--allow-extra-params");
+  auto r = runtime::convert_checkpoint(from->second, params, check, a.positional[1],
+                                       scratch->file(), log);
   if (!r.ok()) return error(r.status());
+  const std::vector<std::string> suffixes =
+      from->second == "tf" ? std::vector<std::string>{""}
+                           : std::vector<std::string>{".data-00000-of-00001", ".meta", ".index"};
+  if (absl::Status s = scratch->commit(suffixes); !s.ok()) return error(s);
   std::cout << "retc: converted " << r->params << " params of '" << m->name << "' from "
             << from->second << " (" << a.positional[1] << ") to "
             << (from->second == "tf" ? "torch" : "tf") << " (" << a.positional[2] << "), epoch "
@@ -1114,7 +1155,23 @@ int cmd_opt(const Args& a) {
 
 }  // namespace
 
+namespace {
+
+// SIGTERM while no run is under way (compiling, before RETURNN starts): one
+// line and exit 143. During a run the runtime's own handler stops RETURNN as
+// Ctrl-C does (runtime::call_logged), and this one is restored afterwards.
+extern "C" void on_sigterm(int) {
+  static constexpr char kMsg[] = "retc: error: stopped by SIGTERM\n";
+  [[maybe_unused]] ssize_t n = ::write(2, kMsg, sizeof kMsg - 1);
+  ::_exit(128 + SIGTERM);
+}
+
+}  // namespace
+
 int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
+  struct sigaction term {};
+  term.sa_handler = on_sigterm;
+  ::sigaction(SIGTERM, &term, nullptr);
   if (argc < 2) {
     print_usage(std::cerr);
     return kUsage;
@@ -1146,6 +1203,8 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search")
     valued = {"--checkpoint", "--workdir", "--data", "--device"};
+  if (cmd == "eval" || cmd == "forward" || cmd == "search" || cmd == "convert-checkpoint")
+    boolean = {"--allow-extra-params"};
   if (cmd == "forward" || cmd == "search") valued.push_back("-o");
   if (cmd == "search") valued.push_back("--beam");
   if (cmd == "dump-ir") {

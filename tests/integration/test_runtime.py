@@ -2,7 +2,7 @@
 RETURNN: Ctrl-C ends the process even where the interrupted code never
 returns (a KeyboardInterrupt raised while a lock is taken can leave RETURNN's
 clean-up waiting for a thread forever): after STOP_TIMEOUT_S, one line on
-stderr and exit 130.
+stderr and exit 130; the same for SIGTERM (a cluster's scheduler), exit 143.
 
 Run alone as `python test_runtime.py NAME`.
 """
@@ -27,7 +27,7 @@ lock.acquire()
 
 def stuck():
     try:
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), int(sys.argv[3]))
         threading.Event().wait(30)
     except KeyboardInterrupt:
         print("interrupted; now stuck", flush=True)
@@ -39,17 +39,25 @@ retc_runtime.run_logged("stuck", sys.argv[2])
 """
 
 
-def test_interrupt_exits_when_stuck():
+def _stuck_after(signum, name):
     with tempfile.TemporaryDirectory() as tmp:
         start = time.time()
-        r = subprocess.run([sys.executable, "-c", STUCK, RUNTIME, os.path.join(tmp, "err.log")],
+        r = subprocess.run([sys.executable, "-c", STUCK, RUNTIME, os.path.join(tmp, "err.log"), str(signum)],
                            capture_output=True, text=True, timeout=60)
         took = time.time() - start
-    assert r.returncode == 130, (r.returncode, r.stdout, r.stderr)
+    assert r.returncode == 128 + signum, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == "interrupted; now stuck\n", r.stdout
-    assert r.stderr == "retc: error: RETURNN did not stop within 1 s of Ctrl-C: interrupted\n", r.stderr
+    assert r.stderr == "retc: error: RETURNN did not stop within 1 s of %s: interrupted\n" % name, r.stderr
     assert took < 20, took
-    print("Ctrl-C, then stuck: exit 130 after %.1f s, one line on stderr" % took)
+    print("%s, then stuck: exit %d after %.1f s, one line on stderr" % (name, r.returncode, took))
+
+
+def test_interrupt_exits_when_stuck():
+    _stuck_after(2, "Ctrl-C (SIGINT)")
+
+
+def test_sigterm_exits_when_stuck():
+    _stuck_after(15, "SIGTERM")
 
 
 if __name__ == "__main__":
