@@ -66,4 +66,17 @@ absl::Status start_python() {
   return absl::OkStatus();
 }
 
+void run_exit_handlers() {
+  if (!Py_IsInitialized()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* atexit = PyImport_ImportModule("atexit");
+  if (atexit) {
+    PyObject* r = PyObject_CallMethod(atexit, "_run_exitfuncs", nullptr);
+    Py_XDECREF(r);
+    Py_DECREF(atexit);
+  }
+  PyErr_Clear();
+  PyGILState_Release(gil);
+}
+
 }  // namespace retc::runtime

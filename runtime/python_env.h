@@ -20,4 +20,11 @@ absl::Status check_venv(const std::string& venv);
 /// site-packages are on sys.path), once; later calls are no-ops.
 absl::Status start_python();
 
+/// Before the process exits, if the interpreter was started: Python's atexit
+/// handlers, which the process never reaches otherwise (the interpreter is not
+/// finalized: TensorFlow's and torch's threads do not survive that). They
+/// remove what the libraries made for the run alone, e.g. multiprocessing's
+/// pymp-* directory in $TMPDIR.
+void run_exit_handlers();
+
 }  // namespace retc::runtime

@@ -873,7 +873,11 @@ def _check_checkpoint(backend, path, mapping, allow_extra=False):
 
         if not os.path.exists(path):
             raise FileNotFoundError("no torch checkpoint %s" % path)
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        try:
+            ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:
+            raise CheckpointMismatch("%s is damaged (truncated or overwritten?): %s"
+                                     % (path, (str(exc).strip().splitlines() or [type(exc).__name__])[0]))
         state = ckpt["model"] if isinstance(ckpt, dict) and "model" in ckpt else ckpt
         shapes = {k: list(v.shape) for k, v in state.items()}
         names = [(key, shape) for _, key, shape in mapping]

@@ -29,6 +29,7 @@
 #include "ir/printer.h"
 #include "nlohmann/json.hpp"
 #include "runtime/backends.h"
+#include "runtime/python_env.h"
 #include "runtime/workdir_lock.h"
 
 namespace retc {
@@ -1168,7 +1169,20 @@ extern "C" void on_sigterm(int) {
 
 }  // namespace
 
+namespace {
+int run_command(int argc, char** argv, const std::vector<ModelDef>& models);
+}  // namespace
+
 int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
+  const int rc = run_command(argc, argv, models);
+  std::cout.flush();
+  runtime::run_exit_handlers();
+  return rc;
+}
+
+namespace {
+
+int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
   struct sigaction term {};
   term.sa_handler = on_sigterm;
   ::sigaction(SIGTERM, &term, nullptr);
@@ -1249,5 +1263,7 @@ int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "search") return cmd_task(models, *args, emit::Task::kSearch);
   return cmd_dump_ir(models, *args);
 }
+
+}  // namespace
 
 }  // namespace retc
