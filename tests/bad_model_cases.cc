@@ -3,6 +3,8 @@
 // description. tests/integration/bad_models.sh compiles each with the CLI
 // (non-zero exit, the message at file:line, no output file), and
 // nn_test.cc checks the same through the API.
+#include <cmath>
+
 #include "compiler/nn/conformer.h"
 #include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
@@ -550,6 +552,77 @@ const Case kCases[] = {
        Setup s(b);
        Tensor mask = nn::compare(s.x, s.x, "less");
        nn::gather(s.x, nn::as_indices(mask, s.time), s.time).mark_as_output();  // MISTAKE: bad:indices-from-bool
+     }},
+    // Options with a range, checked where they are written (a module's at the
+    // line that registers it: its constructor's line), not at forward.
+    {"bad:attention-heads-divide", "3 heads do not divide the key dim 'key'(8)",
+     [](Builder& b) {
+       Setup s(b);
+       nn::SelfAttentionOptions o(s.in, Dim::feature("key", 8), Dim::feature("value", 6), 3);
+       auto root = std::make_shared<nn::Module>("net");
+       root->register_module("att", std::make_shared<nn::SelfAttention>(o));  // MISTAKE: bad:attention-heads-divide
+     }},
+    {"bad:cross-attention-zero-heads", "num_heads must be at least 1, got 0",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::CrossAttention>(s.in, s.in, s.in, s.in, 0));  // MISTAKE: bad:cross-attention-zero-heads
+     }},
+    {"bad:conv-stride-zero", "strides must be at least 1, got 0",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Conv1d>(nn::Conv1dOptions(s.in, s.out, 3).stride(0)));  // MISTAKE: bad:conv-stride-zero
+     }},
+    {"bad:conv-dilation-zero", "the dilation must be at least 1, got 0",
+     [](Builder& b) {
+       Setup s(b);
+       auto root = std::make_shared<nn::Module>("net");
+       root->register_module("conv", std::make_shared<nn::Conv1d>(nn::Conv1dOptions(s.in, s.out, 3).dilation(0)));  // MISTAKE: bad:conv-dilation-zero
+     }},
+    {"bad:batch-norm-momentum", "momentum must be in [0, 1], got 1.5",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::BatchNorm>(s.in, 1e-5, 1.5));  // MISTAKE: bad:batch-norm-momentum
+     }},
+    {"bad:zoneout-probability", "zoneout probabilities must be in [0, 1], got 1.5",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::ZoneoutLstm>(s.in, s.out, 1.5));  // MISTAKE: bad:zoneout-probability
+     }},
+    {"bad:weight-decay-nan", "weight decay must not be negative (nor NaN or inf), got nan",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       lin->weight().set_weight_decay(std::nan(""));  // MISTAKE: bad:weight-decay-nan
+       b.set_root(lin);
+     }},
+    {"bad:initial-nan", "initial value: the constant must be finite, got nan",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       lin->bias().set_initial(ir::Initializer::constant(std::nan("")));  // MISTAKE: bad:initial-nan
+       b.set_root(lin);
+     }},
+    {"bad:initial-negative-stddev", "initial value: the stddev must be finite and not negative, got -0.1",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       lin->weight().set_initial(ir::Initializer::normal(0, -0.1));  // MISTAKE: bad:initial-negative-stddev
+       b.set_root(lin);
+     }},
+    {"bad:repeat-negative", "repeat: the repetitions must not be negative, got -1",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::repeat(s.x, s.time, -1, Dim::spatial("repeated")).mark_as_output();  // MISTAKE: bad:repeat-negative
+     }},
+    {"bad:sequential-same-module", "is already registered",
+     [](Builder& b) {
+       Setup s(b);
+       auto seq = std::make_shared<nn::Sequential>();
+       auto lin = std::make_shared<nn::Linear>(s.in, s.in);
+       seq->append(lin);
+       seq->append(lin);  // MISTAKE: bad:sequential-same-module
+       b.set_root(seq);
      }},
 };
 // clang-format on

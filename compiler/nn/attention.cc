@@ -8,6 +8,27 @@
 #include "compiler/nn/error.h"
 
 namespace retc::nn {
+namespace {
+
+// Heads that split the key and value dims evenly, and a dropout rate in
+// [0, 1): else the module is rejected (Module::reject), at the user's line.
+void check_heads(Module& m, int64_t heads, const ir::Dim& key, const ir::Dim& value,
+                 double att_dropout) {
+  if (heads < 1) {
+    m.reject(absl::StrCat(m.describe(), ": num_heads must be at least 1, got ", heads));
+    return;
+  }
+  for (const ir::Dim* d : {&key, &value}) {
+    if (d->size() && *d->size() % heads != 0) {
+      m.reject(absl::StrCat(m.describe(), ": ", heads, " heads do not divide the ",
+                            d == &key ? "key" : "value", " dim ", d->describe()));
+    }
+  }
+  if (!(att_dropout >= 0 && att_dropout < 1))
+    m.reject(absl::StrCat(m.describe(), ": att_dropout must be in [0, 1), got ", att_dropout));
+}
+
+}  // namespace
 
 SelfAttention::SelfAttention(const SelfAttentionOptions& o)
     : Module("self_attention"),
@@ -27,6 +48,11 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
           "qkv_per_head", (2 * o.key_dim().size().value_or(0) + o.value_dim().size().value_or(0)) /
                               std::max<int64_t>(o.num_heads(), 1))),
       cached_(ir::Dim::spatial("cached_frames")) {
+  check_heads(*this, o.num_heads(), o.key_dim(), o.value_dim(), o.att_dropout());
+  if (o.rel_pos_clipping() < 0) {
+    reject(absl::StrCat(describe(), ": rel_pos_clipping must be at least 0, got ",
+                        o.rel_pos_clipping()));
+  }
   const ir::Dim& in_dim = in_dim_;
   const ir::Dim& key_dim = key_dim_;
   const ir::Dim& value_dim = value_dim_;
@@ -102,6 +128,7 @@ RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
       half_s_(ir::Dim::feature("pos_half_sin", *half_.size())),
       half_c_(ir::Dim::feature("pos_half_cos", *half_.size())),
       att_dropout_(o.att_dropout()) {
+  check_heads(*this, o.num_heads(), o.key_dim(), o.value_dim(), o.att_dropout());
   qkv = register_module("qkv",
                         std::make_shared<Linear>(in_dim_, 2 * key_dim_ + value_dim_, o.qkv_bias()));
   linear_pos = register_module("linear_pos", std::make_shared<Linear>(in_dim_, key_dim_, false));
@@ -168,9 +195,12 @@ CrossAttention::CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim ke
       key_dim_(key_dim),
       value_dim_(value_dim),
       heads_(ir::Dim::feature("heads", num_heads)),
-      key_per_head_(ir::Dim::feature("key_per_head", key_dim.size().value_or(0) / num_heads)),
-      value_per_head_(ir::Dim::feature("value_per_head", value_dim.size().value_or(0) / num_heads)),
+      key_per_head_(ir::Dim::feature("key_per_head",
+                                     key_dim.size().value_or(0) / std::max<int64_t>(num_heads, 1))),
+      value_per_head_(ir::Dim::feature(
+          "value_per_head", value_dim.size().value_or(0) / std::max<int64_t>(num_heads, 1))),
       att_dropout_(att_dropout) {
+  check_heads(*this, num_heads, key_dim, value_dim, att_dropout);
   query = register_module("query", std::make_shared<Linear>(query_dim, key_dim, false));
   key = register_module("key", std::make_shared<Linear>(memory_dim, key_dim, false));
   value = register_module("value", std::make_shared<Linear>(memory_dim, value_dim, false));

@@ -1,5 +1,7 @@
 #include "compiler/nn/builder.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/nn/error.h"
 #include "ir/diagnostic.h"
@@ -7,6 +9,41 @@
 #include "ir/loops.h"
 
 namespace retc::nn {
+
+namespace {
+
+// An initializer's numbers: finite, a stddev and a scale not negative, a
+// uniform range not reversed; `bad(what, value)` otherwise (RETURNN would take
+// a NaN, and TF a negative stddev, without a word).
+template <class Bad>
+void check_initializer(const ir::Initializer& init, Bad&& bad) {
+  using Kind = ir::Initializer::Kind;
+  switch (init.kind) {
+    case Kind::kConstant:
+      if (!std::isfinite(init.value)) bad("the constant must be finite", init.value);
+      break;
+    case Kind::kVarianceScaling:
+      if (!(init.scale > 0) || !std::isfinite(init.scale))
+        bad("the variance scale must be finite and positive", init.scale);
+      break;
+    case Kind::kNormal:
+      if (!std::isfinite(init.mean)) bad("the mean must be finite", init.mean);
+      if (!(init.stddev >= 0) || !std::isfinite(init.stddev))
+        bad("the stddev must be finite and not negative", init.stddev);
+      break;
+    case Kind::kUniform:
+      if (!std::isfinite(init.minval) || !std::isfinite(init.maxval) ||
+          !(init.minval <= init.maxval))
+        bad(absl::StrCat("the range [", init.minval, ", ", init.maxval,
+                         "] must be finite and not reversed; minval"),
+            init.minval);
+      break;
+    case Kind::kSubgraph:
+      break;
+  }
+}
+
+}  // namespace
 
 namespace {
 
@@ -80,6 +117,7 @@ void Builder::set_root_impl(std::shared_ptr<Module> root, std::source_location l
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   if (root_) fail(l, "the root module is already set");
   if (!root) fail(l, "the root module is null");
+  root->check_not_rejected(l);
   root_ = std::move(root);
   root_loc_ = l;
   root_->set_paths("", l);
@@ -326,13 +364,18 @@ void Builder::finish() {
       fail(set_at.known() ? set_at : p.loc,
            absl::StrCat("parameter '", p.path, "': ", what, ", got ", v));
     };
-    if (o.weight_decay.value < 0)
-      bad(st.locs.weight_decay, "weight decay must not be negative", o.weight_decay.value);
+    if (!(o.weight_decay.value >= 0) || !std::isfinite(o.weight_decay.value)) {
+      bad(st.locs.weight_decay, "weight decay must not be negative (nor NaN or inf)",
+          o.weight_decay.value);
+    }
+    check_initializer(o.initial, [&](absl::string_view what, double v) {
+      bad(st.locs.initial, absl::StrCat("initial value: ", what), v);
+    });
     if (!(o.lr_multiplier >= 0)) {
       bad(st.locs.lr_multiplier, "the learning-rate multiplier must not be negative",
           o.lr_multiplier);
     }
-    if (o.gradient_clip < 0)
+    if (!(o.gradient_clip >= 0))
       bad(st.locs.gradient_clip, "gradient clipping must not be negative", o.gradient_clip);
     if (o.initial.kind == ir::Initializer::Kind::kSubgraph &&
         (o.initial.node < 0 || static_cast<size_t>(o.initial.node) >= graph_.size())) {

@@ -204,6 +204,21 @@ std::vector<ir::Dim> windowed_out_axes(
 
 }  // namespace
 
+// A convolution's or pooling's window: kernel sizes, strides and the
+// dilation at least 1 (RETURNN fails on 0 far from the user's line, or
+// divides by it).
+void check_window(Module& m, const std::vector<int64_t>& kernel,
+                  const std::vector<int64_t>& strides, int64_t dilation) {
+  for (int64_t k : kernel) {
+    if (k < 1) m.reject(absl::StrCat(m.describe(), ": kernel sizes must be at least 1, got ", k));
+  }
+  for (int64_t st : strides) {
+    if (st < 1) m.reject(absl::StrCat(m.describe(), ": strides must be at least 1, got ", st));
+  }
+  if (dilation < 1)
+    m.reject(absl::StrCat(m.describe(), ": the dilation must be at least 1, got ", dilation));
+}
+
 Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<int64_t> kernel,
            std::vector<int64_t> strides, int64_t dilation, std::string padding, int64_t groups)
     : Module(std::move(type_name)),
@@ -214,6 +229,8 @@ Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<i
       dilation_(dilation),
       padding_(std::move(padding)),
       groups_(groups) {
+  check_window(*this, kernel_, strides_, dilation_);
+  if (groups_ < 1) reject(absl::StrCat(describe(), ": groups must be at least 1, got ", groups_));
   std::vector<ir::Dim> dims = kernel_dims(kernel_);
   dims.push_back(groups_ == 1 ? in_dim : in_dim.floordiv(groups_));
   dims.push_back(out_dim);
@@ -249,6 +266,7 @@ TransposedConv::TransposedConv(std::string type_name, ir::Dim in_dim, ir::Dim ou
       kernel_(std::move(kernel)),
       strides_(std::move(strides)),
       padding_(std::move(padding)) {
+  check_window(*this, kernel_, strides_, 1);
   std::vector<ir::Dim> dims = kernel_dims(kernel_);
   dims.push_back(out_dim);
   dims.push_back(in_dim);
@@ -279,6 +297,10 @@ Tensor TransposedConv::forward(const Tensor& input, const std::vector<ir::Dim>& 
 
 BatchNorm::BatchNorm(ir::Dim dim, double epsilon, double momentum)
     : Module("batch_norm"), dim_(dim), epsilon_(epsilon), momentum_(momentum) {
+  if (!(momentum >= 0 && momentum <= 1))
+    reject(absl::StrCat(describe(), ": momentum must be in [0, 1], got ", momentum));
+  if (!(epsilon >= 0 && std::isfinite(epsilon)))
+    reject(absl::StrCat(describe(), ": epsilon must be finite and at least 0, got ", epsilon));
   scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);
   bias_ = register_parameter("bias", {dim}, ir::ParamKind::kNormShift);
   running_mean_ = register_parameter("running_mean", {dim}, ir::ParamKind::kAuxiliary);

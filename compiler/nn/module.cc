@@ -80,13 +80,32 @@ void Module::attribute_to(const ir::SourceLoc& loc) {
   for (auto& [n, c] : children_) c->attribute_to(loc);
 }
 
+void Module::reject(std::string message) {
+  if (!rejected_) rejected_ = std::move(message);
+}
+
+void Module::check_not_rejected(const ir::SourceLoc& loc) const {
+  if (rejected_) fail(loc, *rejected_);
+}
+
 void Module::add_child(std::string name, std::shared_ptr<Module> m, std::source_location loc) {
   ir::SourceLoc l = ir::SourceLoc::from(loc);
   check_member_name(*this, name, "module", l);
   check_not_rooted(l, absl::StrCat("module '", name, "'"));
   if (!m) fail(l, absl::StrCat(type_name_, ": module '", name, "' is null"));
+  if (m->rejected_) {
+    // Registered by one of retc's modules in its constructor: the user's line
+    // is where that module is registered.
+    if (!is_library_loc(l)) fail(l, *m->rejected_);
+    reject(*m->rejected_);
+  }
   for (const auto& [n, c] : children_) {
     if (n == name) fail(l, absl::StrCat(type_name_, ": module '", name, "' is registered twice"));
+    if (c == m) {
+      fail(l, absl::StrCat(type_name_, ": this ", m->type_name(), " is already registered as '", n,
+                           "'; a module is registered once (nn::clone makes a copy with "
+                           "params of its own)"));
+    }
   }
   for (const auto& [n, p] : params_) {
     if (n == name) {
@@ -239,6 +258,7 @@ void Module::pretty_print_into(std::string& out, const std::string& name, int in
 }
 
 ModuleScope Module::enter(const Tensor& x, std::source_location loc) const {
+  check_not_rejected(ir::SourceLoc::from(loc));
   if (!x.defined())
     fail(ir::SourceLoc::from(loc), absl::StrCat(describe(), ": input tensor is undefined"));
   return ModuleScope(&x.builder(), *this, ir::SourceLoc::from(loc));

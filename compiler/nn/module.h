@@ -96,6 +96,17 @@ class Module {
   /// Removes a hook; returns whether the handle was registered.
   bool remove_hook(int handle);
 
+  /// In a constructor: options that make no model (a key dim the heads do not
+  /// divide, a stride of 0). A constructor has no caller's line (make_shared
+  /// calls it), so the error is reported at the line that registers the module
+  /// (register_module, Builder::set_root, Sequential::append), which is the
+  /// constructor's line in the usual `register_module("x", make_shared<X>(...))`,
+  /// or at its first call; the module is unusable until then. The first
+  /// rejection counts. A module whose child was rejected is rejected with it.
+  void reject(std::string message);
+  /// Fails at `loc` if this module was rejected.
+  void check_not_rejected(const ir::SourceLoc& loc) const;
+
   /// `linear`, `lstm`, ...: for messages and pretty_print.
   const std::string& type_name() const { return type_name_; }
   /// Dotted path from the root; set when the root is handed to the Builder.
@@ -150,6 +161,7 @@ class Module {
   std::string path_;
   std::optional<ir::SourceLoc> rooted_at_;
   std::optional<ir::SourceLoc> checkpoint_at_;
+  std::optional<std::string> rejected_;
   std::vector<std::pair<std::string, Parameter>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<int, ForwardPreHook>> pre_hooks_;

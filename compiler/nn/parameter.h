@@ -95,6 +95,15 @@ class Parameter : public ParamSetter {
   Parameter() : ParamSetter(nullptr, OptionSource::kExplicit) {}
   explicit Parameter(std::shared_ptr<ParamState> s)
       : ParamSetter(std::move(s), OptionSource::kExplicit) {}
+  Parameter(const Parameter&) = default;
+  Parameter(Parameter&&) = default;
+  /// A module's param is not assignable from another's: `b->weight() =
+  /// a->weight()` would silently make b compute with a's param while b's own
+  /// stays registered (tie weights by computing with the other's, e.g.
+  /// `nn::dot(x, b.param(a->weight()), ...)`). A new handle (a constructor
+  /// storing what register_parameter returned) can be moved in.
+  Parameter& operator=(const Parameter&) = delete;
+  Parameter& operator=(Parameter&&) = default;
 
   const ir::Param& ir() const { return s_->param; }
   const std::vector<ir::Dim>& dims() const { return s_->param.dims; }

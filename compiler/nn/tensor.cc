@@ -448,6 +448,8 @@ Tensor repeat(const Tensor& x, const ir::Dim& axis, const Tensor& repetitions,
 
 Tensor repeat(const Tensor& x, const ir::Dim& axis, int64_t repetitions, const ir::Dim& out_axis,
               std::source_location loc) {
+  if (repetitions < 0)
+    fail(L(loc), absl::StrCat("repeat: the repetitions must not be negative, got ", repetitions));
   Tensor reps =
       cast(constant(x.builder(), static_cast<double>(repetitions)), ir::DType::kInt32, loc);
   return repeat(x, axis, reps, out_axis, loc);

@@ -1,5 +1,6 @@
 #include "compiler/nn/zoneout.h"
 
+#include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
 
 namespace retc::nn {
@@ -27,6 +28,10 @@ ZoneoutLstm::ZoneoutLstm(ir::Dim in_dim, ir::Dim out_dim, double zoneout_cell,
       out_dim_(out_dim),
       zoneout_cell_(zoneout_cell),
       zoneout_output_(zoneout_output) {
+  for (double p : {zoneout_cell, zoneout_output}) {
+    if (!(p >= 0 && p <= 1))
+      reject(absl::StrCat(describe(), ": zoneout probabilities must be in [0, 1], got ", p));
+  }
   cell = register_module("cell", std::make_shared<Lstm>(in_dim, out_dim));
 }
 
