@@ -13,6 +13,7 @@ struct Dim::Impl {
   std::optional<int64_t> size;
   std::vector<Dim> operands;
   int64_t factor = 0;
+  SourceLoc made_at;
 };
 
 Dim Dim::batch() {
@@ -22,15 +23,17 @@ Dim Dim::batch() {
   return kBatch;
 }
 
-Dim Dim::feature(std::string name, int64_t size) {
-  return Dim(
-      std::make_shared<const Impl>(Impl{Kind::kFeature, Op::kNone, valid_utf8(name), size, {}, 0}));
+Dim Dim::feature_at(std::string name, int64_t size, SourceLoc made_at) {
+  return Dim(std::make_shared<const Impl>(
+      Impl{Kind::kFeature, Op::kNone, valid_utf8(name), size, {}, 0, std::move(made_at)}));
 }
 
-Dim Dim::spatial(std::string name, std::optional<int64_t> size) {
-  return Dim(
-      std::make_shared<const Impl>(Impl{Kind::kSpatial, Op::kNone, valid_utf8(name), size, {}, 0}));
+Dim Dim::spatial_at(std::string name, std::optional<int64_t> size, SourceLoc made_at) {
+  return Dim(std::make_shared<const Impl>(
+      Impl{Kind::kSpatial, Op::kNone, valid_utf8(name), size, {}, 0, std::move(made_at)}));
 }
+
+const SourceLoc& Dim::made_at() const { return impl_->made_at; }
 
 Dim::Kind Dim::kind() const { return impl_->kind; }
 Dim::Op Dim::op() const { return impl_->op; }

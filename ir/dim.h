@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/source_loc.h"
+
 namespace retc::ir {
 
 class Dim {
@@ -25,10 +27,34 @@ class Dim {
   static Dim batch();
   /// A static feature dim. Example: `Dim::feature("hidden", 512)`.
   /// Names are UTF-8; invalid byte sequences become U+FFFD.
-  static Dim feature(std::string name, int64_t size);
+  /// Model code's dims remember where they were made (made_at): a size that
+  /// makes no model (0) is reported there, not where the dim is first used.
+#if __cpp_lib_source_location
+  static Dim feature(std::string name, int64_t size,
+                     std::source_location loc = std::source_location::current()) {
+    return feature_at(std::move(name), size, SourceLoc::from(loc));
+  }
+#else
+  static Dim feature(std::string name, int64_t size) {
+    return feature_at(std::move(name), size, {});
+  }
+#endif
+  static Dim feature_at(std::string name, int64_t size, SourceLoc made_at);
   /// A spatial dim, dynamic (per-sequence length) unless a size is given.
   /// Example: `Dim::spatial("time")`.
-  static Dim spatial(std::string name, std::optional<int64_t> size = std::nullopt);
+#if __cpp_lib_source_location
+  static Dim spatial(std::string name, std::optional<int64_t> size = std::nullopt,
+                     std::source_location loc = std::source_location::current()) {
+    return spatial_at(std::move(name), size, SourceLoc::from(loc));
+  }
+#else
+  static Dim spatial(std::string name, std::optional<int64_t> size = std::nullopt) {
+    return spatial_at(std::move(name), size, {});
+  }
+#endif
+  static Dim spatial_at(std::string name, std::optional<int64_t> size, SourceLoc made_at);
+  /// Where feature() or spatial() made this dim (unknown for others).
+  const SourceLoc& made_at() const;
 
   Kind kind() const;
   Op op() const;

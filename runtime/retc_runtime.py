@@ -30,6 +30,17 @@ def _die_with_parent():
         os._exit(1)
 
 
+# RETURNN's TF network constructs each layer from inside the construction of
+# the layers that read it: the depth of Python's recursion grows with the
+# model's longest chain of layers. The tests' deep-chain model (450 residual
+# steps, 3,161 layers in its net dict) fails in RecursionError with a limit of
+# 2,000 and constructs with 3,000 (Python's default: 1,000). Python 3.11 runs
+# Python-to-Python calls without C stack, so the limit can be high.
+RECURSION_LIMIT = 100_000
+if sys.getrecursionlimit() < RECURSION_LIMIT:
+    sys.setrecursionlimit(RECURSION_LIMIT)
+
+
 def _remember_parent():
     _die_with_parent.parent = os.getpid()
 
@@ -275,6 +286,9 @@ def _random_values(datas, rng, batch=3, max_time=7):
                 shape.append(int(sizes[tag].max()))
         if data.sparse_dim is not None:
             values[key] = rng.randint(0, data.sparse_dim.dimension, size=shape).astype(data.dtype)
+        elif data.dtype == "bool":
+            # Random masks (about half true), so that what a mask selects is exercised.
+            values[key] = rng.randint(0, 2, size=shape).astype("bool")
         else:
             values[key] = rng.normal(size=shape).astype(data.dtype)
     return values, sizes
@@ -363,7 +377,59 @@ def _prepare(config_path):
     if config.value("backend", "") != "torch":
         _fast_graph_mode_equality()
         _raise_runner_errors()
+        _atomic_tf_saves()
     return config
+
+
+def _remove_killed_scratch(directory):
+    """Removes the scratch directories (".NAME.retc-tmp-PID") that runs killed meanwhile
+    left in `directory`: those whose PID no longer runs (as retc's C++ ScratchDir does)."""
+    import re
+    import shutil
+
+    for f in os.listdir(directory):
+        m = re.fullmatch(r"\..+\.retc-tmp-(\d+)", f)
+        if not m:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(directory, f), ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _atomic_tf_saves():
+    """RETURNN's TF engine saves an epoch's checkpoint as three files (.data, .index,
+    .meta) in place: a crash or a full disk mid-save left an epoch with an .index (so a
+    resumed training skips it) but no .meta (so eval and `load` fail on it). Saved in a
+    directory of its own beside them instead, then renamed into place, the .index last:
+    an epoch has its .index only when all three are complete."""
+    import shutil
+
+    from returnn.tf.network import TFNetwork
+
+    save = TFNetwork.save_params_to_file
+    if getattr(save, "_retc", False):
+        return
+
+    def save_params_to_file(self, filename, session):
+        filename = os.path.abspath(filename)
+        directory, name = os.path.split(filename)
+        scratch = os.path.join(directory, ".%s.retc-tmp-%d" % (name, os.getpid()))
+        _remove_killed_scratch(directory)
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(scratch)
+        try:
+            save(self, os.path.join(scratch, name), session)
+            done = sorted(f for f in os.listdir(scratch) if f.startswith(name + "."))
+            for f in sorted(done, key=lambda f: f.endswith(".index")):
+                os.replace(os.path.join(scratch, f), os.path.join(directory, f))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    save_params_to_file._retc = True
+    TFNetwork.save_params_to_file = save_params_to_file
 
 
 def _raise_runner_errors():

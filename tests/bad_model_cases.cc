@@ -452,8 +452,8 @@ const Case kCases[] = {
     {"bad:zero-size-dim", "parameter 'weight': the dim 'zero'(0) has size 0",
      [](Builder& b) {
        Setup s(b);
-       auto lin = std::make_shared<nn::Linear>(s.in, Dim::feature("zero", 0));
-       b.set_root(lin)->forward(s.x).mark_as_output();  // MISTAKE: bad:zero-size-dim
+       auto lin = std::make_shared<nn::Linear>(s.in, Dim::feature("zero", 0));  // MISTAKE: bad:zero-size-dim
+       b.set_root(lin)->forward(s.x).mark_as_output();
      }},
     {"bad:zero-size-data", "extern data 'feats': the dim 'f'(0) has size 0",
      [](Builder& b) {
@@ -623,6 +623,25 @@ const Case kCases[] = {
        seq->append(lin);
        seq->append(lin);  // MISTAKE: bad:sequential-same-module
        b.set_root(seq);
+     }},
+    {"bad:loop-stack-inside", "reads loop.stack(...) of the loop over 'time'(dyn) inside that loop",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, s.time);
+       Tensor stacked = loop.stack(nn::tanh(loop.unstack(s.x)));
+       nn::reduce(stacked, "sum", {s.time});  // MISTAKE: bad:loop-stack-inside
+       loop.end();
+     }},
+    {"bad:loop-done-feature", "loop.end: the end condition must be one flag per sequence ([B]), got [B, 'input'(4)]; reduce it",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::Loop loop(b, Dim::spatial("steps"));
+       Tensor h = loop.state(nn::constant(b, 0.0), {Dim::batch(), s.in});
+       loop.next(h, nn::tanh(h));
+       loop.end(nn::compare(h, h, "not_equal"), 5);  // MISTAKE: bad:loop-done-feature
+       loop.stack(h).mark_as_output();
      }},
 };
 // clang-format on

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/nn/modules.h"
 #include "configs/bundled.h"
 
@@ -57,6 +58,37 @@ void build_tiny(nn::Builder& b) {
   auto logits = m->forward(x);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+}
+
+// A deep model: a chain of 450 residual tanh steps, each depending on the one
+// before (3,161 layers in its TF net dict). RETURNN's TF network constructs
+// layers recursively, through their inputs: it needs a recursion limit above
+// 2,000 (retc_runtime.py).
+void build_deep_chain(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 9);
+  Dim hidden = Dim::feature("hidden", 4);
+  Dim classes = Dim::feature("classes", 2);
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  auto y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, classes);
+  struct Chain : nn::Module {
+    Chain(Dim in, Dim hidden, Dim classes) : Module("chain") {
+      first = register_module("first", std::make_shared<nn::Linear>(in, hidden));
+      for (int i = 0; i < 450; ++i) {
+        layers.push_back(register_module(absl::StrCat("layer", i),
+                                         std::make_shared<nn::Linear>(hidden, hidden)));
+      }
+      last = register_module("last", std::make_shared<nn::Linear>(hidden, classes));
+    }
+    std::shared_ptr<nn::Linear> first, last;
+    std::vector<std::shared_ptr<nn::Linear>> layers;
+  };
+  auto chain = b.set_root(std::make_shared<Chain>(in, hidden, classes));
+  nn::Tensor h = chain->first->forward(x);
+  for (const auto& layer : chain->layers) h = h + nn::tanh(layer->forward(h));
+  h = chain->last->forward(h);
+  h.mark_as_output();
+  nn::softmax_cross_entropy(h, y).mark_as_loss("ce");
 }
 
 // A square weight [hidden, hidden] between two other layers.
@@ -171,6 +203,8 @@ std::vector<ModelDef> test_models() {
       def("duplicate-loss", "two losses named 'ce'", build_duplicate_loss),
       def("init-reads-data", "an initial value computed from data", build_init_reads_data),
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
+      def("deep-chain", "450 residual tanh layers in a chain (RETURNN's recursion depth)",
+          build_deep_chain),
       std::move(hostile),
   };
   // 12ax with a dataset option RETURNN rejects.

@@ -123,8 +123,12 @@ const std::vector<Command>& commands() {
            "Checkpoints, scores and RETURNN's log go to DIR (default: retc-work/MODEL, or\n"
            "retc-work/MODEL.torch for the torch backend: one backend per DIR);\n"
            "TensorFlow's stderr and the traceback of any error go to DIR/retc-stderr.log.\n"
-           "Running it again continues after the last finished epoch; Ctrl-C stops (exit 130)\n"
-           "and keeps the finished epochs' checkpoints. During an epoch a progress line (step,\n"
+           "Running it again continues after the last finished epoch; Ctrl-C (exit 130) and "
+           "SIGTERM\n"
+           "(exit 143: what a cluster's scheduler sends) stop it and keep the finished epochs'\n"
+           "checkpoints. One run per DIR: a second one is refused while the first runs\n"
+           "(DIR/retc.lock; a killed run's is taken over with a note). During an epoch a progress "
+           "line (step,\n"
            "sequences and frames per second, loss, elapsed and estimated time) at most every\n"
            "--progress SECONDS (default 10; 0: none; a bar redrawn in place on a terminal;\n"
            "several processes: rank 0's). The last line printed is the final dev error\n"
@@ -132,37 +136,45 @@ const std::vector<Command>& commands() {
            kProductionHelp)},
       {"eval",
        "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--device auto|cpu|gpu] [--set NAME=VALUE]",
+       "                  [--device auto|cpu|gpu] [--allow-extra-params] [--set NAME=VALUE]",
        "Evaluates a checkpoint of MODEL on a dataset with RETURNN's eval (no training flag:\n"
        "no dropout): every loss and error as RETURNN reports them. The last line printed is\n"
        "the main error, as training prints it. CKPT defaults to the last epoch's checkpoint\n"
        "in DIR/model (DIR: retc-work/MODEL, as for train); TF: the prefix before .index,\n"
        "torch: the .pt file. SET: dev (default), train, or an HDF file (RETURNN's HDFDataset).\n"
-       "A missing checkpoint or one of another model is an error."},
+       "A missing or damaged checkpoint, one of another model, or one with params MODEL\n"
+       "lacks (a bigger model's; --allow-extra-params uses it anyway) is an error. A NaN or\n"
+       "inf loss stops eval at its step."},
       {"forward",
        "forward MODEL -o OUT.hdf [--backend NAME] [--checkpoint CKPT] [--workdir DIR]\n"
-       "                  [--data SET] [--device auto|cpu|gpu] [--set NAME=VALUE]",
+       "                  [--data SET] [--device auto|cpu|gpu] [--allow-extra-params]\n"
+       "                  [--set NAME=VALUE]",
        "Runs MODEL's output (mark_as_output; the one named 'output' if several) on every\n"
        "sequence of a dataset and writes it to OUT.hdf as RETURNN's forward task does\n"
-       "(SimpleHDFWriter: RETURNN's HDFDataset reads it; written under a temporary name,\n"
-       "then renamed). CKPT, DIR and SET as for eval."},
+       "(SimpleHDFWriter: RETURNN's HDFDataset reads it; written in a directory of its own\n"
+       "beside OUT.hdf, then renamed: nothing half-written, nothing left on failure). CKPT,\n"
+       "DIR and SET as for eval."},
       {"search",
        "search MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--beam K] [-o HYPS] [--device auto|cpu|gpu] [--set NAME=VALUE]",
+       "                  [--beam K] [-o HYPS] [--device auto|cpu|gpu] [--allow-extra-params]\n"
+       "                  [--set NAME=VALUE]",
        "Decodes a dataset with MODEL's search output (mark_as_search_output: a loop's\n"
        "choices, kept in beams of K hypotheses (default 12), or a CTC decoding), writes the\n"
        "best hypothesis of each sequence to HYPS in RETURNN's search output format (\"py\":\n"
        "{seq_tag: \"label label ...\"}) and prints the sequence error and the label error\n"
        "(edit distance per reference label) against the dataset's 'classes'; the last line\n"
        "is the label error. CKPT, DIR and SET as for eval."},
-      {"convert-checkpoint", "convert-checkpoint MODEL --from tf|torch IN OUT [--set NAME=VALUE]",
+      {"convert-checkpoint",
+       "convert-checkpoint MODEL --from tf|torch IN OUT [--allow-extra-params] [--set NAME=VALUE]",
        "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
        "checkpoint IN (the prefix before .index, e.g. retc-work/MODEL/model/network.005) and\n"
        "writes the RETURNN torch checkpoint OUT (a .pt file); --from torch reads a .pt file and\n"
        "writes a TF checkpoint at the prefix OUT. The params keep their names (TF\n"
        "'lstm/ff_weight/param' is torch 'lstm.ff_weight') and their layout; the epoch and the\n"
-       "global train step are kept. Fails, writing nothing, if IN lacks one of MODEL's params\n"
-       "or has it with another shape. Tracebacks go to $TMPDIR/retc-convert-MODEL.log."},
+       "global train step are kept. Fails, writing nothing, if IN lacks one of MODEL's params,\n"
+       "has it with another shape, or has params MODEL lacks (--allow-extra-params: skipped).\n"
+       "OUT is written in a directory of its own beside it, then renamed into place.\n"
+       "Tracebacks go to $TMPDIR/retc-convert-MODEL.log."},
       {"dump-ir",
        "dump-ir MODEL [--backend NAME] [--format text|json|dot|svg] [--debug]\n"
        "                  [--stage param-init|step] [--after PASS] [--task TASK] [--epoch N]\n"
@@ -196,7 +208,9 @@ void print_usage(std::ostream& os) {
     os << (&b == &runtime::backends().front() ? "" : ", ") << b.target.name << ": "
        << b.target.summary << (&b == &runtime::backends().front() ? ", the default" : "");
   }
-  os << ").\nExit codes: 0 success, 1 error, 2 usage error, 130 interrupted.\n";
+  os << ").\nExit codes: 0 success, 1 error, 2 usage error, 130 interrupted (Ctrl-C), 143 stopped\n"
+        "by SIGTERM. An error is one line on stderr that names its cause; the traceback, if\n"
+        "any, is in the log file the line names.\n";
 }
 
 // `msg` and where to look: its own "(see '...')" if it ends with one, else 'retc --help'.

@@ -69,8 +69,11 @@ void check_dim_sizes(const std::vector<ir::Dim>& dims, absl::FunctionRef<std::st
                      const ir::SourceLoc& loc) {
   for (const ir::Dim& d : dims) {
     if (d.size() && *d.size() < 1) {
-      fail(loc, absl::StrCat(what(), ": the dim ", d.describe(), " has size ", *d.size(),
-                             "; a static dim needs a positive size"));
+      // Where model code made the dim, if it did; else where it is used.
+      const ir::SourceLoc& made = d.made_at();
+      fail(made.known() && !is_library_loc(made) ? made : loc,
+           absl::StrCat(what(), ": the dim ", d.describe(), " has size ", *d.size(),
+                        "; a static dim needs a positive size"));
     }
   }
 }
@@ -210,6 +213,21 @@ Tensor Builder::add(ir::NodeKind kind, const std::vector<Tensor>& inputs, ir::At
                       loops_[*loop].axis.describe(),
                       " outside that loop; stack it with loop.stack(value)\n",
                       loops_[*loop].loc.str(), ": note: the loop starts here"));
+  }
+  // A loop's stacked values are complete only once the loop has ended: read
+  // inside it, they would be the frames so far (torch) or fail in RETURNN.
+  for (ir::NodeId in : ids) {
+    const ir::Node& n = graph_.node(in);
+    if (n.kind != ir::NodeKind::kLoopStack) continue;
+    const int64_t stacked = n.attrs.get<ir::attr::Loop>();
+    if (stacked == active_loop_) {
+      fail(loc,
+           absl::StrCat(where(), node_kind_name(kind), ": reads loop.stack(...) of the loop over ",
+                        loops_[stacked].axis.describe(),
+                        " inside that loop; the stacked frames are there after loop.end(); "
+                        "inside, carry what the step needs in a loop state\n",
+                        n.loc.str(), ": note: stacked here"));
+    }
   }
   // A branch's values are read in that branch, or by its cond node.
   for (ir::NodeId in : ids) {

@@ -32,6 +32,10 @@ class ModelError : public std::exception {
 /// Throws ModelError: `<loc>: error: <message>`.
 [[noreturn]] void fail(const ir::SourceLoc& loc, absl::string_view message);
 
+/// Whether `loc` is inside retc's model API sources (a Linear's own
+/// register_parameter call), not the user's code.
+bool is_library_loc(const ir::SourceLoc& loc);
+
 /// Fails at `loc` if a static dim of `dims` has a size below 1 (RETURNN would
 /// fail later, far from the user's line). `what()` names the use (made only
 /// on failure).

@@ -232,7 +232,7 @@ Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<i
   check_window(*this, kernel_, strides_, dilation_);
   if (groups_ < 1) reject(absl::StrCat(describe(), ": groups must be at least 1, got ", groups_));
   std::vector<ir::Dim> dims = kernel_dims(kernel_);
-  dims.push_back(groups_ == 1 ? in_dim : in_dim.floordiv(groups_));
+  dims.push_back(groups_ <= 1 ? in_dim : in_dim.floordiv(groups_));  // < 1: rejected above
   dims.push_back(out_dim);
   weight_ = register_parameter("weight", std::move(dims), ir::ParamKind::kWeight);
   bias_ = register_parameter("bias", {out_dim}, ir::ParamKind::kBias);

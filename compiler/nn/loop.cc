@@ -83,6 +83,12 @@ void Loop::end(const Tensor& done, const Tensor& max_len, std::source_location l
          "loop.end: the end condition is not computed in this loop (from an unstacked frame "
          "or a state)");
   }
+  for (const ir::Dim& d : done.dims()) {
+    if (!d.is_batch()) {
+      fail(l, absl::StrCat("loop.end: the end condition must be one flag per sequence ([B]), got ",
+                           ir::describe(done.dims()), "; reduce it over ", d.describe(), " first"));
+    }
+  }
   if (b_.loop_of(max_len) >= 0)
     fail(l, "loop.end: the maximal length must be computed outside the loop");
   b_.add(ir::NodeKind::kLoopEnd, {done, max_len},

@@ -22,16 +22,6 @@ bool is_valid_member_name(absl::string_view name) {
 
 namespace {
 
-// The directory of retc's model API sources. Locations inside it (e.g. a
-// Linear's own register_parameter call) are not the user's code.
-bool is_library_loc(const ir::SourceLoc& loc) {
-  static const std::string kDir = [] {
-    std::string f = std::source_location::current().file_name();
-    return f.substr(0, f.rfind('/') + 1);
-  }();
-  return loc.file.empty() || loc.file.starts_with(kDir) || loc.file.starts_with("/usr/include/");
-}
-
 void check_member_name(const Module& m, absl::string_view name, absl::string_view what,
                        const ir::SourceLoc& loc) {
   if (!is_valid_member_name(name)) {
@@ -69,6 +59,16 @@ Parameter Module::register_parameter(std::string name, std::vector<ir::Dim> dims
   if (auto device = scoped_device()) p.options.device = *device;
   params_.emplace_back(std::move(name), Parameter(s));
   return params_.back().second;
+}
+
+// The directory of retc's model API sources. Locations inside it (e.g. a
+// Linear's own register_parameter call) are not the user's code.
+bool is_library_loc(const ir::SourceLoc& loc) {
+  static const std::string kDir = [] {
+    std::string f = std::source_location::current().file_name();
+    return f.substr(0, f.rfind('/') + 1);
+  }();
+  return loc.file.empty() || loc.file.starts_with(kDir) || loc.file.starts_with("/usr/include/");
 }
 
 void Module::attribute_to(const ir::SourceLoc& loc) {

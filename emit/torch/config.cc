@@ -101,13 +101,11 @@ void write_dims(CodeWriter& w, const std::vector<StageGraph>& stages, const Stag
   w.blank();
 }
 
-// extern_data: each data node's dims and dtype; data but the input that no
-// loss reads as its target is available for inference.
+// extern_data: each data node's dims and dtype. Data other than the input is
+// available for inference if the graph reads it other than as a loss's
+// target, and else not: RETURNN's torch forward then does not ask the dataset
+// for it (a forward on data without targets runs).
 void write_extern_data(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t) {
-  std::vector<bool> is_target(g.size(), false);
-  for (const ir::Node& n : g.nodes()) {
-    if (int k = ir::kind_facts(n.kind).target_input; k >= 0) is_target[n.inputs[k].index] = true;
-  }
   PyValue extern_data = PyValue::dict();
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& n = g.nodes()[i];
@@ -121,7 +119,7 @@ void write_extern_data(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t)
         n.type.dims.back().size())
       d.set("feature_dim", dim_ref(t, n.type.dims.back()));
     const std::string& key = n.attrs.get<ir::attr::Key>();
-    if (key != "data" && !is_target[i]) d.set("available_for_inference", true);
+    if (key != "data") d.set("available_for_inference", reads_data(g, n));
     extern_data.append(key, std::move(d));
   }
   w.raw(format_assignment("extern_data", extern_data));

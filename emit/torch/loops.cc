@@ -19,6 +19,15 @@ bool has_final_state_reader(const ir::Graph& g, const ir::Node& n) {
 }
 
 void write_assignment(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
+  // Extern data that nothing reads (a target in a forward step) is not taken:
+  // RETURNN's torch forward has it only where the dataset does.
+  if (n.kind == ir::NodeKind::kData && !reads_data(g, n)) {
+    bool target = false;
+    for (const ir::Node& m : g.nodes()) {
+      for (ir::NodeId in : m.inputs) target = target || &g.node(in) == &n;
+    }
+    if (!target) return;
+  }
   std::string extra;
   if (n.kind == ir::NodeKind::kCumConcat) extra = absl::StrCat(", _acc_", n.name);
   if (has_final_state_reader(g, n)) extra = absl::StrCat(", _state_", n.name);

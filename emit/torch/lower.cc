@@ -463,6 +463,19 @@ std::string expression(const Lowering& l) {
 
 }  // namespace
 
+bool reads_data(const ir::Graph& g, const ir::Node& n) {
+  for (const ir::Node& m : g.nodes()) {
+    const int target = ir::kind_facts(m.kind).target_input;
+    for (int i = 0; i < static_cast<int>(m.inputs.size()); ++i) {
+      if (i != target && &g.node(m.inputs[i]) == &n) return true;
+    }
+  }
+  for (const ir::Mark& m : g.marks()) {
+    if (&g.node(m.node) == &n) return true;
+  }
+  return false;
+}
+
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                      absl::string_view model) {
   std::string e = expression(Lowering{g, t, n, model, AttrText{t, n}});

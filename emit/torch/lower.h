@@ -48,6 +48,12 @@ struct Lowering {
 
 /// The Python of node `n`: its expression, renamed back to the IR's dims
 /// where an input had a dim twice and `n` has each once (_unprime).
+/// Whether the step reads extern data node `n`: a node reads it other than as
+/// a loss's target, or it is marked. Data it does not read is not available
+/// for inference (RETURNN's torch forward does not ask the dataset for it)
+/// and not taken from extern_data.
+bool reads_data(const ir::Graph& g, const ir::Node& n);
+
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                      absl::string_view model);
 

@@ -4,7 +4,8 @@
 # the output directory or $TMPDIR (but the traceback logs retc-*.log):
 # eval data with labels out of range, NaN in the features, a checkpoint with a
 # param the model lacks (an error unless --allow-extra-params), a truncated
-# checkpoint, `forward -o DIR`; a checkpoint converted to the other backend
+# checkpoint, `forward -o DIR`, forward on data without targets; a model
+# 450 layers deep checks; a checkpoint converted to the other backend
 # (TF: a prefix without an epoch) evaluates there to the same error. On
 # slow-12ax: a second `retc train` on a busy workdir is refused; SIGTERM stops
 # a training as Ctrl-C does (exit 143, epoch 1 kept); after kill -9 the next
@@ -50,19 +51,20 @@ if [ "$backend" = torch ]; then ckpt="$work/model/network.001.pt"; else ckpt="$w
 "$VENV/bin/python" - "$out" <<'PY'
 import os, sys, numpy
 from returnn.datasets.hdf import SimpleHDFWriter
-for kind in ("labels", "nan"):
+for kind in ("labels", "nan", "noclasses"):
     rng = numpy.random.RandomState(0)
     w = SimpleHDFWriter(os.path.join(sys.argv[1], kind + ".hdf"), dim=9, ndim=2,
-                        extra_type={"classes": (2, 1, "int32")})
+                        extra_type=None if kind == "noclasses" else {"classes": (2, 1, "int32")})
     for i in range(4):
         x = rng.normal(size=(1, 5 + i, 9)).astype("float32")
         y = rng.randint(0, 2, size=(1, 5 + i)).astype("int32")
         if kind == "labels": y[0, 2] = 7
         if kind == "nan": x[0, 1, 3] = numpy.nan
-        w.insert_batch(x, numpy.array([5 + i]), ["seq-%d" % i], extra={"classes": y})
+        w.insert_batch(x, numpy.array([5 + i]), ["seq-%d" % i],
+                       extra=None if kind == "noclasses" else {"classes": y})
     w.close()
 PY
-KEEP=(labels.hdf nan.hdf)
+KEEP=(labels.hdf nan.hdf noclasses.hdf)
 no_leftovers "writing the HDF files"
 
 expect_error 1 "^retc: error: RETURNN failed: (InvalidArgumentError: Received a label value of 7 which is outside the valid range of \[0, 2\)|IndexError: Target 7 is out of bounds)" -- \
@@ -122,6 +124,10 @@ expect_error 1 "^retc: error: cannot write '$out': it is a directory" -- \
   { cat "$TMP/err"; fail "forward"; }
 KEEP+=(fwd.hdf)
 no_leftovers "forward"
+# Forward reads no targets: data without them runs.
+"$RETC" forward 12ax --backend "$backend" --checkpoint "$ckpt" --data "$out/noclasses.hdf" -o "$out/fwd2.hdf" \
+  >"$TMP/fwd" 2>"$TMP/err" || { cat "$TMP/err"; fail "forward on data without classes"; }
+KEEP+=(fwd2.hdf)
 pass "$backend: forward -o DIR refused before the job; forward writes only its output"
 
 # Converted to the other backend (TF: at a prefix without an epoch).
@@ -138,6 +144,12 @@ expect_error 2 "--workdir '$TMP/w\\\$HOME': RETURNN cannot write its log" -- \
   "$RETC" train 12ax --backend "$backend" --workdir "$TMP/w\$HOME"
 [ ! -e "$TMP/w\$HOME" ] || fail "a workdir with a '$' was made"
 pass "$backend: a workdir with a '\$': $(head -c 120 "$TMP/err")"
+
+# A model of 450 layers in a chain (RETURNN's TF network constructs layers
+# recursively, through their inputs): check builds and runs it.
+"$RETC_TEST_MODELS" check deep-chain --backend "$backend" >"$TMP/deep" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "check deep-chain"; }
+pass "$backend: $(tail -n 1 "$TMP/deep")"
 
 # slow-12ax: 150 steps an epoch, a log line each. start RUN: in the background.
 slow="$TMP/slow"
