@@ -1,7 +1,7 @@
 // A module's param is not assignable from another's: `b->weight() =
 // a->weight()` compiled and silently gave a model in which b computes with a's
 // param while b's own stays registered and trained for nothing. Tying is
-// computing with the other's param. param_assign.sh compiles this file twice:
+// computing with the other's param. expect_error.sh compiles this file twice:
 // as is (ties by computing with a's weight: must build) and with
 // -DRETC_ASSIGN (must fail at the assignment).
 #include "compiler/nn/modules.h"

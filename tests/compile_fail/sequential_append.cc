@@ -1,7 +1,7 @@
 // nn::Sequential takes every module whose forward takes the input, or the
 // input and the time dim (an LSTM); one whose forward takes anything else is
 // a short compile error naming Sequential::append and what its forward must
-// take, not a template dump. sequential.sh compiles this file twice: as is
+// take, not a template dump. expect_error.sh compiles this file twice: as is
 // (must build) and with -DRETC_UNSUPPORTED (must fail with that message).
 #include "compiler/nn/modules.h"
 
