@@ -91,6 +91,25 @@ void build_deep_chain(nn::Builder& b) {
   nn::softmax_cross_entropy(h, y).mark_as_loss("ce");
 }
 
+// An extern-data tensor itself marked as an output, beside a model output.
+void build_data_as_output(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  Dim in = Dim::feature("input", 9);
+  Dim classes = Dim::feature("classes", 2);
+  auto x = b.extern_data("data", {Dim::batch(), time, in});
+  auto lin = b.set_root(std::make_shared<nn::Linear>(in, classes));
+  x.mark_as_output("input");
+  lin->forward(x).mark_as_output();
+}
+
+// Extern data without a feature dim (raw audio samples, [B, time]).
+void build_raw_samples(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  auto x = b.extern_data("data", {Dim::batch(), time});
+  b.set_root(std::make_shared<nn::Module>("net"));
+  nn::tanh(x).mark_as_output();
+}
+
 // A square weight [hidden, hidden] between two other layers.
 void build_square(nn::Builder& b) {
   Dim time = Dim::spatial("time");
@@ -203,6 +222,8 @@ std::vector<ModelDef> test_models() {
       def("duplicate-loss", "two losses named 'ce'", build_duplicate_loss),
       def("init-reads-data", "an initial value computed from data", build_init_reads_data),
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
+      def("data-as-output", "extern data marked as an output", build_data_as_output),
+      def("raw-samples", "extern data without a feature dim ([B, time])", build_raw_samples),
       def("deep-chain", "450 residual tanh layers in a chain (RETURNN's recursion depth)",
           build_deep_chain),
       std::move(hostile),

@@ -46,6 +46,12 @@ absl::StatusOr<bool> naming(ir::Graph& g) {
   std::vector<std::string> wanted(g.size());
   // Marked nodes first, so `output` is never taken by an ordinary node.
   for (const ir::Mark& m : g.marks()) {
+    // Extern data keeps its name (data:KEY); marked, it gets a copy layer of
+    // the mark's name (emit_net_dict), which no other node may take.
+    if (g.node(m.node).kind == ir::NodeKind::kData) {
+      taken.insert(m.name);
+      continue;
+    }
     std::string& w = wanted[m.node.index];
     if (w.empty() && g.node(m.node).name.empty()) w = m.name;
   }

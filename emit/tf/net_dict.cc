@@ -1221,6 +1221,14 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
       return absl::InternalError("emit_net_dict: a node has no name; run tf-naming first");
     if (n.kind == ir::NodeKind::kData) {
       out.extern_data.set(n.attrs.get<ir::attr::Key>(), extern_data_entry(f, i));
+      // Marked as an output: a copy layer of the mark's name (RETURNN's
+      // outputs are layers; data:KEY is none).
+      for (const ir::Mark& m : g.marks()) {
+        if (m.node.index != static_cast<int32_t>(i) || m.kind != ir::Mark::Kind::kOutput) continue;
+        PyValue copy = PyValue::dict({{"class", "copy"}, {"from", n.name}});
+        if (m.name != "output") copy.set("is_output_layer", true);
+        out.network.append(m.name, std::move(copy));
+      }
       continue;
     }
     if (n.kind == ir::NodeKind::kLoopNext) {

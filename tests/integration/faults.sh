@@ -5,7 +5,8 @@
 # eval data with labels out of range, NaN in the features, a checkpoint with a
 # param the model lacks (an error unless --allow-extra-params), a truncated
 # checkpoint, `forward -o DIR`, forward on data without targets; a model
-# 450 layers deep checks; a checkpoint converted to the other backend
+# 450 layers deep and one with extern data marked as an output check; a
+# checkpoint converted to the other backend
 # (TF: a prefix without an epoch) evaluates there to the same error. On
 # slow-12ax: a second `retc train` on a busy workdir is refused; SIGTERM stops
 # a training as Ctrl-C does (exit 143, epoch 1 kept); after kill -9 the next
@@ -150,6 +151,13 @@ pass "$backend: a workdir with a '\$': $(head -c 120 "$TMP/err")"
 "$RETC_TEST_MODELS" check deep-chain --backend "$backend" >"$TMP/deep" 2>"$TMP/err" ||
   { cat "$TMP/err"; fail "check deep-chain"; }
 pass "$backend: $(tail -n 1 "$TMP/deep")"
+# Extern data itself marked as an output (TF: a copy layer; data:KEY is no layer).
+"$RETC_TEST_MODELS" check data-as-output --backend "$backend" >"$TMP/dao" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "check data-as-output"; }
+if [ "$backend" = tf ]; then
+  grep -Fx "output input [3, 7, 9] (on a random batch)" "$TMP/dao" >/dev/null || fail "data-as-output: $(cat "$TMP/dao")"
+fi
+pass "$backend: extern data marked as an output: $(tail -n 1 "$TMP/dao")"
 
 # slow-12ax: 150 steps an epoch, a log line each. start RUN: in the background.
 slow="$TMP/slow"
