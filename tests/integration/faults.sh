@@ -158,6 +158,10 @@ if [ "$backend" = tf ]; then
   grep -Fx "output input [3, 7, 9] (on a random batch)" "$TMP/dao" >/dev/null || fail "data-as-output: $(cat "$TMP/dao")"
 fi
 pass "$backend: extern data marked as an output: $(tail -n 1 "$TMP/dao")"
+# Extern data without a feature dim (raw samples, [B, time]).
+"$RETC_TEST_MODELS" check raw-samples --backend "$backend" >"$TMP/raw" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "check raw-samples"; }
+pass "$backend: extern data without a feature dim: $(tail -n 1 "$TMP/raw")"
 
 # slow-12ax: 150 steps an epoch, a log line each. start RUN: in the background.
 slow="$TMP/slow"
