@@ -1113,7 +1113,8 @@ def run_task(config_path, task, mapping, allow_extra, output_path):
             engine.init_train_from_config(config, rnn.train_data, rnn.dev_data, rnn.eval_data)
             engine.learning_rate_control.filename = None  # the scores stay in memory
             if backend == "torch":
-                _stop_on_nonfinite_eval()
+                if config.bool("stop_on_nonfinite_train_score", True):  # RETURNN's option (--allow-nonfinite)
+                    _stop_on_nonfinite_eval()
                 engine.eval_model()
             else:
                 engine.eval_model(lr_control_update_scores=True)

@@ -99,7 +99,8 @@ void build_data_as_output(nn::Builder& b) {
   auto x = b.extern_data("data", {Dim::batch(), time, in});
   auto lin = b.set_root(std::make_shared<nn::Linear>(in, classes));
   x.mark_as_output("input");
-  lin->forward(x).mark_as_output();
+  nn::Tensor logits = lin->forward(x);
+  logits.mark_as_output();
 }
 
 // Extern data without a feature dim (raw audio samples, [B, time]).
@@ -223,6 +224,7 @@ std::vector<ModelDef> test_models() {
       def("init-reads-data", "an initial value computed from data", build_init_reads_data),
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
       def("data-as-output", "extern data marked as an output", build_data_as_output),
+      def("lab/tiny", "tiny, named with a '/' (a lab's model path)", build_tiny),
       def("raw-samples", "extern data without a feature dim ([B, time])", build_raw_samples),
       def("deep-chain", "450 residual tanh layers in a chain (RETURNN's recursion depth)",
           build_deep_chain),

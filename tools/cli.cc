@@ -108,7 +108,7 @@ const std::vector<Command>& commands() {
            "train MODEL [--backend NAME] [--workdir DIR] [--epochs N] [--device auto|cpu|gpu]\n"
            "                  [--nproc N] [--nnodes N --node-rank K --master HOST:PORT] [--seed "
            "N]\n"
-           "                  [--progress SECONDS] [--set NAME=VALUE]\n",
+           "                  [--progress SECONDS] [--allow-nonfinite] [--set NAME=VALUE]\n",
            kProductionUsage),
        absl::StrCat(
            "Compiles MODEL into DIR/returnn.config and trains it with RETURNN in this process.\n"
@@ -127,7 +127,8 @@ const std::vector<Command>& commands() {
            "SIGTERM\n"
            "(exit 143: what a cluster's scheduler sends) stop it and keep the finished epochs'\n"
            "checkpoints. One run per DIR: a second one is refused while the first runs\n"
-           "(DIR/retc.lock; a killed run's is taken over with a note). During an epoch a progress "
+           "(DIR/retc.lock; a killed run's is taken over with a note). A NaN or inf loss stops\n"
+           "training at its step (--allow-nonfinite: it goes on). During an epoch a progress "
            "line (step,\n"
            "sequences and frames per second, loss, elapsed and estimated time) at most every\n"
            "--progress SECONDS (default 10; 0: none; a bar redrawn in place on a terminal;\n"
@@ -136,7 +137,8 @@ const std::vector<Command>& commands() {
            kProductionHelp)},
       {"eval",
        "eval MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--device auto|cpu|gpu] [--allow-extra-params] [--set NAME=VALUE]",
+       "                  [--device auto|cpu|gpu] [--allow-extra-params] [--allow-nonfinite]\n"
+       "                  [--set NAME=VALUE]",
        "Evaluates a checkpoint of MODEL on a dataset with RETURNN's eval (no training flag:\n"
        "no dropout): every loss and error as RETURNN reports them. The last line printed is\n"
        "the main error, as training prints it. CKPT defaults to the last epoch's checkpoint\n"
@@ -144,7 +146,7 @@ const std::vector<Command>& commands() {
        "torch: the .pt file. SET: dev (default), train, or an HDF file (RETURNN's HDFDataset).\n"
        "A missing or damaged checkpoint, one of another model, or one with params MODEL\n"
        "lacks (a bigger model's; --allow-extra-params uses it anyway) is an error. A NaN or\n"
-       "inf loss stops eval at its step."},
+       "inf loss stops eval at its step (--allow-nonfinite: it is reported)."},
       {"forward",
        "forward MODEL -o OUT.hdf [--backend NAME] [--checkpoint CKPT] [--workdir DIR]\n"
        "                  [--data SET] [--device auto|cpu|gpu] [--allow-extra-params]\n"
@@ -750,6 +752,13 @@ const std::pair<std::string, double>* main_error(
   return found;
 }
 
+// --allow-nonfinite: a NaN or inf loss does not stop training or eval
+// (RETURNN's stop_on_nonfinite_train_score, which retc's torch eval follows).
+void apply_nonfinite_flag(const Args& a, emit::ConfigOptions& opts) {
+  if (a.flags.contains("--allow-nonfinite"))
+    opts.training.extra.emplace_back("stop_on_nonfinite_train_score", emit::PyValue(false));
+}
+
 // --nproc, --nnodes, --node-rank, --master: how many processes train, and
 // where (torch's launcher, torchrun; one process without any of them).
 absl::StatusOr<runtime::Distributed> distributed_args(const Args& a, const runtime::Backend& b) {
@@ -819,6 +828,7 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
                                     "a '$' (it expands $date in the name); choose another"));
   }
   opts.training.extra.emplace_back("log", abs + "/returnn.log");
+  apply_nonfinite_flag(a, opts);
   if (absl::Status s = apply_setup_flags(a, opts); !s.ok()) return usage_error(s.message());
   if (absl::Status s = check_several_process_flags(a, dist->several(), "--nproc N or --nnodes N");
       !s.ok())
@@ -941,6 +951,7 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
   emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
   opts.device = device.device;
+  apply_nonfinite_flag(a, opts);
   emit::TaskOptions& t = opts.task;
   t.task = task;
   t.load = checkpoint;
@@ -1233,6 +1244,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
     valued = {"--checkpoint", "--workdir", "--data", "--device"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search" || cmd == "convert-checkpoint")
     boolean = {"--allow-extra-params"};
+  if (cmd == "eval" || cmd == "train") boolean.push_back("--allow-nonfinite");
   if (cmd == "forward" || cmd == "search") valued.push_back("-o");
   if (cmd == "search") valued.push_back("--beam");
   if (cmd == "dump-ir") {

@@ -77,6 +77,10 @@ expect_error 1 "^retc: error: RETURNN failed: (Exception: Inf/nan score in step 
   "$RETC" eval 12ax --backend "$backend" --checkpoint "$ckpt" --data "$out/nan.hdf"
 no_leftovers "eval on NaN features"
 pass "$backend: NaN in the features: $(head -c 150 "$TMP/err")"
+"$RETC" eval 12ax --backend "$backend" --checkpoint "$ckpt" --data "$out/nan.hdf" --allow-nonfinite >"$TMP/eval" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "eval --allow-nonfinite"; }
+grep -Ei "^nan_[a-z_]*: -?nan$" "$TMP/eval" >/dev/null || fail "eval --allow-nonfinite reports no NaN: $(tail -n 3 "$TMP/eval")"
+pass "$backend: --allow-nonfinite: eval goes on and reports $(grep -Ei '^nan_[a-z_]*: -?nan$' "$TMP/eval" | head -1)"
 
 # A checkpoint of a bigger model: one param more.
 "$VENV/bin/python" - "$backend" "$ckpt" "$out/bigger" 2>"$TMP/py.err" <<'PY' || { cat "$TMP/py.err"; fail "a bigger checkpoint"; }
@@ -158,6 +162,13 @@ if [ "$backend" = tf ]; then
   grep -Fx "output input [3, 7, 9] (on a random batch)" "$TMP/dao" >/dev/null || fail "data-as-output: $(cat "$TMP/dao")"
 fi
 pass "$backend: extern data marked as an output: $(tail -n 1 "$TMP/dao")"
+# A model whose name has a '/': its traceback log is $TMPDIR/retc-check-lab_tiny.log,
+# and nothing of TensorFlow's start-up reaches the terminal.
+"$RETC_TEST_MODELS" check lab/tiny --backend "$backend" >"$TMP/lab" 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "check lab/tiny"; }
+[ ! -s "$TMP/err" ] || fail "check lab/tiny wrote to stderr: $(head -n 3 "$TMP/err")"
+[ -e "$TMPDIR/retc-check-lab_tiny.log" ] || fail "no \$TMPDIR/retc-check-lab_tiny.log"
+pass "$backend: a model named lab/tiny: its log is retc-check-lab_tiny.log"
 # Extern data without a feature dim (raw samples, [B, time]).
 "$RETC_TEST_MODELS" check raw-samples --backend "$backend" >"$TMP/raw" 2>"$TMP/err" ||
   { cat "$TMP/err"; fail "check raw-samples"; }
