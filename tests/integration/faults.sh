@@ -5,7 +5,7 @@
 # eval data with labels out of range, NaN in the features, a checkpoint with a
 # param the model lacks (an error unless --allow-extra-params), a truncated
 # checkpoint, `forward -o DIR`, forward on data without targets; a model
-# 450 layers deep and one with extern data marked as an output check; a
+# 200 residual steps deep and one with extern data marked as an output check; a
 # checkpoint converted to the other backend
 # (TF: a prefix without an epoch) evaluates there to the same error. On
 # slow-12ax: a second `retc train` on a busy workdir is refused; SIGTERM stops
@@ -150,8 +150,8 @@ expect_error 2 "--workdir '$TMP/w\\\$HOME': RETURNN cannot write its log" -- \
 [ ! -e "$TMP/w\$HOME" ] || fail "a workdir with a '$' was made"
 pass "$backend: a workdir with a '\$': $(head -c 120 "$TMP/err")"
 
-# A model of 450 layers in a chain (RETURNN's TF network constructs layers
-# recursively, through their inputs): check builds and runs it.
+# A model of 200 residual steps in a chain (RETURNN's TF network constructs
+# layers recursively, through their inputs): check builds and runs it.
 "$RETC_TEST_MODELS" check deep-chain --backend "$backend" >"$TMP/deep" 2>"$TMP/err" ||
   { cat "$TMP/err"; fail "check deep-chain"; }
 pass "$backend: $(tail -n 1 "$TMP/deep")"
