@@ -13,7 +13,7 @@
 # run takes the lock over with a note, and no data-loader worker outlives the
 # killed one; a workdir whose path has a '$' is a usage error.
 # ctest-variants: tf torch
-# ctest-cost: 80
+# ctest-cost: 110
 source "$(dirname "$0")/lib.sh"
 set -m  # background jobs keep the default signal handling
 backend=${1:-tf}
