@@ -109,11 +109,6 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
-def stop_signal():
-    """The signal that stopped the last run (0: none)."""
-    return _stop_signal
-
-
 def run_logged(func_name, error_log, *args):
     """Calls `func_name(*args)` with Ctrl-C and SIGTERM handled (_on_stop_signal); on
     an exception, appends the full traceback to `error_log` and re-raises (as Stopped
@@ -852,10 +847,11 @@ def convert_checkpoint(src, mapping, allow_extra, in_path, out_path):
             check_shape(tf_name, value, shape)
             state[key] = torch.from_numpy(numpy.ascontiguousarray(value))
         step = int(reader.get_tensor("global_step")) if "global_step" in known else 0
+        epoch = _epoch_of(in_path)
         with _naming_full_disk(out_path):
-            torch.save({"model": state, "epoch": _epoch_of(in_path), "step": step,
-                        "effective_learning_rate": None}, out_path)
-        return len(state), _epoch_of(in_path), step
+            torch.save({"model": state, "epoch": epoch, "step": step, "effective_learning_rate": None},
+                       out_path)
+        return len(state), epoch, step
     ckpt = torch.load(in_path, map_location="cpu", weights_only=False)
     state = ckpt["model"] if isinstance(ckpt, dict) and "model" in ckpt else ckpt
     import tensorflow as tf
@@ -864,9 +860,7 @@ def convert_checkpoint(src, mapping, allow_extra, in_path, out_path):
     tmp_prefix = out_path
     with tf.Graph().as_default(), _naming_full_disk(out_path):
         variables = []
-        for tf_name, key, shape in mapping:
-            if key not in state:
-                raise KeyError("%s lacks the param %s (a checkpoint of another model?)" % (in_path, key))
+        for tf_name, key, shape in mapping:  # all there: _check_checkpoint
             value = state[key].detach().cpu().numpy()
             check_shape(key, value, shape)
             variables.append(tf.Variable(value, name=tf_name))
