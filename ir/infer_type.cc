@@ -1066,6 +1066,17 @@ absl::StatusOr<TensorType> infer_ctc_loss(const Graph& g, const std::vector<Node
                                                    logits.describe()));
   }
   ASSIGN_OR_RETURN(auto rest, without(logits, {axis, logits.dims[class_pos]}, "ctc_loss"));
+  // RETURNN's TF CTC takes [batch, time, classes] only; torch's too.
+  std::vector<Dim> extra;
+  for (const Dim& d : rest) {
+    if (!d.is_batch()) extra.push_back(d);
+  }
+  if (!extra.empty() || rest.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ctc_loss: the logits ", logits.describe(), " must have the batch, the axis ",
+        axis.describe(), " and the classes + blank, nothing else",
+        extra.empty() ? "" : absl::StrCat(" (merge or reduce ", describe(extra), " first)")));
+  }
   return TensorType{std::move(rest), logits.dtype, std::nullopt};
 }
 

@@ -354,6 +354,14 @@ const Case kCases[] = {
        Tensor logits = lin->forward(s.x) + nn::constant(b, 0.0, {s.in});
        nn::ctc_loss(logits, s.y, s.in).mark_as_loss("ctc");  // MISTAKE: bad:ctc-static-axis
      }},
+    {"bad:ctc-extra-dim", "ctc_loss: the logits [B, 'time'(dyn), 'out+blank'(4), 'branch'(2)] float32 must have the batch, the axis 'time'(dyn) and the classes + blank, nothing else (merge or reduce ['branch'(2)] first)",
+     [](Builder& b) {
+       Setup s(b);
+       Dim with_blank = s.out + Dim::feature("blank", 1);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, with_blank));
+       Tensor logits = lin->forward(s.x) * nn::constant(b, 1.0, {Dim::feature("branch", 2)});
+       nn::ctc_loss(logits, s.y, s.time).mark_as_loss("ctc");  // MISTAKE: bad:ctc-extra-dim
+     }},
     {"bad:mask-static-axis", "the axis 'input'(4) must be a dynamic axis",
      [](Builder& b) {
        Setup s(b);

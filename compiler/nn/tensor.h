@@ -261,7 +261,8 @@ Tensor global_train_step(Builder& b, std::source_location loc = std::source_loca
 /// 0, 1, ..., n-1 along the static `dim` (int32, sparse over `dim`).
 Tensor range(Builder& b, const ir::Dim& dim,
              std::source_location loc = std::source_location::current());
-/// The positions 0, 1, ... along the dynamic `axis` of `x` (int32).
+/// The positions 0, 1, ... along the `axis` of `x` (int32; on a static axis
+/// the same as `range(b, axis)`).
 Tensor range_in_axis(const Tensor& x, const ir::Dim& axis,
                      std::source_location loc = std::source_location::current());
 /// Elementwise comparison, broadcasting by dim: op is "equal", "not_equal",
@@ -495,8 +496,9 @@ Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& targets, LossOp
                              std::source_location loc = std::source_location::current());
 /// Connectionist temporal classification of `logits` over the dynamic
 /// `axis` against the sparse `targets` (their own, shorter axis). The
-/// logits' class dim must be `classes + blank`, blank a dim of size 1:
-/// `Dim out = classes + Dim::feature("blank", 1);`. RETURNN reports the
+/// logits are [batch, axis, class dim] and nothing else (an error at the
+/// call otherwise); the class dim must be `classes + blank`, blank a dim of
+/// size 1: `Dim out = classes + Dim::feature("blank", 1);`. RETURNN reports the
 /// label error rate of the greedy decoding. A sequence whose labels cannot
 /// align with its frames (too many for the subsampled length) adds 0 and no
 /// gradient, instead of an infinite loss that would stop training.
