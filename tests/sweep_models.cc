@@ -12,6 +12,15 @@
 //   state      the op inside an nn::Loop over another axis (a memory's), on a
 //              state over [B, time] (accumulated attention weights), which the
 //              op reads without feeding it back; for the ops that take any dims.
+//   nofeat     the op on [B, time] data: no feature axis (raw audio's shape);
+//              for the ops that take any dims (issue 25);
+//   static     the same on [B, time] with a static time size: the only static
+//              axis, which RETURNN must not take for a feature axis (issue 25:
+//              TF's pool layer did);
+//   mask       the op on the data where a bool extern-data mask [B, time] holds
+//              (`retc check` draws random bools), else 0, with the data itself
+//              and the op's value marked as outputs (issue 25: extern data as
+//              an output failed on TF).
 // Ops that need the time axis itself (softmax over time, convolution, ...)
 // have no loop case; ops on the feature dim alone have no broadcast case
 // where the extra dim would be a second feature dim they cannot take.
@@ -155,6 +164,10 @@ std::vector<Op> ops() {
       "pool_max",
       [](Builder&, const Dims& d, T x) { return nn::pool(x, "max", {d.time}, {2}, {1}, "same"); },
       true);
+  unary(
+      "pool_avg",
+      [](Builder&, const Dims& d, T x) { return nn::pool(x, "avg", {d.time}, {2}, {1}, "valid"); },
+      true);
   unary("train_flag_where", [](Builder& b, const Dims&, T x) {
     return nn::where(nn::train_flag(b), x, x * nn::constant(b, 2.0));
   });
@@ -223,9 +236,10 @@ std::vector<Op> ops() {
   return v;
 }
 
-enum class Situation { kPlain, kBroadcast, kLoop, kState };
+enum class Situation { kPlain, kBroadcast, kLoop, kState, kNoFeat, kStatic, kMask };
 
-// The ops that take any dims (no feature dim needed): the `state` situation.
+// The ops that take any dims (no feature dim needed): the `state` situation,
+// and with pooling over time the `nofeat` and `static` ones.
 bool takes_any_dims(const std::string& op) {
   static const char* kOps[] = {"add",
                                "sub",
@@ -265,7 +279,10 @@ bool takes_any_dims(const std::string& op) {
 
 void build(const Op& op, Situation s, Builder& b) {
   Dims d;
-  Tensor x = b.extern_data("data", {Dim::batch(), d.time, d.feat});
+  if (s == Situation::kStatic) d.time = Dim::spatial("time", 5);
+  Tensor x = s == Situation::kNoFeat || s == Situation::kStatic
+                 ? b.extern_data("data", {Dim::batch(), d.time})
+                 : b.extern_data("data", {Dim::batch(), d.time, d.feat});
   Tensor other = b.extern_data("other", {Dim::batch(), d.other});
   auto net = std::make_shared<SweepNet>();
   op.setup(*net, d);
@@ -305,6 +322,16 @@ void build(const Op& op, Situation s, Builder& b) {
       y = loop.stack(value);
       break;
     }
+    case Situation::kNoFeat:
+    case Situation::kStatic:
+      y = op.apply(b, *net, d, x, op.binary ? other : x, d.time);
+      break;
+    case Situation::kMask: {
+      Tensor mask = b.extern_data("mask", {Dim::batch(), d.time}, ir::DType::kBool);
+      y = op.apply(b, *net, d, nn::where(mask, x, nn::constant(b, 0.0)), x, d.time);
+      x.mark_as_output("data");
+      break;
+    }
   }
   y.mark_as_output();
 }
@@ -316,9 +343,18 @@ std::vector<ModelDef> sweep_test_models() {
   for (const Op& op : ops()) {
     for (auto [s, name] :
          {std::pair{Situation::kPlain, "plain"}, std::pair{Situation::kBroadcast, "broadcast"},
-          std::pair{Situation::kLoop, "loop"}, std::pair{Situation::kState, "state"}}) {
+          std::pair{Situation::kLoop, "loop"}, std::pair{Situation::kState, "state"},
+          std::pair{Situation::kNoFeat, "nofeat"}, std::pair{Situation::kStatic, "static"},
+          std::pair{Situation::kMask, "mask"}}) {
       if (s == Situation::kLoop && op.needs_time) continue;
       if (s == Situation::kState && !takes_any_dims(op.name)) continue;
+      bool pooling = std::string_view(op.name).starts_with("pool_");
+      if ((s == Situation::kNoFeat || s == Situation::kStatic) &&
+          !(takes_any_dims(op.name) || pooling)) {
+        continue;
+      }
+      // Masking the padding needs a dynamic axis (on a static one: an error at the call).
+      if (s == Situation::kStatic && op.name == std::string_view("mask_padding")) continue;
       if (s == Situation::kBroadcast && op.feature_only && !op.binary) continue;
       ModelDef def;
       def.name = absl::StrCat("sweep:", op.name, ":", name);

@@ -409,8 +409,10 @@ Tensor range(Builder& b, const ir::Dim& dim, std::source_location loc) {
 }
 
 Tensor range_in_axis(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
-  return builder_of(x, "range_in_axis", L(loc))
-      .add(ir::NodeKind::kRange, {x}, {ir::attr::DimAttr{axis}}, L(loc));
+  Builder& b = builder_of(x, "range_in_axis", L(loc));
+  if (axis.is_dynamic() || ir::index_of(x.dims(), axis) < 0)
+    return b.add(ir::NodeKind::kRange, {x}, {ir::attr::DimAttr{axis}}, L(loc));
+  return range(b, axis, loc);  // a static axis: its positions need no lengths
 }
 
 Tensor compare(const Tensor& a, const Tensor& b, std::string op, std::source_location loc) {

@@ -60,6 +60,40 @@ absl::Status broadcast_where(ir::Graph& g, ir::NodeId id) {
   return absl::OkStatus();
 }
 
+// Whether pool node `n`'s input has no dim besides the batch and the pooled
+// axes: RETURNN's pool layer pools [batch, axes..., one feature dim], and
+// takes a static axis for that feature dim when there is no other.
+bool pool_lacks_channel(const ir::Graph& g, const ir::Node& n) {
+  if (n.kind != ir::NodeKind::kPool) return false;
+  const ir::TensorType& x = g.node(n.inputs[0]).type;
+  if (x.dtype != ir::DType::kFloat32) return false;
+  const auto& axes = n.attrs.get<ir::attr::Axes>();
+  for (const ir::Dim& d : x.dims) {
+    if (!d.is_batch() && ir::index_of(axes, d) < 0) return false;
+  }
+  return true;
+}
+
+// pool(x) on such an input becomes reduce_sum(pool(x * 1 over a channel of
+// size 1), the channel): the same values.
+absl::Status add_pool_channel(ir::Graph& g, ir::NodeId id) {
+  const ir::Node n = g.node(id);  // copy: g.add may reallocate
+  const ir::Dim channel = ir::Dim::feature_at("pool_channel", 1, n.loc);
+  ir::NodeSpec spec;
+  spec.loc = n.loc;
+  spec.module_path = n.module_path;
+  spec.attrs = {ir::attr::Value{1.0}, ir::attr::Shape{{channel}}};
+  ASSIGN_OR_RETURN(ir::NodeId ones, g.add(ir::NodeKind::kConstant, {}, spec));
+  spec.attrs = {};
+  ASSIGN_OR_RETURN(ir::NodeId with_channel, g.add(ir::NodeKind::kMul, {n.inputs[0], ones}, spec));
+  spec.attrs = n.attrs;
+  ASSIGN_OR_RETURN(ir::NodeId pooled, g.add(ir::NodeKind::kPool, {with_channel}, spec));
+  spec.attrs = {ir::attr::Mode{"sum"}, ir::attr::Axes{{channel}}};
+  ASSIGN_OR_RETURN(ir::NodeId out, g.add(ir::NodeKind::kReduce, {pooled}, spec));
+  g.replace_all_uses(id, out);
+  return absl::OkStatus();
+}
+
 // Which nodes are marked as losses, and how often each is read.
 struct Uses {
   std::vector<bool> is_loss;
@@ -161,6 +195,11 @@ absl::StatusOr<bool> rewrite(ir::Graph& g, const Uses& u) {
   for (size_t i = 0; i < n; ++i) {
     if (g.nodes()[i].kind != ir::NodeKind::kWhere || !outer_broadcast(g, g.nodes()[i])) continue;
     RETURN_IF_ERROR(broadcast_where(g, g.id_of(i)));
+    changed = true;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!pool_lacks_channel(g, g.nodes()[i])) continue;
+    RETURN_IF_ERROR(add_pool_channel(g, g.id_of(i)));
     changed = true;
   }
   if (changed) {

@@ -12,8 +12,10 @@
 //
 // Rewrites: a `where` none of whose inputs has all of the result's dims gets
 // its true branch broadcast (times a constant 1 over the dims it lacks):
-// RETURNN's switch cannot broadcast all of its inputs. Returns whether it
-// rewrote any.
+// RETURNN's switch cannot broadcast all of its inputs; a pool whose input has
+// no dim besides the batch and the pooled axes pools over a channel of size 1
+// (RETURNN's pool layer needs one feature dim, and takes a static axis for it
+// when there is no other). Returns whether it rewrote any.
 //
 // Requires: a graph after the neutral pipeline.
 #pragma once

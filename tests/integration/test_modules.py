@@ -1078,7 +1078,7 @@ def test_sweep():
             try:
                 _, outputs = retc_runtime.check(config)
             except Exception as exc:  # noqa: BLE001: every failure is reported below
-                failures.append("%s: %s: %s" % (model, type(exc).__name__, str(exc).strip().splitlines()[-1]))
+                failures.append("%s: %s" % (model, retc_runtime.error_line(exc)))
                 continue
             want = {ir["nodes"][m["node"]]["name"]: len(ir["nodes"][m["node"]]["type"]["dims"])
                     for m in ir["marks"] if m["kind"] == "output"}
@@ -1117,7 +1117,7 @@ def test_sweep_torch():
                 retc_runtime.check_torch(config)
                 ran += 1
             except Exception as exc:  # noqa: BLE001: every failure is reported below
-                failures.append("%s: %s: %s" % (model, type(exc).__name__, str(exc).strip().splitlines()[-1]))
+                failures.append("%s: %s" % (model, retc_runtime.error_line(exc)))
     assert not failures, "\n".join(failures)
     assert ran == len(models) and refused == 0, (ran, refused, len(models))
     print("sweep on torch: all %d models ran" % ran)
