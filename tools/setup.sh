@@ -35,7 +35,9 @@ for arg in "$@"; do
 done
 
 # --- Debian packages ----------------------------------------------------------
-pkgs=(g++ cmake make nlohmann-json3-dev libabsl-dev catch2 pybind11-dev graphviz espeak-ng)
+# ccache: CMakeLists.txt compiles through it (its cache beside the venv), so a
+# build of a tree that was built before, in any folder, takes 50 s, not 185.
+pkgs=(g++ cmake make ccache nlohmann-json3-dev libabsl-dev catch2 pybind11-dev graphviz espeak-ng)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
