@@ -1,5 +1,7 @@
 #include "emit/target.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/diagnostic.h"
@@ -64,6 +66,30 @@ absl::Status check_stages_grow(const ModelDef& def, const std::vector<ir::Graph>
   return absl::OkStatus();
 }
 
+// RETURNN's DummyGenericDataset (random data from the extern data's
+// template) describes each data by its feature dim (or sparse classes) and
+// fails in a bare AssertionError on data without one (raw samples [B, time]).
+absl::Status check_random_data(const TrainingSetup& t, const ir::Graph& g) {
+  for (const PyValue* dataset : {&t.train, &t.dev}) {
+    const PyValue* cls = dataset->get("class");
+    if (!cls || cls->repr() != "\"DummyGenericDataset\"") continue;
+    for (const ir::Node& n : g.nodes()) {
+      if (n.kind != ir::NodeKind::kData || n.type.sparse_dim) continue;
+      const bool feature =
+          std::any_of(n.type.dims.begin(), n.type.dims.end(),
+                      [](const ir::Dim& d) { return !d.is_batch() && !d.is_dynamic(); });
+      if (feature) continue;
+      return ir::user_error(
+          n.loc,
+          absl::StrCat("extern data '", n.attrs.get<ir::attr::Key>(), "' ", n.type.describe(),
+                       " has no feature dim, which RETURNN's DummyGenericDataset (the "
+                       "training setup's random data) needs; give it one of size 1, or "
+                       "train on another dataset"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target, Task task,
@@ -90,6 +116,7 @@ absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target&
   RETURN_IF_ERROR(check_training_setup(opts.training, def.name));
   if (def.stage_epochs.empty() || opts.task.task != Task::kTrain) {
     ASSIGN_OR_RETURN(ir::Graph g, compile_model(def, target, opts.task.task));
+    RETURN_IF_ERROR(check_random_data(opts.training, g));
     return target.write_config(g, opts);
   }
   std::vector<ir::Graph> graphs;
@@ -98,6 +125,7 @@ absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target&
     graphs.push_back(std::move(g));
   }
   RETURN_IF_ERROR(check_stages_grow(def, graphs));
+  RETURN_IF_ERROR(check_random_data(opts.training, graphs.back()));
   std::vector<StageGraph> stages;
   for (size_t s = 0; s < graphs.size(); ++s)
     stages.push_back({s == 0 ? 1 : def.stage_epochs[s - 1], &graphs[s]});

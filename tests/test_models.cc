@@ -106,7 +106,7 @@ void build_data_as_output(nn::Builder& b) {
 // Extern data without a feature dim (raw audio samples, [B, time]).
 void build_raw_samples(nn::Builder& b) {
   Dim time = Dim::spatial("time");
-  auto x = b.extern_data("data", {Dim::batch(), time});
+  auto x = b.extern_data("data", {Dim::batch(), time});  // raw samples: no feature dim
   b.set_root(std::make_shared<nn::Module>("net"));
   nn::tanh(x).mark_as_output();
 }
@@ -213,6 +213,16 @@ std::vector<ModelDef> test_models() {
   auto def = [](std::string name, std::string desc, void (*build)(nn::Builder&)) {
     return ModelDef{std::move(name), std::move(desc), build, tiny_training()};
   };
+  // Trained on RETURNN's random data (DummyGenericDataset), which cannot make
+  // data without a feature dim: an error at the extern_data line.
+  ModelDef raw_samples =
+      def("raw-samples", "extern data without a feature dim ([B, time]) and random training data",
+          build_raw_samples);
+  raw_samples.training.train = emit::PyValue::dict(
+      {{"class", "DummyGenericDataset"},
+       {"data_template", emit::PyValue::ref("extern_data")},
+       {"num_seqs", 4},
+       {"seq_lens", emit::PyValue::dict({{"data", emit::PyValue::tuple({10, 20})}})}});
   ModelDef hostile =
       def("hostile-names", "dims named to break out of strings", build_hostile_names);
   hostile.training.train.set("comment\"'\\\n", "x\"; import os; os.system('true') #");
@@ -225,7 +235,7 @@ std::vector<ModelDef> test_models() {
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
       def("data-as-output", "extern data marked as an output", build_data_as_output),
       def("lab/tiny", "tiny, named with a '/' (a lab's model path)", build_tiny),
-      def("raw-samples", "extern data without a feature dim ([B, time])", build_raw_samples),
+      raw_samples,
       def("deep-chain", "200 residual tanh layers in a chain (RETURNN's recursion depth)",
           build_deep_chain),
       std::move(hostile),

@@ -40,6 +40,11 @@ NOTES=1 expect_error 1 "test_models\.cc:$line:[0-9]+: error: node %[0-9]+ \(dot\
 [ ! -e "$TMP/init.config" ] || fail "stage violation wrote a file"
 pass "an initial value computed from data (stage violation)"
 
+line=$(grep -n '// raw samples: no feature dim' "$RETC_SOURCE_DIR/tests/test_models.cc" | cut -d: -f1)
+expect_error 1 "test_models\.cc:$line:[0-9]+: error: extern data 'data' \[B, 'time'\(dyn\)\] float32 has no feature dim, which RETURNN's DummyGenericDataset \(the training setup's random data\) needs" -- \
+  "$RETC_TEST_MODELS" train raw-samples --workdir "$TMP/w3"
+pass "data without a feature dim, random training data: $(cat "$TMP/err")"
+
 expect_error 2 "unknown command 'frobnicate'" -- "$RETC" frobnicate
 expect_error 2 "compile needs -o FILE" -- "$RETC" compile 12ax
 expect_error 2 "unknown option '--bogus'" -- "$RETC" compile 12ax --bogus -o x
