@@ -68,6 +68,7 @@ import torch_probe  # noqa: E402
 from torch_probe import TorchNet  # noqa: E402
 import returnn_probe  # noqa: E402
 from returnn_probe import Net  # noqa: E402
+import retc_runtime  # noqa: E402  (returnn_probe put runtime/ on the path)
 import returnn.tf.compat as tf_compat  # noqa: E402
 
 TOL = 1e-4
@@ -240,7 +241,8 @@ def torch_to_tf(model, tf_config, torch_config, rng, tmp):
 
 
 def sweep():
-    """Every op of the sweep (plain, broadcast, in a loop, as a loop state) on
+    """Every op of the sweep (plain, broadcast, in a loop, as a loop state, without a
+    feature dim, on a static time, under a random bool mask) on
     both backends, in one process: the TF model's perturbed params loaded into
     the torch model by name; each marked output within 1e-4. Models with
     random values in the step stage are left out: TF's and numpy's generators
@@ -266,7 +268,7 @@ def sweep():
             net.close()
             compared += 1
         except Exception as exc:  # noqa: BLE001: every failure is reported below
-            failures.append("%s: %s: %s" % (model, type(exc).__name__, str(exc).strip().splitlines()[-1][:300]))
+            failures.append("%s: %s" % (model, retc_runtime.error_line(exc)[:300]))
         finally:
             returnn_probe.reset_batch_dim()  # for the next model's TF network
     assert not failures, "\n".join(failures)
