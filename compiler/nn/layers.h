@@ -159,6 +159,10 @@ using Conv2dOptions = ConvOptions<2>;
 /// [kernel dims..., in // groups, out] (fan_in = kernel volume * in/groups),
 /// bias [out]. The output's spatial axes: out_axis(in_axis), the input axis
 /// itself for stride 1 with "same" padding, else a dim made once per input axis.
+/// "same" with a stride above 1 pads as TensorFlow does, on both targets (the
+/// torch config sets rf_use_consistent_same_padding = False): the left padding
+/// depends on the batch's longest sequence, so a sequence's frames can differ
+/// alone and batched; "valid", or stride 1, does not depend on the batch.
 class Conv : public Module {
  public:
   template <size_t D>
