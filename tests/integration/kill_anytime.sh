@@ -182,22 +182,25 @@ for k in x:
 PY
 }
 
-# Conversion's and forward's kills: uniformly over the whole run.
+# kill_then_rerun WHAT WINDOW_MS FILE KIND COMMAND... OUT: a kill within
+# WINDOW_MS of the run's start (uniformly over the whole run); FILE (what OUT
+# makes) is then absent or holds the uninterrupted run's numbers (REF, a
+# global), and so does the run after the kill.
+kill_then_rerun() {
+  local what=$1 window=$2 file=$3 kind=$4
+  shift 4
+  KILL_WINDOW_MS=$window
+  kill_at "$@"
+  if [ -n "$KILL_MS" ]; then moments+=("$what:${KILL_MS}ms"); else moments+=("$what:ended-first"); fi
+  [ ! -e "$file" ] || same_numbers "${@: -1}" "$REF" "$kind"
+  "$@" >"$TMP/run.log" 2>&1 || { cat "$TMP/run.log"; fail "$what after a kill"; }
+  same_numbers "${@: -1}" "$REF" "$kind"
+}
 MARK=""
 moments=()
 for i in $(seq "$kills_other"); do
-  KILL_WINDOW_MS=$conv_ms
-  kill_at "${convert[@]}" "$conv_out"
-  moments+=("convert:${KILL_MS:-end}ms")
-  [ ! -e "$conv_file" ] || same_numbers "$conv_out" "$ref_conv" checkpoint
-  "${convert[@]}" "$conv_out" >"$TMP/run.log" 2>&1 || { cat "$TMP/run.log"; fail "the conversion after a kill"; }
-  same_numbers "$conv_out" "$ref_conv" checkpoint
-  KILL_WINDOW_MS=$fwd_ms
-  kill_at "${forward[@]}" "$TMP/fwd.hdf"
-  moments+=("forward:${KILL_MS:-end}ms")
-  [ ! -e "$TMP/fwd.hdf" ] || same_numbers "$TMP/fwd.hdf" "$TMP/ref.hdf" hdf
-  "${forward[@]}" "$TMP/fwd.hdf" >"$TMP/run.log" 2>&1 || { cat "$TMP/run.log"; fail "forward after a kill"; }
-  same_numbers "$TMP/fwd.hdf" "$TMP/ref.hdf" hdf
+  REF=$ref_conv kill_then_rerun convert "$conv_ms" "$conv_file" checkpoint "${convert[@]}" "$conv_out"
+  REF=$TMP/ref.hdf kill_then_rerun forward "$fwd_ms" "$TMP/fwd.hdf" hdf "${forward[@]}" "$TMP/fwd.hdf"
   hidden=$(ls -A "$TMP" | grep -E '^\.' || true)
   [ -z "$hidden" ] || fail "left beside the outputs: $hidden"
   rm -rf "$TMP/conv"* "$TMP/fwd.hdf"
