@@ -365,11 +365,13 @@ def _fast_graph_mode_equality():
 
 def _prepare(config_path):
     """Before RETURNN runs a config: on the TF backend,
-    _fast_graph_mode_equality(). Returns the config (loaded, not made global)."""
+    _fast_graph_mode_equality() and more; on both, _remember_batches(). Returns the config
+    (loaded, not made global)."""
     from returnn.config import Config
 
     config = Config()
     config.load_file(config_path)
+    _remember_batches("torch" if config.value("backend", "") == "torch" else "tf")
     if config.value("backend", "") != "torch":
         _fast_graph_mode_equality()
         _raise_runner_errors()
@@ -666,7 +668,8 @@ def train(config_path, progress_interval=10.0):
         rnn.init(config_filename=config_path, extra_greeting="retc train, in process.")
         if progress is not None:
             install_progress(rnn.engine, progress)
-        rnn.execute_main_task()
+        with _naming_nonfinite():
+            rnn.execute_main_task()
         last, scores = _scores(rnn.engine.learning_rate_control)
         rnn.finalize()
         return last, scores
@@ -1056,6 +1059,101 @@ class NonFiniteLoss(RetcError):
     """A loss that is NaN or inf."""
 
 
+class _LastBatch:
+    """The sequences of the batch the engine ran last, and those of them whose input holds
+    NaN or inf (hooks of _remember_batches): named when a loss turns out NaN or inf."""
+
+    tags = None
+    nonfinite = ()
+
+
+def _remember_batch(tags, arrays):
+    import numpy
+
+    tags = [t.decode() if isinstance(t, bytes) else str(t) for t in tags]
+    bad = []
+    for i, tag in enumerate(tags):
+        for a in arrays:
+            if a.dtype.kind == "f" and a.ndim >= 1 and a.shape[0] == len(tags) and not numpy.isfinite(a[i]).all():
+                bad.append(tag)
+                break
+    _LastBatch.tags, _LastBatch.nonfinite = tags, bad
+
+
+def _remember_batches(backend):
+    """Hooks where each engine turns a batch into its step's input (TF's feed dict, torch's
+    extern data), so that a NaN or inf loss can name its batch's sequences (_LastBatch)."""
+    import numpy
+
+    _LastBatch.tags, _LastBatch.nonfinite = None, ()
+    if backend == "torch":
+        import returnn.torch.data.extern_data as module
+
+        func = module.raw_dict_to_extern_data
+        if getattr(func, "_retc_batches", False):
+            return
+
+        def raw_dict_to_extern_data(extern_data_raw, **kwargs):
+            tags = extern_data_raw.get("seq_tag")
+            if tags is not None:
+                arrays = [v.numpy() if hasattr(v, "numpy") else numpy.asarray(v)
+                          for k, v in extern_data_raw.items() if k != "seq_tag" and hasattr(v, "dtype")]
+                _remember_batch(list(tags), arrays)
+            return func(extern_data_raw, **kwargs)
+
+        raw_dict_to_extern_data._retc_batches = True
+        module.raw_dict_to_extern_data = raw_dict_to_extern_data
+        return
+    from returnn.tf.data_pipeline import FeedDictDataProvider
+
+    get_feed_dict = FeedDictDataProvider.get_feed_dict
+    if getattr(get_feed_dict, "_retc_batches", False):
+        return
+
+    def remembering(self, single_threaded=False):
+        feed, meta = get_feed_dict(self, single_threaded=single_threaded)
+        if meta and meta.get("seq_tag") is not None:
+            _remember_batch(list(meta["seq_tag"]), [v for v in feed.values() if isinstance(v, numpy.ndarray)])
+        return feed, meta
+
+    remembering._retc_batches = True
+    FeedDictDataProvider.get_feed_dict = remembering
+
+
+def _batch_note():
+    """Which sequences of the last batch hold NaN or inf in their input, else the batch's."""
+    def listed(tags):
+        return ", ".join(tags[:5]) + (" and %d more" % (len(tags) - 5) if len(tags) > 5 else "")
+
+    if _LastBatch.nonfinite:
+        return "NaN or inf in the input of %s" % listed(_LastBatch.nonfinite)
+    if _LastBatch.tags:
+        return ("in the batch of %s (no NaN or inf in their input: a diverged model or a broken "
+                "checkpoint?)" % listed(_LastBatch.tags))
+    return "NaN or inf in the data, or a diverged model or a broken checkpoint"
+
+
+class _naming_nonfinite:
+    """RETURNN's own stop at a NaN or inf loss (both trainings, TF's eval: "Inf/nan score
+    in step N.") as a NonFiniteLoss that names the step and the batch's sequences."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        import re
+
+        if exc is None:
+            return False
+        for e in _exception_chain(exc):
+            # (RETURNN's torch engine appends lines: the step's data, the module stack.)
+            m = re.match(r"Inf/nan score in step (\d+)\.(\n|$)", str(e))
+            if m:
+                raise NonFiniteLoss("the loss is NaN or inf in step %s: %s (--allow-nonfinite goes on)"
+                                    % (m.group(1), _batch_note())) from exc
+        return False
+
+
 def _stop_on_nonfinite_eval():
     """RETURNN's torch eval sums a NaN or inf loss into the scores without a word (its
     TF eval and both trainings stop): stop at the step, naming the loss."""
@@ -1068,8 +1166,8 @@ def _stop_on_nonfinite_eval():
     def print_process(report_prefix, *, step, eval_info=None, **kwargs):
         for name, value in (eval_info or {}).items():
             if not math.isfinite(value):
-                raise NonFiniteLoss("%s is %s in step %d of %s (NaN or inf in the data, or a broken "
-                                    "checkpoint)" % (name, value, step, report_prefix))
+                raise NonFiniteLoss("%s is %s in step %d of %s: %s (--allow-nonfinite goes on)"
+                                    % (name, value, step, report_prefix.strip(), _batch_note()))
         return report(report_prefix, step=step, eval_info=eval_info, **kwargs)
 
     print_process._retc_nonfinite = report
@@ -1112,7 +1210,8 @@ def run_task(config_path, task, mapping, allow_extra, output_path):
                     _stop_on_nonfinite_eval()
                 engine.eval_model()
             else:
-                engine.eval_model(lr_control_update_scores=True)
+                with _naming_nonfinite():
+                    engine.eval_model(lr_control_update_scores=True)
             last, scores = _scores(engine.learning_rate_control)
         elif task == "forward":
             rnn.execute_main_task()

@@ -2,7 +2,8 @@
 # Faults at run time (argument: the backend, tf or torch), each one line on
 # stderr that names the cause, the right exit code, and nothing new left in
 # the output directory or $TMPDIR (but the traceback logs retc-*.log):
-# eval data with labels out of range, NaN in the features, a checkpoint with a
+# eval data with labels out of range, NaN in the features (eval and training
+# name the step and the sequence whose input holds it), a checkpoint with a
 # param the model lacks (an error unless --allow-extra-params), a truncated
 # checkpoint, `forward -o DIR`, forward on data without targets; a model
 # 200 residual steps deep checks (TF; extern data marked as an output and data
@@ -49,7 +50,7 @@ mapfile -t CACHES < <(ls -A "$TMPDIR"; echo none)
 if [ "$backend" = torch ]; then ckpt="$work/model/network.001.pt"; else ckpt="$work/model/network.001"; fi
 
 # 12ax data as HDF (RETURNN's HDFDataset), with one fault: KIND labels (a label
-# 7 of 2 classes), nan (a NaN feature).
+# 7 of 2 classes), nan (a NaN feature in seq-2).
 "$VENV/bin/python" - "$out" <<'PY'
 import os, sys, numpy
 from returnn.datasets.hdf import SimpleHDFWriter
@@ -61,7 +62,7 @@ for kind in ("labels", "nan", "noclasses"):
         x = rng.normal(size=(1, 5 + i, 9)).astype("float32")
         y = rng.randint(0, 2, size=(1, 5 + i)).astype("int32")
         if kind == "labels": y[0, 2] = 7
-        if kind == "nan": x[0, 1, 3] = numpy.nan
+        if kind == "nan" and i == 2: x[0, 1, 3] = numpy.nan
         w.insert_batch(x, numpy.array([5 + i]), ["seq-%d" % i],
                        extra=None if kind == "noclasses" else {"classes": y})
     w.close()
@@ -74,10 +75,30 @@ expect_error 1 "^retc: error: RETURNN failed: (InvalidArgumentError: Received a 
 no_leftovers "eval on labels out of range"
 pass "$backend: labels out of range: $(head -c 150 "$TMP/err")"
 
-expect_error 1 "^retc: error: RETURNN failed: (Exception: Inf/nan score in step 0|ce is nan in step 0 of ep 1 nan eval)" -- \
+expect_error 1 "^retc: error: RETURNN failed: (the loss is NaN or inf|ce is nan) in step 0( of ep 1 nan eval)?: NaN or inf in the input of seq-2 \(--allow-nonfinite goes on\)" -- \
   "$RETC" eval 12ax --backend "$backend" --checkpoint "$ckpt" --data "$out/nan.hdf"
 no_leftovers "eval on NaN features"
-pass "$backend: NaN in the features: $(head -c 150 "$TMP/err")"
+pass "$backend: NaN in the features: $(head -c 200 "$TMP/err")"
+# Training on them (the runtime's train on 12ax's config with the HDF file as
+# its training data: the CLI trains the model's own data): the same line.
+"$RETC" compile 12ax --backend "$backend" -o "$TMP/nan.config"
+printf 'train = {"class": "HDFDataset", "files": [%s]}\nmodel = %s\n' "'$out/nan.hdf'" "'$TMP/nan/network'" >>"$TMP/nan.config"
+mkdir "$TMP/nan"
+# (A file, not stdin: torch's data-loader workers import the main script.)
+cat >"$TMP/nan_train.py" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import retc_runtime
+try:
+    retc_runtime.train(sys.argv[2], 0)
+except BaseException as exc:  # noqa: BLE001: the line is the test
+    open(sys.argv[3], "w").write(retc_runtime.error_line(exc))
+PY
+"$VENV/bin/python" "$TMP/nan_train.py" "$RETC_SOURCE_DIR/runtime" "$TMP/nan.config" "$TMP/nan.line" >/dev/null 2>&1 || true
+line=$(cat "$TMP/nan.line" 2>/dev/null || true)
+[ "$line" = "the loss is NaN or inf in step 0: NaN or inf in the input of seq-2 (--allow-nonfinite goes on)" ] ||
+  fail "training on NaN features: '$line'"
+pass "$backend: training on NaN features: $line"
 "$RETC" eval 12ax --backend "$backend" --checkpoint "$ckpt" --data "$out/nan.hdf" --allow-nonfinite >"$TMP/eval" 2>"$TMP/err" ||
   { cat "$TMP/err"; fail "eval --allow-nonfinite"; }
 grep -Ei "^nan_[a-z_]*: -?nan$" "$TMP/eval" >/dev/null || fail "eval --allow-nonfinite reports no NaN: $(tail -n 3 "$TMP/eval")"
