@@ -376,6 +376,8 @@ def _prepare(config_path):
         _fast_graph_mode_equality()
         _raise_runner_errors()
         _atomic_tf_saves()
+    else:
+        _atomic_torch_saves()
     return config
 
 
@@ -397,14 +399,36 @@ def _remove_killed_scratch(directory):
             pass
 
 
+def _saved_in_scratch(filename, save, last):
+    """Runs save(path) with `path` in a directory of its own beside `filename`
+    (".NAME.retc-tmp-PID"), then renames what it wrote there (NAME.*) into place, the
+    files for which last(file) holds last; a failure while the disk is full names the
+    file (_naming_full_disk). The scratch directory goes on every path; those of killed
+    runs go at the next save."""
+    import shutil
+
+    filename = os.path.abspath(filename)
+    directory, name = os.path.split(filename)
+    scratch = os.path.join(directory, ".%s.retc-tmp-%d" % (name, os.getpid()))
+    _remove_killed_scratch(directory)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    try:
+        with _naming_full_disk(filename):
+            save(os.path.join(scratch, name))
+            done = sorted(f for f in os.listdir(scratch) if f.startswith(name + "."))
+            for f in sorted(done, key=last):
+                os.replace(os.path.join(scratch, f), os.path.join(directory, f))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _atomic_tf_saves():
     """RETURNN's TF engine saves an epoch's checkpoint as three files (.data, .index,
     .meta) in place: a crash or a full disk mid-save left an epoch with an .index (so a
     resumed training skips it) but no .meta (so eval and `load` fail on it). Saved in a
     directory of its own beside them instead, then renamed into place, the .index last:
     an epoch has its .index only when all three are complete."""
-    import shutil
-
     from returnn.tf.network import TFNetwork
 
     save = TFNetwork.save_params_to_file
@@ -412,22 +436,46 @@ def _atomic_tf_saves():
         return
 
     def save_params_to_file(self, filename, session):
-        filename = os.path.abspath(filename)
-        directory, name = os.path.split(filename)
-        scratch = os.path.join(directory, ".%s.retc-tmp-%d" % (name, os.getpid()))
-        _remove_killed_scratch(directory)
-        shutil.rmtree(scratch, ignore_errors=True)
-        os.makedirs(scratch)
-        try:
-            save(self, os.path.join(scratch, name), session)
-            done = sorted(f for f in os.listdir(scratch) if f.startswith(name + "."))
-            for f in sorted(done, key=lambda f: f.endswith(".index")):
-                os.replace(os.path.join(scratch, f), os.path.join(directory, f))
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        _saved_in_scratch(filename, lambda path: save(self, path, session), last=lambda f: f.endswith(".index"))
 
     save_params_to_file._retc = True
     TFNetwork.save_params_to_file = save_params_to_file
+
+
+def _atomic_torch_saves():
+    """RETURNN's torch engine saves an epoch's model (.pt) and then its optimizer state
+    (.opt.pt), each atomically but not together: a crash or a full disk between them left
+    the model, so that a resumed training skipped the epoch and went on without the
+    optimizer's state (and a .tmp_write file that no later save removed). Both are saved in
+    a directory of their own and renamed into place, the model last: an epoch has its .pt
+    only when its optimizer state is there too."""
+    from returnn.torch.engine import Engine
+
+    save_model, save_optimizer = Engine._save_model, Engine._save_optimizer
+    if getattr(save_model, "_retc", False):
+        return
+
+    def save_epoch(self):  # at the end of an epoch, RETURNN calls this and then _save_optimizer
+        if not self._do_save():
+            return
+        epoch_filename = self.get_epoch_model_filename
+
+        def save(path):
+            # This epoch's files go to `path`; the optimizer's clean-up of older epochs'
+            # states still finds them in place.
+            self.get_epoch_model_filename = lambda epoch=None: (
+                path if epoch in (None, self.epoch) else epoch_filename(epoch=epoch))
+            try:
+                save_model(self)
+                save_optimizer(self)
+            finally:
+                del self.get_epoch_model_filename
+
+        _saved_in_scratch(epoch_filename(), save, last=lambda f: not f.endswith(".opt.pt"))
+
+    save_epoch._retc = True
+    Engine._save_model = save_epoch
+    Engine._save_optimizer = lambda self: None  # saved with the model
 
 
 def _raise_runner_errors():
@@ -887,10 +935,23 @@ def _epoch_of(path):
     return int(suffix) if suffix.isdigit() else 0
 
 
+def _size(n):
+    """A byte count for people: 12 KiB, 3.4 MiB."""
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return ("%d %s" if unit == "bytes" else "%.1f %s") % (n, unit)
+        n /= 1024.0
+
+
+class DiskFull(RetcError):
+    """A write that failed because the disk is full."""
+
+
 class _naming_full_disk:
     """Around a write of `path`: an error while the disk holding it is full (TF's
-    saver says "enforce fail ... unexpected pos"; torch "PytorchStreamWriter failed
-    writing file") becomes OSError ENOSPC naming the file."""
+    saver says "enforce fail ... unexpected pos" or ResourceExhaustedError, torch
+    "PytorchStreamWriter failed writing file" or "basic_ios::clear: iostream error")
+    becomes DiskFull naming the file."""
 
     def __init__(self, path):
         self.path = path
@@ -901,18 +962,34 @@ class _naming_full_disk:
     def __exit__(self, exc_type, exc, tb):
         if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit)):
             return False
-        if isinstance(exc, OSError) and exc.errno is not None:
-            return False
         import errno
+
+        if isinstance(exc, OSError) and exc.errno not in (None, errno.ENOSPC):
+            return False
         import shutil
 
+        directory = os.path.dirname(os.path.abspath(self.path))
+        while not os.path.isdir(directory):  # a scratch directory removed meanwhile
+            directory = os.path.dirname(directory)
         try:
-            free = shutil.disk_usage(os.path.dirname(os.path.abspath(self.path))).free
+            free = shutil.disk_usage(directory).free
         except OSError:
             return False
         if free < 1 << 20:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path) from exc
+            raise DiskFull("%s: cannot write '%s' (%s free)" % (
+                os.strerror(errno.ENOSPC), _user_path(self.path), _size(free))) from exc
         return False
+
+
+def _user_path(path):
+    """The output that `path` becomes: a file in a scratch directory (".NAME.retc-tmp-PID",
+    retc's ScratchDir) is renamed to the same name beside that directory."""
+    import re
+
+    scratch, name = os.path.split(path)
+    if re.fullmatch(r"\..+\.retc-tmp-\d+", os.path.basename(scratch)):
+        return os.path.join(os.path.dirname(scratch), name)
+    return path
 
 
 class CheckpointMismatch(RetcError):
@@ -1214,7 +1291,8 @@ def run_task(config_path, task, mapping, allow_extra, output_path):
                     engine.eval_model(lr_control_update_scores=True)
             last, scores = _scores(engine.learning_rate_control)
         elif task == "forward":
-            rnn.execute_main_task()
+            with _naming_full_disk(output_path):
+                rnn.execute_main_task()
             last, scores = engine.epoch, []
         elif task == "search":
             from returnn.datasets import init_dataset

@@ -13,7 +13,9 @@
 # slow-12ax: a second `retc train` on a busy workdir is refused; SIGTERM stops
 # a training as Ctrl-C does (exit 143, epoch 1 kept); after kill -9 the next
 # run takes the lock over with a note, and no data-loader worker outlives the
-# killed one; a workdir whose path has a '$' is a usage error.
+# killed one; a workdir whose path has a '$' is a usage error. A full disk
+# (tmpfs) at an epoch's save, in a conversion and in forward: one line naming
+# the file, nothing half-written, and training resumes once there is space.
 # ctest-variants: tf torch
 # ctest-cost: 110
 source "$(dirname "$0")/lib.sh"
@@ -46,7 +48,7 @@ CACHES=(none)
   { tail -n 20 "$TMP/log" "$TMP/err"; fail "retc train 12ax"; }
 expect_final_error "$TMP/log" 0.5 "12ax on $backend, 1 epoch"
 trained=$FINAL_ERROR
-mapfile -t CACHES < <(ls -A "$TMPDIR"; echo none)
+mapfile -t CACHES < <(ls -A "$TMPDIR"; echo none; echo "torchinductor_$user")  # torch's compile cache
 if [ "$backend" = torch ]; then ckpt="$work/model/network.001.pt"; else ckpt="$work/model/network.001"; fi
 
 # 12ax data as HDF (RETURNN's HDFDataset), with one fault: KIND labels (a label
@@ -187,6 +189,44 @@ fi
 [ ! -s "$TMP/err" ] || fail "check lab/tiny wrote to stderr: $(head -n 3 "$TMP/err")"
 [ -e "$TMPDIR/retc-check-lab_tiny.log" ] || fail "no \$TMPDIR/retc-check-lab_tiny.log"
 pass "$backend: a model named lab/tiny: its log is retc-check-lab_tiny.log"
+
+# A full disk (tmpfs mounts; root, as CI runs): an epoch's checkpoint that
+# does not fit fails naming the file, leaves no part of the epoch (TF: no
+# .index without its .meta; torch: no .pt without its .opt.pt), and after space
+# is freed the same command trains every epoch; a conversion and a forward
+# into a full disk fail naming their output and leave nothing there.
+full="$TMP/full"
+mkdir -p "$full/w/model" "$full/out"
+trap 'umount "$full/w/model" "$full/out" 2>/dev/null || true; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
+# TF's model directory also gets a TensorBoard summary (190 KB), torch's the scores.
+mount -t tmpfs -o size="$([ "$backend" = tf ] && echo 300k || echo 12k)" tmpfs "$full/w/model" ||
+  fail "cannot mount a tmpfs (the full-disk checks need root)"
+mount -t tmpfs -o size=8k tmpfs "$full/out" || fail "cannot mount a tmpfs"
+head -c 8192 /dev/zero >"$full/out/filler" 2>/dev/null || true
+expect_error 1 "^retc: error: RETURNN training failed: No space left on device: cannot write '$full/w/model/network.001' " -- \
+  "$RETC" train 12ax --backend "$backend" --epochs 2 --workdir "$full/w" --progress 0
+left=$(ls -A "$full/w/model" | grep -E '^network|^\.|tmp' || true)
+[ -z "$left" ] || fail "a failed save of epoch 1 left: $left"
+pass "$backend: a full disk at epoch 1's save: $(head -c 160 "$TMP/err")"
+mount -o remount,size=2m "$full/w/model"
+"$RETC" train 12ax --backend "$backend" --epochs 2 --workdir "$full/w" --progress 0 >"$TMP/full.log" 2>"$TMP/err" ||
+  { tail -n 5 "$TMP/full.log" "$TMP/err"; fail "training after space was freed"; }
+expect_final_error "$TMP/full.log" 0.5 "12ax on $backend after a full disk" >/dev/null
+if [ "$backend" = tf ]; then want="network.001.data-00000-of-00001 network.001.index network.001.meta network.002.data-00000-of-00001 network.002.index network.002.meta"
+else want="network.001.opt.pt network.001.pt network.002.opt.pt network.002.pt"; fi
+[ "$(ls "$full/w/model" | grep '^network' | tr '\n' ' ')" = "$want " ] || fail "after space was freed: $(ls -A "$full/w/model")"
+[ -z "$(ls -A "$full/w/model" | grep -E '^\.|tmp')" ] || fail "hidden files after space was freed: $(ls -A "$full/w/model")"
+pass "$backend: after space was freed the same command trained epochs 1 and 2, each complete"
+[ "$backend" = torch ] && conv_out="$full/out/conv" || conv_out="$full/out/conv.pt"
+expect_error 1 "^retc: error: checkpoint conversion failed: No space left on device: cannot write '$conv_out' " -- \
+  "$RETC" convert-checkpoint 12ax --from "$backend" "$ckpt" "$conv_out"
+[ "$(ls -A "$full/out")" = filler ] || fail "a conversion into a full disk left: $(ls -A "$full/out")"
+expect_error 1 "^retc: error: RETURNN failed: No space left on device: cannot write '$full/out/fwd.hdf' " -- \
+  "$RETC" forward 12ax --backend "$backend" --checkpoint "$ckpt" -o "$full/out/fwd.hdf"
+[ "$(ls -A "$full/out")" = filler ] || fail "a forward into a full disk left: $(ls -A "$full/out")"
+pass "$backend: conversion and forward into a full disk: $(head -c 160 "$TMP/err")"
+umount "$full/w/model" "$full/out"
+no_leftovers "the full-disk checks"
 
 # slow-12ax: 150 steps an epoch, a log line each. start RUN: in the background.
 slow="$TMP/slow"
