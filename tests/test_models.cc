@@ -286,6 +286,7 @@ std::vector<ModelDef> test_models() {
   for (ModelDef& m : rq_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : random_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : sweep_test_models()) models.push_back(std::move(m));
+  for (ModelDef& m : fuzz_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : bad_model_cases()) models.push_back(std::move(m));
   return models;
 }

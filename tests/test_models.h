@@ -33,6 +33,10 @@ std::vector<ModelDef> rq_test_models();
 
 /// Every op and module in the plain, broadcast and loop situations (sweep_models.cc).
 std::vector<ModelDef> sweep_test_models();
+/// The module-API fuzzer's model of a seed (tests/module_fuzz_models.cc), and
+/// the models "fuzz:SEED" of RETC_MODULE_FUZZ_MODELS=FIRST:COUNT (none unset).
+void build_fuzz_model(nn::Builder& b, uint64_t seed);
+std::vector<ModelDef> fuzz_test_models();
 
 /// Models with one mistake each, named "bad:...", whose description is the
 /// expected error message (bad_model_cases.cc).

@@ -1123,6 +1123,57 @@ def test_sweep_torch():
     print("sweep on torch: all %d models ran" % ran)
 
 
+def test_module_fuzz():
+    """The module-API fuzzer's models (tests/module_fuzz_models.cc) that retc accepts, through
+    RETURNN on both targets (as `retc check` runs them: TF constructs, initializes and runs a
+    step on random data; torch runs its train_step, the backward pass included): a model that
+    retc accepts and RETURNN then rejects fails the test. Models retc rejects must be refused at
+    their line (or naming the target). Models with a dim over 65,536 (the fuzzer's 2^31) would
+    need gigabytes of params here and are only compiled. MODULE_FUZZ_SEEDS=FIRST:COUNT (default
+    1:300; the unit tests build seeds 1 to 1,500)."""
+    import tempfile
+
+    sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
+    import retc_runtime
+
+    env = dict(os.environ, RETC_MODULE_FUZZ_MODELS=os.environ.get("MODULE_FUZZ_SEEDS", "1:300"))
+    models = [line.split()[0] for line in subprocess.run(
+        [BIN, "list"], env=env, check=True, capture_output=True, text=True).stdout.splitlines()
+        if line.startswith("fuzz:")]
+    counts = {"ran": 0, "refused": 0, "too big": 0}
+    failures = []
+    # One target after the other: RETURNN's global batch dim keeps the size a torch step gave
+    # it, which a TF network in the same process then cannot take.
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend, run in (("tf", retc_runtime.check), ("torch", retc_runtime.check_torch)):
+            returnn_probe.reset_batch_dim()
+            for model in models:
+                config = os.path.join(tmp, "fuzz." + backend)
+                r = subprocess.run([BIN, "compile", model, "--backend", backend, "-o", config], env=env,
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    if not re.search(r"module_fuzz_models\.cc:\d+:\d+: error: |the %s target" % backend, r.stderr):
+                        failures.append("%s (%s): not an error at the model's line: %s" % (model, backend, r.stderr.strip()))
+                    counts["refused"] += 1
+                    continue
+                ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], env=env, check=True,
+                                               capture_output=True, text=True).stdout)
+                if any((d.get("size") or 0) > 65536 for d in ir["dims"]):
+                    counts["too big"] += 1
+                    continue
+                try:
+                    run(config)
+                    counts["ran"] += 1
+                except Exception as exc:  # noqa: BLE001: every failure is reported below
+                    failures.append("%s (%s): accepted by retc, rejected by RETURNN: %s"
+                                    % (model, backend, retc_runtime.error_line(exc)))
+    returnn_probe.reset_batch_dim()
+    assert not failures, "\n".join(failures)
+    assert counts["ran"] > 0, counts
+    print("module fuzz: %d seeds; model x target: %d ran in RETURNN, %d refused by retc at the model's line, "
+          "%d too big to run here" % (len(models), counts["ran"], counts["refused"], counts["too big"]))
+
+
 if __name__ == "__main__":
     globals()["test_" + sys.argv[1]]()
     print("ok:", sys.argv[1])
