@@ -103,6 +103,15 @@ void build_data_as_output(nn::Builder& b) {
   logits.mark_as_output();
 }
 
+// Max pooling with a stride above its window (frames skipped): the tf target
+// refuses it (tf.nn.pool does), torch pools.
+void build_pool_skips(nn::Builder& b) {
+  Dim time = Dim::spatial("time");
+  auto x = b.extern_data("data", {Dim::batch(), time, Dim::feature("input", 9)});
+  b.set_root(std::make_shared<nn::Module>("net"));
+  nn::pool(x, "max", {time}, {1}, {2}).mark_as_output();  // skips every other frame
+}
+
 // Extern data without a feature dim (raw audio samples, [B, time]).
 void build_raw_samples(nn::Builder& b) {
   Dim time = Dim::spatial("time");
@@ -236,6 +245,7 @@ std::vector<ModelDef> test_models() {
       def("data-as-output", "extern data marked as an output", build_data_as_output),
       def("lab/tiny", "tiny, named with a '/' (a lab's model path)", build_tiny),
       raw_samples,
+      def("pool-skips", "max pooling with a stride above its window", build_pool_skips),
       def("deep-chain", "200 residual tanh layers in a chain (RETURNN's recursion depth)",
           build_deep_chain),
       std::move(hostile),

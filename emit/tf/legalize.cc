@@ -150,6 +150,19 @@ absl::Status check_node(const ir::Graph& g, const Uses& u, size_t i) {
   }
   if (n.kind == ir::NodeKind::kCustomLoss && !u.is_loss[i])
     return ir::user_error(n, "the result must be marked as a loss");
+  if (n.kind == ir::NodeKind::kPool) {
+    // tf.nn.pool refuses windows that skip frames (its CPU and GPU kernels differ).
+    const auto& size = n.attrs.get<ir::attr::Size>();
+    const auto& strides = n.attrs.get<ir::attr::Strides>();
+    for (size_t k = 0; k < size.size() && k < strides.size(); ++k) {
+      if (strides[k] > size[k]) {
+        return ir::user_error(
+            n, absl::StrCat("a stride of ", strides[k], " over a window of ", size[k],
+                            " skips frames, which the tf target's pooling (tf.nn.pool) refuses; "
+                            "use a window at least the stride, or --backend torch"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@
 // dim besides the classes; a custom loss is marked as a loss; weight decay
 // is all coupled or all decoupled (RETURNN's global decouple_constraints);
 // weight noise reads a param directly (RETURNN's param_variational_noise);
+// a pool's strides are at most its window (tf.nn.pool);
 // no module is gradient-checkpointed (nn::checkpoint: a torch-only option).
 //
 // Rewrites: a `where` none of whose inputs has all of the result's dims gets

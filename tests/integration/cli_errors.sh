@@ -45,6 +45,12 @@ expect_error 1 "test_models\.cc:$line:[0-9]+: error: extern data 'data' \[B, 'ti
   "$RETC_TEST_MODELS" train raw-samples --workdir "$TMP/w3"
 pass "data without a feature dim, random training data: $(cat "$TMP/err")"
 
+line=$(grep -n '// skips every other frame' "$RETC_SOURCE_DIR/tests/test_models.cc" | cut -d: -f1)
+expect_error 1 "test_models\.cc:$line:[0-9]+: error: pool: a stride of 2 over a window of 1 skips frames, which the tf target's pooling \(tf\.nn\.pool\) refuses" -- \
+  "$RETC_TEST_MODELS" compile pool-skips -o "$TMP/pool.config"
+"$RETC_TEST_MODELS" compile pool-skips --backend torch -o "$TMP/pool.py" || fail "pool-skips on torch"
+pass "pooling that skips frames: refused on tf naming the target, compiled for torch"
+
 expect_error 2 "unknown command 'frobnicate'" -- "$RETC" frobnicate
 expect_error 2 "compile needs -o FILE" -- "$RETC" compile 12ax
 expect_error 2 "unknown option '--bogus'" -- "$RETC" compile 12ax --bogus -o x

@@ -1156,8 +1156,8 @@ def test_module_fuzz():
                         failures.append("%s (%s): not an error at the model's line: %s" % (model, backend, r.stderr.strip()))
                     counts["refused"] += 1
                     continue
-                ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], env=env, check=True,
-                                               capture_output=True, text=True).stdout)
+                ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--backend", backend, "--format", "json"],
+                                               env=env, check=True, capture_output=True, text=True).stdout)
                 if any((d.get("size") or 0) > 65536 for d in ir["dims"]):
                     counts["too big"] += 1
                     continue
