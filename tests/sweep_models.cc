@@ -214,6 +214,25 @@ std::vector<Op> ops() {
       },
       true, true);
   module(
+      "conv1d_strided",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::Conv1d>(nn::Conv1dOptions(d.feat, d.out, 3).stride(2)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::Conv1d>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "conv1d_consistent",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::Conv1d>(
+                       nn::Conv1dOptions(d.feat, d.out, 3).stride(2).padding("same_consistent")));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::Conv1d>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
       "self_attention",
       [](SweepNet& n, const Dims& d) {
         n.add("m", std::make_shared<nn::SelfAttention>(

@@ -231,6 +231,11 @@ Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<i
       groups_(groups) {
   check_window(*this, kernel_, strides_, dilation_);
   if (groups_ < 1) reject(absl::StrCat(describe(), ": groups must be at least 1, got ", groups_));
+  if (padding_ != "same" && padding_ != "valid" && padding_ != "same_consistent") {
+    reject(absl::StrCat(describe(),
+                        ": padding must be \"same\", \"valid\" or \"same_consistent\", got \"",
+                        padding_, "\""));
+  }
   std::vector<ir::Dim> dims = kernel_dims(kernel_);
   dims.push_back(groups_ <= 1 ? in_dim : in_dim.floordiv(groups_));  // < 1: rejected above
   dims.push_back(out_dim);
@@ -240,7 +245,8 @@ Conv::Conv(std::string type_name, ir::Dim in_dim, ir::Dim out_dim, std::vector<i
 
 ir::Dim Conv::out_axis(const ir::Dim& in_axis, size_t i) const {
   return cached_out_axis(out_axes_, in_axis, [&] {
-    return windowed_dim(in_axis, kernel_.at(i), strides_.at(i), dilation_, padding_);
+    return windowed_dim(in_axis, kernel_.at(i), strides_.at(i), dilation_,
+                        padding_ == "same_consistent" ? "same" : padding_);
   });
 }
 
@@ -252,8 +258,30 @@ Tensor Conv::forward(const Tensor& input, const std::vector<ir::Dim>& axes,
     std::vector<ir::Dim> out_axes = windowed_out_axes(
         *this, axes, kernel_.size(), [&](const ir::Dim& a, size_t i) { return out_axis(a, i); }, l);
     Builder& b = x.builder();
-    return conv(x, b.param(weight_), b.param(bias_),
-                {axes, std::move(out_axes), strides_, dilation_, padding_, groups_}, loc);
+    const bool strided =
+        std::any_of(strides_.begin(), strides_.end(), [](int64_t s) { return s > 1; });
+    if (padding_ != "same_consistent" || !strided) {
+      return conv(x, b.param(weight_), b.param(bias_),
+                  {axes, std::move(out_axes), strides_, dilation_,
+                   padding_ == "same_consistent" ? "same" : padding_, groups_},
+                  loc);
+    }
+    // rf's consistent "same" padding: (k - 1) * dilation frames around each
+    // sequence (the left half first), then a valid convolution: a sequence's
+    // frames do not depend on the other sequences of its batch.
+    Tensor padded = x;
+    std::vector<ir::Dim> padded_axes;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t total = (kernel_.at(i) - 1) * dilation_;
+      const std::string name = absl::StrCat(axes[i].name(), "_padded");
+      const ir::Dim out = axes[i].is_dynamic()
+                              ? ir::Dim::spatial_at(name, std::nullopt, l)
+                              : ir::Dim::spatial_at(name, axes[i].size().value_or(0) + total, l);
+      padded = pad(padded, axes[i], total / 2, total - total / 2, 0.0, out, loc);
+      padded_axes.push_back(out);
+    }
+    return conv(padded, b.param(weight_), b.param(bias_),
+                {padded_axes, std::move(out_axes), strides_, dilation_, "valid", groups_}, loc);
   });
 }
 

@@ -159,10 +159,16 @@ using Conv2dOptions = ConvOptions<2>;
 /// [kernel dims..., in // groups, out] (fan_in = kernel volume * in/groups),
 /// bias [out]. The output's spatial axes: out_axis(in_axis), the input axis
 /// itself for stride 1 with "same" padding, else a dim made once per input axis.
-/// "same" with a stride above 1 pads as TensorFlow does, on both targets (the
-/// torch config sets rf_use_consistent_same_padding = False): the left padding
-/// depends on the batch's longest sequence, so a sequence's frames can differ
-/// alone and batched; "valid", or stride 1, does not depend on the batch.
+/// Padding: "valid", "same" or "same_consistent". "same" with a stride above 1
+/// pads as TensorFlow does, on both targets (the torch config sets
+/// rf_use_consistent_same_padding = False): the left padding depends on the
+/// batch's longest sequence, so a sequence's frames can differ alone and
+/// batched. "same_consistent" pads as rf's consistent same padding (its
+/// default since behavior version 24): (kernel - 1) * dilation frames around
+/// each sequence, the left half first, then a valid convolution; the same
+/// frame counts as "same", and a sequence's frames do not depend on its batch
+/// (on both targets: a pad and a conv in the IR). With stride 1, "same" and
+/// "same_consistent" are the same.
 class Conv : public Module {
  public:
   template <size_t D>

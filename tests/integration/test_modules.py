@@ -664,6 +664,29 @@ def seq_lens(net, feed, key="data"):
     return net.run(net.net.extern_data.data[key].get_sequence_lengths(), feed)
 
 
+def test_conv_consistent_padding():
+    """Conv1d, kernel 3, stride 2, padding "same_consistent": each sequence's frames are those
+    it gets alone (its own length, no batch), ceil(n / 2) of them; TF's "same" pads by the
+    batch's longest sequence instead (printed: how far one sequence's frames move). Both
+    targets agree on both (the sweep's cross-backend check)."""
+    for model, independent in (("sweep:conv1d_consistent:plain", True), ("sweep:conv1d_strided:plain", False)):
+        net = Net(compile_model(model), train_flag=False)
+        feed = net.feed(3)
+        lens = seq_lens(net, feed)
+        data = net.net.extern_data.data["data"]
+        batch = len(lens)
+        worst = 0.0
+        for b, n in enumerate(lens):
+            alone = {k: (v[b:b + 1] if getattr(v, "shape", ()) and v.shape[0] == batch else v) for k, v in feed.items()}
+            alone[data.placeholder] = feed[data.placeholder][b:b + 1, :n]
+            frames = (n + 1) // 2
+            got, want = net.layer("output", alone)[0, :frames], net.layer("output", feed)[b, :frames]
+            worst = max(worst, float(numpy.abs(got - want).max()))
+            if independent:
+                close(got, want, 1e-6, "%s: sequence %d alone and batched" % (model, b))
+        print("%s: lengths %s, max |alone - batched| = %.3g" % (model, list(lens), worst))
+
+
 def test_batch_norm():
     """Training: normalized by the batch statistics over the frames within
     each length; one step moves the running statistics by momentum 0.1."""
