@@ -1137,32 +1137,22 @@ class NonFiniteLoss(RetcError):
 
 
 class _LastBatch:
-    """The sequences of the batch the engine ran last, and those of them whose input holds
-    NaN or inf (hooks of _remember_batches): named when a loss turns out NaN or inf."""
+    """The sequence tags and input arrays (batch-major) of the batch the engine ran last
+    (hooks of _remember_batches): named when a loss turns out NaN or inf. Kept as they are;
+    looked into only then (_batch_note), nothing per step."""
 
     tags = None
-    nonfinite = ()
+    arrays = ()
 
 
 def _remember_batch(tags, arrays):
-    import numpy
-
-    tags = [t.decode() if isinstance(t, bytes) else str(t) for t in tags]
-    bad = []
-    for i, tag in enumerate(tags):
-        for a in arrays:
-            if a.dtype.kind == "f" and a.ndim >= 1 and a.shape[0] == len(tags) and not numpy.isfinite(a[i]).all():
-                bad.append(tag)
-                break
-    _LastBatch.tags, _LastBatch.nonfinite = tags, bad
+    _LastBatch.tags, _LastBatch.arrays = tags, arrays
 
 
 def _remember_batches(backend):
     """Hooks where each engine turns a batch into its step's input (TF's feed dict, torch's
     extern data), so that a NaN or inf loss can name its batch's sequences (_LastBatch)."""
-    import numpy
-
-    _LastBatch.tags, _LastBatch.nonfinite = None, ()
+    _LastBatch.tags, _LastBatch.arrays = None, ()
     if backend == "torch":
         import returnn.torch.data.extern_data as module
 
@@ -1173,9 +1163,7 @@ def _remember_batches(backend):
         def raw_dict_to_extern_data(extern_data_raw, **kwargs):
             tags = extern_data_raw.get("seq_tag")
             if tags is not None:
-                arrays = [v.numpy() if hasattr(v, "numpy") else numpy.asarray(v)
-                          for k, v in extern_data_raw.items() if k != "seq_tag" and hasattr(v, "dtype")]
-                _remember_batch(list(tags), arrays)
+                _remember_batch(tags, [v for k, v in extern_data_raw.items() if k != "seq_tag"])
             return func(extern_data_raw, **kwargs)
 
         raw_dict_to_extern_data._retc_batches = True
@@ -1190,7 +1178,7 @@ def _remember_batches(backend):
     def remembering(self, single_threaded=False):
         feed, meta = get_feed_dict(self, single_threaded=single_threaded)
         if meta and meta.get("seq_tag") is not None:
-            _remember_batch(list(meta["seq_tag"]), [v for v in feed.values() if isinstance(v, numpy.ndarray)])
+            _remember_batch(meta["seq_tag"], list(feed.values()))
         return feed, meta
 
     remembering._retc_batches = True
@@ -1199,12 +1187,21 @@ def _remember_batches(backend):
 
 def _batch_note():
     """Which sequences of the last batch hold NaN or inf in their input, else the batch's."""
+    import numpy
+
     def listed(tags):
         return ", ".join(tags[:5]) + (" and %d more" % (len(tags) - 5) if len(tags) > 5 else "")
 
-    if _LastBatch.nonfinite:
-        return "NaN or inf in the input of %s" % listed(_LastBatch.nonfinite)
-    if _LastBatch.tags:
+    tags = [t.decode() if isinstance(t, bytes) else str(t) for t in (_LastBatch.tags if _LastBatch.tags is not None else [])]
+    arrays = []
+    for a in _LastBatch.arrays:
+        a = a.cpu().numpy() if hasattr(a, "cpu") else a  # torch's batch, TF's feed values
+        if isinstance(a, numpy.ndarray) and a.dtype.kind == "f" and a.ndim >= 1 and a.shape[0] == len(tags):
+            arrays.append(a)
+    bad = [tag for i, tag in enumerate(tags) if any(not numpy.isfinite(a[i]).all() for a in arrays)]
+    if bad:
+        return "NaN or inf in the input of %s" % listed(bad)
+    if tags:
         return ("in the batch of %s (no NaN or inf in their input: a diverged model or a broken "
                 "checkpoint?)" % listed(_LastBatch.tags))
     return "NaN or inf in the data, or a diverged model or a broken checkpoint"

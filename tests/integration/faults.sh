@@ -89,12 +89,13 @@ mkdir "$TMP/nan"
 # (A file, not stdin: torch's data-loader workers import the main script.)
 cat >"$TMP/nan_train.py" <<'PY'
 import sys
-sys.path.insert(0, sys.argv[1])
-import retc_runtime
-try:
-    retc_runtime.train(sys.argv[2], 0)
-except BaseException as exc:  # noqa: BLE001: the line is the test
-    open(sys.argv[3], "w").write(retc_runtime.error_line(exc))
+if __name__ == "__main__":  # not in the workers, which import this file
+    sys.path.insert(0, sys.argv[1])
+    import retc_runtime
+    try:
+        retc_runtime.train(sys.argv[2], 0)
+    except BaseException as exc:  # noqa: BLE001: the line is the test
+        open(sys.argv[3], "w").write(retc_runtime.error_line(exc))
 PY
 "$VENV/bin/python" "$TMP/nan_train.py" "$RETC_SOURCE_DIR/runtime" "$TMP/nan.config" "$TMP/nan.line" >/dev/null 2>&1 || true
 line=$(cat "$TMP/nan.line" 2>/dev/null || true)
