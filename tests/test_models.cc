@@ -91,18 +91,6 @@ void build_deep_chain(nn::Builder& b) {
   nn::softmax_cross_entropy(h, y).mark_as_loss("ce");
 }
 
-// An extern-data tensor itself marked as an output, beside a model output.
-void build_data_as_output(nn::Builder& b) {
-  Dim time = Dim::spatial("time");
-  Dim in = Dim::feature("input", 9);
-  Dim classes = Dim::feature("classes", 2);
-  auto x = b.extern_data("data", {Dim::batch(), time, in});
-  auto lin = b.set_root(std::make_shared<nn::Linear>(in, classes));
-  x.mark_as_output("input");
-  nn::Tensor logits = lin->forward(x);
-  logits.mark_as_output();
-}
-
 // Max pooling with a stride above its window (frames skipped): the tf target
 // refuses it (tf.nn.pool does), torch pools.
 void build_pool_skips(nn::Builder& b) {
@@ -242,7 +230,6 @@ std::vector<ModelDef> test_models() {
       def("duplicate-loss", "two losses named 'ce'", build_duplicate_loss),
       def("init-reads-data", "an initial value computed from data", build_init_reads_data),
       def("unregistered-param", "a module used in forward but not registered", build_unregistered),
-      def("data-as-output", "extern data marked as an output", build_data_as_output),
       def("lab/tiny", "tiny, named with a '/' (a lab's model path)", build_tiny),
       raw_samples,
       def("pool-skips", "max pooling with a stride above its window", build_pool_skips),
