@@ -30,9 +30,9 @@ epochs=2
 # background job's PID is retc's own, which kill -9 hits).
 train=("$RETC" train 12ax --backend "$backend" --epochs "$epochs" --progress 0 --workdir)
 
-# check_state WORKDIR [CONVERTED] [HDF]: every checkpoint in WORKDIR/model
-# loads and learning_rates parses; CONVERTED (a checkpoint of the other
-# backend) and HDF are absent or equal to the reference's.
+# check_state WORKDIR: every checkpoint in WORKDIR/model loads (torch: with
+# its optimizer state, which RETURNN keeps for the last two epochs) and
+# learning_rates parses.
 check_state() {
   "$VENV/bin/python" - "$backend" "$@" <<'PY' 2>"$TMP/py.err" || { cat "$TMP/py.err"; fail "the state after a kill"; }
 import os, re, sys
@@ -52,6 +52,8 @@ for e in epochs:
     else:
         import torch
         torch.load(base + ".pt", map_location="cpu")
+        if e >= epochs[-1] - 1:
+            torch.load(base + ".opt.pt", map_location="cpu")
 if "learning_rates" in names:
     import numpy
     eval(open(os.path.join(model, "learning_rates")).read(),
