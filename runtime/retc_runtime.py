@@ -109,6 +109,20 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+def _enable_faulthandler():
+    """faulthandler as RETURNN's init sets it up (tracebacks on a fatal fault, all
+    threads' on SIGUSR1), but not on SIGTERM: RETURNN registers an all-thread dump
+    there, and reading another thread's frames while it runs crashes now and then
+    (a segfault in PyCode_Addr2Line; exit 139 instead of 143 in about half the TF
+    runs stopped in an epoch). RETURNN leaves faulthandler alone once it is enabled."""
+    import faulthandler
+    import signal
+
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def run_logged(func_name, error_log, *args):
     """Calls `func_name(*args)` with Ctrl-C and SIGTERM handled (_on_stop_signal); on
     an exception, appends the full traceback to `error_log` and re-raises (as Stopped
@@ -119,6 +133,7 @@ def run_logged(func_name, error_log, *args):
         signal.signal(signal.SIGINT, _on_stop_signal)
     # The caller (retc's C++ side) restores its own SIGTERM handler afterwards.
     signal.signal(signal.SIGTERM, _on_stop_signal)
+    _enable_faulthandler()
     try:
         return globals()[func_name](*args)
     except BaseException as exc:
@@ -757,6 +772,7 @@ def _torchrun_worker(config_path, interval):
         execute_main_task()
 
     rnn.execute_main_task = execute_with_progress
+    _enable_faulthandler()
     try:
         rnn.main([sys.argv[0], config_path])
     finally:
