@@ -324,6 +324,8 @@ absl::string_view combine_kind(ir::BinaryOp op) {
       return "floordiv";
     case ir::BinaryOp::kMod:
       return "mod";
+    case ir::BinaryOp::kPow:
+      return "pow";
     case ir::BinaryOp::kMinimum:
       return "minimum";
     case ir::BinaryOp::kMaximum:

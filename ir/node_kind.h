@@ -81,6 +81,7 @@ struct KindFacts {
   X(Div, "div", RETC_BINARY)                \
   X(FloorDiv, "floor_div", RETC_BINARY)     \
   X(Mod, "mod", RETC_BINARY)                \
+  X(Pow, "pow", RETC_BINARY)                \
   X(Minimum, "minimum", RETC_BINARY)        \
   X(Maximum, "maximum", RETC_BINARY)        \
   X(LogicalAnd, "logical_and", RETC_BINARY) \

@@ -575,6 +575,25 @@ const Case kCases[] = {
        Setup s(b);
        b.set_root(std::make_shared<nn::CrossAttention>(s.in, s.in, s.in, s.in, 0));  // MISTAKE: bad:cross-attention-zero-heads
      }},
+    {"bad:transformer-activation",
+     "ff_activation \"relu2\" is not one of relu, gelu, swish, tanh, sigmoid, elu, relu_square",
+     [](Builder& b) {
+       Setup s(b);
+       auto o = nn::TransformerOptions(s.in, s.in, 1).ff_activation("relu2");
+       b.set_root(std::make_shared<nn::TransformerEncoderLayer>(o));  // MISTAKE: bad:transformer-activation
+     }},
+    {"bad:transformer-act-dropout", "act_dropout must be in [0, 1), got 1",
+     [](Builder& b) {
+       Setup s(b);
+       auto o = nn::TransformerOptions(s.in, s.in, 1).act_dropout(1.0);
+       b.set_root(std::make_shared<nn::TransformerDecoderLayer>(o));  // MISTAKE: bad:transformer-act-dropout
+     }},
+    {"bad:self-attention-bias-rel-pos", "qkv_bias with rel_pos_clipping",
+     [](Builder& b) {
+       Setup s(b);
+       nn::SelfAttentionOptions o(s.in, s.in, s.in, 1);
+       b.set_root(std::make_shared<nn::SelfAttention>(o.qkv_bias(true).rel_pos_clipping(4)));  // MISTAKE: bad:self-attention-bias-rel-pos
+     }},
     {"bad:conv-stride-zero", "strides must be at least 1, got 0",
      [](Builder& b) {
        Setup s(b);

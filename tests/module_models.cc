@@ -307,7 +307,8 @@ void build_repeat_const(Builder& b) {
 }
 
 // floor_div and mod (Python's // and %: rounded down, the remainder with the
-// divisor's sign) on ints (the labels minus 5, by 3) and on floats (by 0.7).
+// divisor's sign) on ints (the labels minus 5, by 3) and on floats (by 0.7);
+// pow of floats ((|x| + 0.5) ** x: negative exponents too).
 void build_floor_mod(Builder& b) {
   Io io(b);
   auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
@@ -317,6 +318,7 @@ void build_floor_mod(Builder& b) {
   nn::mod(labels, i32(3.0)).mark_as_output("labels_mod_3");
   nn::floor_div(io.x, nn::constant(b, 0.7)).mark_as_output("x_div");
   nn::mod(io.x, nn::constant(b, 0.7)).mark_as_output("x_mod");
+  nn::pow(nn::add(nn::activation(io.x, "abs"), nn::constant(b, 0.5)), io.x).mark_as_output("x_pow");
   io.finish(lin->forward(io.x));
 }
 
@@ -637,6 +639,56 @@ void build_seq2seq(Builder& b) {
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
 }
 
+// Transformer encoder-decoders with the layers' options: kRf, RETURNN
+// frontend's TransformerEncoder/TransformerDecoder defaults (biases
+// everywhere, attention and activation dropout, feature-broadcast dropout,
+// a fused cross-attention kv; logits without bias); kRfNoBias, the same
+// without any bias in the attention and feed-forward blocks (rf's
+// with_bias=False); kPostNorm: post-norm, no final norm, relu_square.
+// test_modules.py compares the first two with rf's own modules' params.
+enum class TransformerVariant { kRf, kRfNoBias, kPostNorm };
+template <TransformerVariant V>
+void build_transformer_options(Builder& b) {
+  Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
+  Dim vocab = Dim::feature("vocab", 6);
+  Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
+  Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
+  struct Net : nn::Module {
+    explicit Net(Dim vocab) : Module("transformer_options") {
+      Dim ff = Dim::feature("ff", 32);
+      auto opts = nn::TransformerOptions(model, ff, 2).num_layers(2);
+      if (V == TransformerVariant::kPostNorm) {
+        opts.norm_first(false).final_norm(false).ff_activation("relu_square");
+      } else {
+        const bool bias = V == TransformerVariant::kRf;
+        opts.att_dropout(0.1)
+            .act_dropout(0.1)
+            .dropout_broadcast(true)
+            .qkv_bias(bias)
+            .proj_bias(bias)
+            .ff_bias(bias)
+            .cross_att_fused_kv(true);
+      }
+      src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
+      tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
+      encoder = register_module("encoder", std::make_shared<nn::TransformerEncoder>(opts));
+      decoder = register_module("decoder", std::make_shared<nn::TransformerDecoder>(opts));
+    }
+    Dim model = Dim::feature("model", 8);
+    std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
+    std::shared_ptr<nn::TransformerEncoder> encoder;
+    std::shared_ptr<nn::TransformerDecoder> decoder;
+  };
+  auto m = b.set_root(std::make_shared<Net>(vocab));
+  Tensor memory = m->encoder->forward(m->src_embed->forward(src), src_time);
+  Tensor dec_in = nn::shift_right(m->tgt_embed->forward(tgt), tgt_time);
+  // The logits tied to the target embedding (rf's share_embedding default).
+  Tensor logits = nn::dot(m->decoder->forward(dec_in, tgt_time, memory, src_time),
+                          b.param(m->tgt_embed->weight()), {m->model});
+  logits.mark_as_output();
+  nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
+}
+
 // A loop over time: an Elman RNN h_t = tanh(W x_t + U h_{t-1} + b) and a
 // running sum c_t = c_{t-1} + x_t, both stacked; the tagger reads h.
 void build_loop(Builder& b) {
@@ -805,6 +857,9 @@ std::vector<ModelDef> module_test_models() {
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
+      def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
+      def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),
+      def("mod-transformer-postnorm", build_transformer_options<TransformerVariant::kPostNorm>),
       def("mod-stepwise-decoder", build_stepwise_decoder),
       def("mod-lstm-state", build_lstm_state),
       def("op-cond", build_cond),

@@ -99,6 +99,15 @@ std::vector<Op> ops() {
   binary("div", nn::div);
   binary("minimum", nn::minimum);
   binary("maximum", nn::maximum);
+  // pow on the sweep's inputs (normal random, negative and padding zeros
+  // too): (|x| + 0.5) ^ y.
+  {
+    Op op{"pow", true};
+    op.apply = [](Builder& b, SweepNet&, const Dims&, T x, T y, OptDim) {
+      return nn::pow(nn::add(nn::activation(x, "abs"), nn::constant(b, 0.5)), y);
+    };
+    v.push_back(op);
+  }
   auto unary = [&](const char* name, std::function<Tensor(Builder&, const Dims&, T)> f,
                    bool needs_time = false, bool feature_only = false) {
     Op op{name, false, needs_time, feature_only};
@@ -242,6 +251,39 @@ std::vector<Op> ops() {
         return mod<nn::SelfAttention>(n, "m")->forward(x, d.time);
       },
       true, true);
+  module(
+      "self_attention_bias",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::SelfAttention>(
+                       nn::SelfAttentionOptions(d.feat, d.feat, d.feat, 2).qkv_bias(true)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::SelfAttention>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "causal_attention_bias",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m",
+              std::make_shared<nn::SelfAttention>(
+                  nn::SelfAttentionOptions(d.feat, d.feat, d.feat, 2).qkv_bias(true).causal(true)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::SelfAttention>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "cross_attention_fused_kv",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::CrossAttention>(
+                       nn::CrossAttentionOptions(d.feat, d.feat, d.feat, d.feat, 2)
+                           .fused_kv(true)
+                           .qkv_bias(true)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::CrossAttention>(n, "m")->forward(x, n.memory, d.mem_time);
+      },
+      false, true);
   module(
       "cross_attention",
       [](SweepNet& n, const Dims& d) {

@@ -28,6 +28,28 @@ void check_heads(Module& m, int64_t heads, const ir::Dim& key, const ir::Dim& va
     m.reject(absl::StrCat(m.describe(), ": att_dropout must be in [0, 1), got ", att_dropout));
 }
 
+// Multi-head attention of queries q [..., heads, key/heads] over keys k and
+// values v [..., keys, heads, .../heads] along `keys`: q scaled by
+// 1/sqrt(key/heads), softmax of q . k over `keys` (within its lengths; with
+// `causal_axis`, q's axis, keys after the query's frame masked too), dropout
+// on the weights, the values' mix with its heads merged into `value_dim`.
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const ir::Dim& keys,
+              const ir::Dim& key_per_head, const ir::Dim& heads, const ir::Dim& value_per_head,
+              const ir::Dim& value_dim, double att_dropout, const ir::Dim* causal_axis,
+              std::source_location loc) {
+  Builder& b = q.builder();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(*key_per_head.size()));
+  Tensor energies = dot(mul(q, constant(b, scale, {}, loc), loc), k, {key_per_head}, loc);
+  if (causal_axis) {
+    Tensor future =
+        compare(range_in_axis(k, keys, loc), range_in_axis(q, *causal_axis, loc), "greater", loc);
+    energies = where(future, constant(b, -1e30, {}, loc), energies, loc);
+  }
+  Tensor weights = softmax(energies, keys, loc);
+  if (att_dropout != 0.0) weights = dropout(weights, att_dropout, {}, loc);
+  return merge_dims(dot(weights, v, {keys}, loc), {heads, value_per_head}, value_dim, loc);
+}
+
 }  // namespace
 
 SelfAttention::SelfAttention(const SelfAttentionOptions& o)
@@ -47,6 +69,7 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
       qkv_per_head_(ir::Dim::feature(
           "qkv_per_head", (2 * o.key_dim().size().value_or(0) + o.value_dim().size().value_or(0)) /
                               std::max<int64_t>(o.num_heads(), 1))),
+      keys_(ir::Dim::spatial("keys")),
       cached_(ir::Dim::spatial("cached_frames")) {
   check_heads(*this, o.num_heads(), o.key_dim(), o.value_dim(), o.att_dropout());
   if (o.rel_pos_clipping() < 0) {
@@ -58,6 +81,13 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
   const ir::Dim& value_dim = value_dim_;
   const int64_t num_heads = num_heads_;
   qkv_ = register_parameter("qkv", {in_dim, 2 * key_dim + value_dim}, ir::ParamKind::kWeight);
+  if (o.qkv_bias()) {
+    if (clipping_ > 0)
+      reject(absl::StrCat(describe(),
+                          ": qkv_bias with rel_pos_clipping (RETURNN's fused layer "
+                          "has no QKV bias; RelPosSelfAttention has one)"));
+    qkv_bias_ = register_parameter("qkv_bias", {qkv_.dims()[1]}, ir::ParamKind::kBias);
+  }
   if (clipping_ > 0) {
     rel_pos_ =
         register_parameter("rel_pos",
@@ -75,6 +105,20 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
   return call(input, loc, [&](const Tensor& x) {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
+    if (qkv_bias_.defined()) {  // from primitive ops: the fused layer has no bias
+      if (!axis.is_dynamic() || ir::index_of(x.dims(), axis) < 0)
+        fail(l, absl::StrCat(describe(), ": the axis ", axis.describe(),
+                             " must be a dynamic axis of ", ir::describe(x.dims())));
+      const int64_t kph = *key_per_head_.size();
+      Tensor h = project_qkv(x, loc);
+      Tensor q = slice(h, qkv_per_head_, 0, key_per_head_, loc);
+      Tensor k = replace_dim(slice(h, qkv_per_head_, kph, key_per_head_, loc), axis, keys_, loc);
+      Tensor v =
+          replace_dim(slice(h, qkv_per_head_, 2 * kph, value_per_head_, loc), axis, keys_, loc);
+      return proj->forward(attend(q, k, v, keys_, key_per_head_, heads_, value_per_head_,
+                                  value_dim_, att_dropout_, causal_ ? &axis : nullptr, loc),
+                           loc);
+    }
     Builder& b = x.builder();
     Tensor rel_pos;
     if (clipping_ > 0) rel_pos = b.param(rel_pos_);
@@ -93,21 +137,23 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
       fail(l, absl::StrCat(describe(),
                            ".step: relative positions (rel_pos_clipping) are not stepwise yet"));
     }
-    Builder& b = x.builder();
     const int64_t kph = *key_per_head_.size();
-    Tensor qkv = dot(x, b.param(qkv_), {in_dim_}, loc);
-    qkv = split_dims(qkv, qkv_.dims()[1], {heads_, qkv_per_head_}, loc);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(kph));
-    Tensor q =
-        mul(slice(qkv, qkv_per_head_, 0, key_per_head_, loc), constant(b, scale, {}, loc), loc);
+    Tensor qkv = project_qkv(x, loc);
+    Tensor q = slice(qkv, qkv_per_head_, 0, key_per_head_, loc);
     Tensor k = loop.cum_concat(slice(qkv, qkv_per_head_, kph, key_per_head_, loc), cached_, loc);
     Tensor v =
         loop.cum_concat(slice(qkv, qkv_per_head_, 2 * kph, value_per_head_, loc), cached_, loc);
-    Tensor weights = softmax(dot(q, k, {key_per_head_}, loc), cached_, loc);
-    if (att_dropout_ != 0.0) weights = dropout(weights, att_dropout_, {}, loc);
-    Tensor att = dot(weights, v, {cached_}, loc);
-    return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
+    return proj->forward(attend(q, k, v, cached_, key_per_head_, heads_, value_per_head_,
+                                value_dim_, att_dropout_, nullptr, loc),
+                         loc);
   });
+}
+
+Tensor SelfAttention::project_qkv(const Tensor& x, std::source_location loc) const {
+  Builder& b = x.builder();
+  Tensor qkv = dot(x, b.param(qkv_), {in_dim_}, loc);
+  if (qkv_bias_.defined()) qkv = add(qkv, b.param(qkv_bias_), loc);
+  return split_dims(qkv, qkv_.dims()[1], {heads_, qkv_per_head_}, loc);
 }
 
 RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
@@ -191,20 +237,33 @@ Tensor RelPosSelfAttention::forward(const Tensor& input, const ir::Dim& axis,
 
 CrossAttention::CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim,
                                ir::Dim value_dim, int64_t num_heads, double att_dropout)
+    : CrossAttention(CrossAttentionOptions(query_dim, memory_dim, key_dim, value_dim, num_heads)
+                         .att_dropout(att_dropout)) {}
+
+CrossAttention::CrossAttention(const CrossAttentionOptions& o)
     : Module("cross_attention"),
-      key_dim_(key_dim),
-      value_dim_(value_dim),
-      heads_(ir::Dim::feature("heads", num_heads)),
-      key_per_head_(ir::Dim::feature("key_per_head",
-                                     key_dim.size().value_or(0) / std::max<int64_t>(num_heads, 1))),
-      value_per_head_(ir::Dim::feature(
-          "value_per_head", value_dim.size().value_or(0) / std::max<int64_t>(num_heads, 1))),
-      att_dropout_(att_dropout) {
-  check_heads(*this, num_heads, key_dim, value_dim, att_dropout);
-  query = register_module("query", std::make_shared<Linear>(query_dim, key_dim, false));
-  key = register_module("key", std::make_shared<Linear>(memory_dim, key_dim, false));
-  value = register_module("value", std::make_shared<Linear>(memory_dim, value_dim, false));
-  proj = register_module("proj", std::make_shared<Linear>(value_dim, query_dim));
+      key_dim_(o.key_dim()),
+      value_dim_(o.value_dim()),
+      heads_(ir::Dim::feature("heads", o.num_heads())),
+      key_per_head_(ir::Dim::feature(
+          "key_per_head", o.key_dim().size().value_or(0) / std::max<int64_t>(o.num_heads(), 1))),
+      value_per_head_(ir::Dim::feature("value_per_head", o.value_dim().size().value_or(0) /
+                                                             std::max<int64_t>(o.num_heads(), 1))),
+      kv_per_head_(
+          ir::Dim::feature("kv_per_head", *key_per_head_.size() + *value_per_head_.size())),
+      att_dropout_(o.att_dropout()) {
+  check_heads(*this, o.num_heads(), o.key_dim(), o.value_dim(), o.att_dropout());
+  query = register_module("query", std::make_shared<Linear>(o.query_dim(), key_dim_, o.qkv_bias()));
+  if (o.fused_kv()) {
+    kv = register_module(
+        "kv", std::make_shared<Linear>(o.memory_dim(), key_dim_ + value_dim_, o.qkv_bias()));
+  } else {
+    key = register_module("key", std::make_shared<Linear>(o.memory_dim(), key_dim_, o.qkv_bias()));
+    value = register_module("value",
+                            std::make_shared<Linear>(o.memory_dim(), value_dim_, o.qkv_bias()));
+  }
+  proj =
+      register_module("proj", std::make_shared<Linear>(value_dim_, o.query_dim(), o.proj_bias()));
 }
 
 Tensor CrossAttention::forward(const Tensor& input, const Tensor& memory,
@@ -219,16 +278,19 @@ Tensor CrossAttention::forward(const Tensor& input, const Tensor& memory,
       fail(l, absl::StrCat(describe(), ": the queries ", ir::describe(x.dims()),
                            " must not have the memory axis ", memory_axis.describe()));
     }
-    Builder& b = x.builder();
-    const double scale = 1.0 / std::sqrt(static_cast<double>(*key_per_head_.size()));
     Tensor q = split_dims(query->forward(x, loc), key_dim_, {heads_, key_per_head_}, loc);
-    q = mul(q, constant(b, scale, {}, loc), loc);
-    Tensor k = split_dims(key->forward(memory, loc), key_dim_, {heads_, key_per_head_}, loc);
-    Tensor v = split_dims(value->forward(memory, loc), value_dim_, {heads_, value_per_head_}, loc);
-    Tensor weights = softmax(dot(q, k, {key_per_head_}, loc), memory_axis, loc);
-    if (att_dropout_ != 0.0) weights = dropout(weights, att_dropout_, {}, loc);
-    Tensor att = dot(weights, v, {memory_axis}, loc);
-    return proj->forward(merge_dims(att, {heads_, value_per_head_}, value_dim_, loc), loc);
+    Tensor k, v;
+    if (kv) {
+      Tensor h = split_dims(kv->forward(memory, loc), kv->out_dim(), {heads_, kv_per_head_}, loc);
+      k = slice(h, kv_per_head_, 0, key_per_head_, loc);
+      v = slice(h, kv_per_head_, *key_per_head_.size(), value_per_head_, loc);
+    } else {
+      k = split_dims(key->forward(memory, loc), key_dim_, {heads_, key_per_head_}, loc);
+      v = split_dims(value->forward(memory, loc), value_dim_, {heads_, value_per_head_}, loc);
+    }
+    return proj->forward(attend(q, k, v, memory_axis, key_per_head_, heads_, value_per_head_,
+                                value_dim_, att_dropout_, nullptr, loc),
+                         loc);
   });
 }
 

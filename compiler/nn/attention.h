@@ -26,6 +26,9 @@ struct SelfAttentionOptions {
   RETC_ARG(int64_t, rel_pos_clipping) = 0;
   /// Dropout on the attention weights in training (elementwise).
   RETC_ARG(double, att_dropout) = 0.0;
+  /// A bias on the fused QKV projection (rf's with_bias; RETURNN's fused TF
+  /// layer has none, so with it the attention is built from primitive ops).
+  RETC_ARG(bool, qkv_bias) = false;
   /// The output projection's bias.
   RETC_ARG(bool, proj_bias) = true;
   /// The output projection's dim; default: in_dim.
@@ -34,9 +37,12 @@ struct SelfAttentionOptions {
 
 /// Multi-head self-attention over a dynamic axis (RETURNN's fused layer),
 /// plain or causal (each frame attends to itself and earlier frames), with
-/// an output projection. Params: qkv [in, 2*key + value] (queries, keys,
-/// values in that order), proj.weight [value, out], proj.bias [out] (out:
-/// the option out_dim, default in; no bias with proj_bias(false)).
+/// an output projection. Params: qkv [in, 2*key + value] (per head
+/// [q | k | v], RETURNN's layout), qkv_bias [2*key + value] with
+/// qkv_bias(true), proj.weight [value, out], proj.bias [out] (out: the
+/// option out_dim, default in; no bias with proj_bias(false)). Energies are
+/// scaled by 1/sqrt(key/heads), softmax over the keys within each
+/// sequence's length, then dropout on the weights (att_dropout).
 ///
 /// With `rel_pos_clipping` > 0, relative positions (Shaw et al. 2018, as in
 /// RETURNN's Conformer): a learned table rel_pos [2*clipping + 1, key/heads]
@@ -58,14 +64,17 @@ class SelfAttention : public Module {
   std::shared_ptr<Linear> proj;
 
  private:
+  // x . qkv (+ qkv_bias) split into heads: [..., heads, qkv_per_head].
+  Tensor project_qkv(const Tensor& x, std::source_location loc) const;
   ir::Dim in_dim_, key_dim_, value_dim_;
   int64_t num_heads_;
   bool causal_;
   int64_t clipping_;
   double att_dropout_;
-  // The fused QKV's per-head layout [q | k | v] (RETURNN's), and the cache's dim.
-  ir::Dim heads_, key_per_head_, value_per_head_, qkv_per_head_, cached_;
-  Parameter qkv_, rel_pos_;
+  // The fused QKV's per-head layout [q | k | v] (RETURNN's), the keys' axis
+  // (forward with qkv_bias), and the cache's dim.
+  ir::Dim heads_, key_per_head_, value_per_head_, qkv_per_head_, keys_, cached_;
+  Parameter qkv_, qkv_bias_, rel_pos_;
 };
 
 /// Options of RelPosSelfAttention. Example:
@@ -114,20 +123,53 @@ class RelPosSelfAttention : public Module {
   Parameter pos_bias_u_, pos_bias_v_;
 };
 
+/// Options of CrossAttention. Example:
+/// `CrossAttentionOptions(model, enc, model, model, 8).fused_kv(true).qkv_bias(true)`
+/// (rf's CrossAttention).
+struct CrossAttentionOptions {
+  CrossAttentionOptions(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim, ir::Dim value_dim,
+                        int64_t num_heads)
+      : query_dim_(query_dim),
+        memory_dim_(memory_dim),
+        key_dim_(key_dim),
+        value_dim_(value_dim),
+        num_heads_(num_heads) {}
+  RETC_ARG(ir::Dim, query_dim);
+  RETC_ARG(ir::Dim, memory_dim);
+  RETC_ARG(ir::Dim, key_dim);
+  RETC_ARG(ir::Dim, value_dim);
+  RETC_ARG(int64_t, num_heads);
+  /// Dropout on the attention weights in training (elementwise).
+  RETC_ARG(double, att_dropout) = 0.0;
+  /// Biases of the query, key and value projections.
+  RETC_ARG(bool, qkv_bias) = false;
+  /// The output projection's bias.
+  RETC_ARG(bool, proj_bias) = true;
+  /// One key-value projection `kv` [memory, key + value], per head [k | v]
+  /// (rf's layout), instead of `key` and `value`.
+  RETC_ARG(bool, fused_kv) = false;
+};
+
 /// Multi-head attention of queries over a memory (encoder-decoder
-/// attention), from primitive ops: softmax over the memory axis, masked by
-/// its lengths, with dropout on the weights in training (`att_dropout`).
-/// Params: query, key, value (Linear without bias) and proj.
+/// attention), from primitive ops: energies q . k scaled by
+/// 1/sqrt(key/heads), softmax over the memory axis within its lengths,
+/// dropout on the weights in training (att_dropout), the values' mix, the
+/// output projection. Params: query [query, key], key [memory, key] and
+/// value [memory, value] (or kv, with fused_kv), each with a bias only with
+/// qkv_bias(true); proj [value, query] with a bias unless proj_bias(false).
 class CrossAttention : public Module {
  public:
+  explicit CrossAttention(const CrossAttentionOptions& opts);
+  /// CrossAttentionOptions(query_dim, memory_dim, key_dim, value_dim, num_heads).att_dropout(...).
   CrossAttention(ir::Dim query_dim, ir::Dim memory_dim, ir::Dim key_dim, ir::Dim value_dim,
                  int64_t num_heads, double att_dropout = 0.0);
   Tensor forward(const Tensor& x, const Tensor& memory, const ir::Dim& memory_axis,
                  std::source_location loc = std::source_location::current()) const;
-  std::shared_ptr<Linear> query, key, value, proj;
+  /// key and value (null with fused_kv), or kv (null without).
+  std::shared_ptr<Linear> query, key, value, kv, proj;
 
  private:
-  ir::Dim key_dim_, value_dim_, heads_, key_per_head_, value_per_head_;
+  ir::Dim key_dim_, value_dim_, heads_, key_per_head_, value_per_head_, kv_per_head_;
   double att_dropout_;
 };
 

@@ -78,6 +78,12 @@ inline Tensor mod(const Tensor& a, const Tensor& b,
                   std::source_location loc = std::source_location::current()) {
   return elementwise(ir::NodeKind::kMod, a, b, loc);
 }
+/// a to the power b, elementwise (floats; a negative base wants an integral
+/// exponent). Example: `nn::pow(nn::relu(x), nn::constant(b, 2.0))`.
+inline Tensor pow(const Tensor& a, const Tensor& b,
+                  std::source_location loc = std::source_location::current()) {
+  return elementwise(ir::NodeKind::kPow, a, b, loc);
+}
 /// Elementwise min / max. Example: `nn::maximum(x, nn::constant(b, 0.0))` is relu.
 inline Tensor minimum(const Tensor& a, const Tensor& b,
                       std::source_location loc = std::source_location::current()) {

@@ -1,28 +1,94 @@
 #include "compiler/nn/transformer.h"
 
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "compiler/nn/builder.h"
 
 namespace retc::nn {
+namespace {
+
+// A dropout rate in [0, 1) and an activation nn::activation knows, else the
+// layer is rejected at the user's line.
+void check_options(Module& m, const TransformerOptions& o) {
+  for (auto [name, rate] : {std::pair<const char*, double>{"dropout", o.dropout()},
+                            {"att_dropout", o.att_dropout()},
+                            {"act_dropout", o.act_dropout()}}) {
+    if (!(rate >= 0 && rate < 1))
+      m.reject(absl::StrCat(m.describe(), ": ", name, " must be in [0, 1), got ", rate));
+  }
+  static constexpr const char* kActivations[] = {"relu",    "gelu", "swish",      "tanh",
+                                                 "sigmoid", "elu",  "relu_square"};
+  if (std::find(std::begin(kActivations), std::end(kActivations), o.ff_activation()) ==
+      std::end(kActivations)) {
+    m.reject(absl::StrCat(m.describe(), ": ff_activation \"", o.ff_activation(),
+                          "\" is not one of relu, gelu, swish, tanh, sigmoid, elu, relu_square"));
+  }
+}
+
+// Dropout of a residual branch or of the feed-forward activation, on `dim`
+// only with dropout_broadcast (rf's default), else elementwise.
+Tensor layer_dropout(const Tensor& x, double rate, const ir::Dim& dim, const TransformerOptions& o,
+                     std::source_location loc) {
+  if (rate == 0.0) return x;
+  return dropout(x, rate,
+                 o.dropout_broadcast() ? std::vector<ir::Dim>{dim} : std::vector<ir::Dim>{}, loc);
+}
+
+// ff2(act_dropout(activation(ff1(x)))).
+Tensor feed_forward(const Linear& ff1, const Linear& ff2, const TransformerOptions& o,
+                    const Tensor& x, std::source_location loc) {
+  Tensor h = ff1.forward(x, loc);
+  if (o.ff_activation() == "relu_square") {
+    h = relu(h, loc);
+    h = mul(h, h, loc);
+  } else {
+    h = activation(h, o.ff_activation(), loc);
+  }
+  return ff2.forward(layer_dropout(h, o.act_dropout(), ff1.out_dim(), o, loc), loc);
+}
+
+// A residual branch: pre-norm x + dropout(f(norm(x))), post-norm
+// norm(x + dropout(f(x))).
+Tensor residual(const Tensor& x, const LayerNorm& norm, const TransformerOptions& o,
+                const std::function<Tensor(const Tensor&)>& f, std::source_location loc) {
+  if (o.norm_first())
+    return add(x, layer_dropout(f(norm.forward(x, loc)), o.dropout(), o.model_dim(), o, loc), loc);
+  return norm.forward(add(x, layer_dropout(f(x), o.dropout(), o.model_dim(), o, loc), loc), loc);
+}
+
+SelfAttentionOptions self_attention_options(const TransformerOptions& o) {
+  return SelfAttentionOptions(o.model_dim(), o.model_dim(), o.model_dim(), o.num_heads())
+      .att_dropout(o.att_dropout())
+      .qkv_bias(o.qkv_bias())
+      .proj_bias(o.proj_bias());
+}
+
+}  // namespace
 
 TransformerEncoderLayer::TransformerEncoderLayer(const TransformerOptions& o)
-    : Module("transformer_encoder_layer"), dropout_(o.dropout()) {
+    : Module("transformer_encoder_layer"), opts_(o) {
+  check_options(*this, o);
   const ir::Dim& model_dim = o.model_dim();
   const ir::Dim& ff_dim = o.ff_dim();
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
-  self_att = register_module("self_att", std::make_shared<SelfAttention>(SelfAttentionOptions(
-                                             model_dim, model_dim, model_dim, o.num_heads())));
+  self_att =
+      register_module("self_att", std::make_shared<SelfAttention>(self_attention_options(o)));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
-  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));
+  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim, o.ff_bias()));
+  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim, o.ff_bias()));
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& input, const ir::Dim& axis,
                                         std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
-    Tensor h =
-        add(x, dropout(self_att->forward(ln1->forward(x, loc), axis, loc), dropout_, {}, loc), loc);
-    Tensor ff = ff2->forward(relu(ff1->forward(ln2->forward(h, loc), loc), loc), loc);
-    return add(h, dropout(ff, dropout_, {}, loc), loc);
+    Tensor h = residual(
+        x, *ln1, opts_, [&](const Tensor& y) { return self_att->forward(y, axis, loc); }, loc);
+    return residual(
+        h, *ln2, opts_, [&](const Tensor& y) { return feed_forward(*ff1, *ff2, opts_, y, loc); },
+        loc);
   });
 }
 
@@ -41,7 +107,8 @@ std::shared_ptr<ModuleList> layer_stack(const TransformerOptions& o) {
 TransformerEncoder::TransformerEncoder(const TransformerOptions& o)
     : Module("transformer_encoder") {
   layers = register_module("layers", layer_stack<TransformerEncoderLayer>(o));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
+  if (o.final_norm())
+    final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
 }
 
 Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
@@ -50,27 +117,30 @@ Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
     Tensor h = x;
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<TransformerEncoderLayer>(i)->forward(h, axis, loc);
-    return final_norm->forward(h, loc);
+    return final_norm ? final_norm->forward(h, loc) : h;
   });
 }
 
 TransformerDecoderLayer::TransformerDecoderLayer(const TransformerOptions& o)
-    : Module("transformer_decoder_layer"), dropout_(o.dropout()) {
+    : Module("transformer_decoder_layer"), opts_(o) {
+  check_options(*this, o);
   const ir::Dim& model_dim = o.model_dim();
   const ir::Dim& ff_dim = o.ff_dim();
-  const int64_t num_heads = o.num_heads();
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
   self_att = register_module(
-      "self_att",
-      std::make_shared<SelfAttention>(
-          SelfAttentionOptions(model_dim, model_dim, model_dim, num_heads).causal(true)));
+      "self_att", std::make_shared<SelfAttention>(self_attention_options(o).causal(true)));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
   cross_att = register_module(
       "cross_att",
-      std::make_shared<CrossAttention>(model_dim, model_dim, model_dim, model_dim, num_heads));
+      std::make_shared<CrossAttention>(
+          CrossAttentionOptions(model_dim, model_dim, model_dim, model_dim, o.num_heads())
+              .att_dropout(o.att_dropout())
+              .qkv_bias(o.qkv_bias())
+              .proj_bias(o.proj_bias())
+              .fused_kv(o.cross_att_fused_kv())));
   ln3 = register_module("ln3", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim));
-  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim));
+  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim, o.ff_bias()));
+  ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim, o.ff_bias()));
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& input, const ir::Dim& axis,
@@ -93,20 +163,21 @@ Tensor TransformerDecoderLayer::body(const Tensor& input,
                                      const Tensor& memory, const ir::Dim& memory_axis,
                                      std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
-    Tensor h = add(x, dropout(self_attend(ln1->forward(x, loc)), dropout_, {}, loc), loc);
-    h = add(h,
-            dropout(cross_att->forward(ln2->forward(h, loc), memory, memory_axis, loc), dropout_,
-                    {}, loc),
-            loc);
-    Tensor ff = ff2->forward(relu(ff1->forward(ln3->forward(h, loc), loc), loc), loc);
-    return add(h, dropout(ff, dropout_, {}, loc), loc);
+    Tensor h = residual(x, *ln1, opts_, self_attend, loc);
+    h = residual(
+        h, *ln2, opts_,
+        [&](const Tensor& y) { return cross_att->forward(y, memory, memory_axis, loc); }, loc);
+    return residual(
+        h, *ln3, opts_, [&](const Tensor& y) { return feed_forward(*ff1, *ff2, opts_, y, loc); },
+        loc);
   });
 }
 
 TransformerDecoder::TransformerDecoder(const TransformerOptions& o)
     : Module("transformer_decoder") {
   layers = register_module("layers", layer_stack<TransformerDecoderLayer>(o));
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
+  if (o.final_norm())
+    final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
 }
 
 Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, const Tensor& memory,
@@ -115,7 +186,7 @@ Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, con
     Tensor h = x;
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<TransformerDecoderLayer>(i)->forward(h, axis, memory, memory_axis, loc);
-    return final_norm->forward(h, loc);
+    return final_norm ? final_norm->forward(h, loc) : h;
   });
 }
 
@@ -125,7 +196,7 @@ Tensor TransformerDecoder::step(const Tensor& input, Loop& loop, const Tensor& m
     Tensor h = x;
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<TransformerDecoderLayer>(i)->step(h, loop, memory, memory_axis, loc);
-    return final_norm->forward(h, loc);
+    return final_norm ? final_norm->forward(h, loc) : h;
   });
 }
 

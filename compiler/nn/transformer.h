@@ -1,9 +1,10 @@
-// Pre-norm Transformer encoder and decoder layers and their stacks.
+// Transformer encoder and decoder layers (pre-norm by default) and their stacks.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <source_location>
+#include <string>
 
 #include "compiler/nn/attention.h"
 #include "compiler/nn/layers.h"
@@ -11,7 +12,10 @@
 namespace retc::nn {
 
 /// Options of the Transformer layers and stacks. Example:
-/// `TransformerOptions(model, ff, 8).num_layers(6).dropout(0.1)`.
+/// `TransformerOptions(model, ff, 8).num_layers(6).dropout(0.1)`; RETURNN
+/// frontend's TransformerEncoder/Decoder defaults (rf.encoder.transformer,
+/// rf.decoder.transformer):
+/// `.att_dropout(0.1).act_dropout(0.1).dropout_broadcast(true).qkv_bias(true).cross_att_fused_kv(true)`.
 struct TransformerOptions {
   TransformerOptions(ir::Dim model_dim, ir::Dim ff_dim, int64_t num_heads)
       : model_dim_(model_dim), ff_dim_(ff_dim), num_heads_(num_heads) {}
@@ -22,10 +26,40 @@ struct TransformerOptions {
   RETC_ARG(int64_t, num_layers) = 6;
   /// Of each residual branch.
   RETC_ARG(double, dropout) = 0.1;
+  /// On the attention weights (self- and cross-attention).
+  RETC_ARG(double, att_dropout) = 0.0;
+  /// In the feed-forward block, after the activation.
+  RETC_ARG(double, act_dropout) = 0.0;
+  /// The dropout masks (dropout, act_dropout) vary along the feature dim
+  /// only, shared by every frame and sequence (rf's dropout_broadcast
+  /// default); false: elementwise.
+  RETC_ARG(bool, dropout_broadcast) = false;
+  /// Biases of the attention's input projections (the fused QKV; the
+  /// cross-attention's query, key and value).
+  RETC_ARG(bool, qkv_bias) = false;
+  /// Biases of the attention's output projections.
+  RETC_ARG(bool, proj_bias) = true;
+  /// Biases of the feed-forward block's two linear layers.
+  RETC_ARG(bool, ff_bias) = true;
+  /// The feed-forward activation (nn::activation's names: relu, gelu, swish, ...).
+  RETC_ARG(std::string, ff_activation) = "relu";
+  /// Pre-norm (each branch normalizes its input) or post-norm (each residual
+  /// sum is normalized: Vaswani et al.).
+  RETC_ARG(bool, norm_first) = true;
+  /// A LayerNorm after the last layer of a stack ("final_norm").
+  RETC_ARG(bool, final_norm) = true;
+  /// The cross-attention's key and value projections fused into one `kv`
+  /// (rf's CrossAttention layout).
+  RETC_ARG(bool, cross_att_fused_kv) = false;
 };
 
-/// A pre-norm Transformer encoder layer:
-///   h = x + dropout(self_att(ln1(x)));  y = h + dropout(ff2(relu(ff1(ln2(h)))))
+/// A Transformer encoder layer, pre-norm (the default):
+///   h = x + dropout(self_att(ln1(x)));  y = h + dropout(ff(ln2(h)))
+/// post-norm (norm_first(false)):
+///   h = ln1(x + dropout(self_att(x)));  y = ln2(h + dropout(ff(h)))
+/// with ff = ff2(act_dropout(ff_activation(ff1(.)))), ff1 [model, ff] and
+/// ff2 [ff, model] (biases unless ff_bias(false)). self_att: SelfAttention
+/// with att_dropout, qkv_bias and proj_bias.
 class TransformerEncoderLayer : public Module {
  public:
   explicit TransformerEncoderLayer(const TransformerOptions& opts);
@@ -36,10 +70,11 @@ class TransformerEncoderLayer : public Module {
   std::shared_ptr<Linear> ff1, ff2;
 
  private:
-  double dropout_;
+  TransformerOptions opts_;
 };
 
-/// `num_layers` TransformerEncoderLayers ("layers.0", ...) and a final LayerNorm.
+/// `num_layers` TransformerEncoderLayers ("layers.0", ...) and a final
+/// LayerNorm (unless final_norm(false)).
 class TransformerEncoder : public Module {
  public:
   explicit TransformerEncoder(const TransformerOptions& opts);
@@ -49,8 +84,10 @@ class TransformerEncoder : public Module {
   std::shared_ptr<LayerNorm> final_norm;
 };
 
-/// A pre-norm Transformer decoder layer: causal self-attention, attention
-/// over the encoder output, feed-forward, each residual with dropout.
+/// A Transformer decoder layer: causal self-attention (ln1), attention over
+/// the encoder output (ln2; CrossAttention with att_dropout, qkv_bias,
+/// proj_bias, cross_att_fused_kv), feed-forward (ln3), each a residual
+/// branch with dropout, pre-norm or post-norm as TransformerEncoderLayer.
 class TransformerDecoderLayer : public Module {
  public:
   explicit TransformerDecoderLayer(const TransformerOptions& opts);
@@ -69,10 +106,11 @@ class TransformerDecoderLayer : public Module {
  private:
   Tensor body(const Tensor& x, const std::function<Tensor(const Tensor&)>& self_attend,
               const Tensor& memory, const ir::Dim& memory_axis, std::source_location loc) const;
-  double dropout_;
+  TransformerOptions opts_;
 };
 
-/// `num_layers` TransformerDecoderLayers ("layers.0", ...) and a final LayerNorm.
+/// `num_layers` TransformerDecoderLayers ("layers.0", ...) and a final
+/// LayerNorm (unless final_norm(false)).
 class TransformerDecoder : public Module {
  public:
   explicit TransformerDecoder(const TransformerOptions& opts);

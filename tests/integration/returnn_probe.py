@@ -64,6 +64,22 @@ def constructed(model, binary=None):
     return got
 
 
+def sweep_models():
+    """The sweep's models (tests/sweep_models.cc, as `retc_test_models list` names
+    them); with $RETC_SWEEP_OPS (op names, comma-separated: a developer's
+    narrowing, never set in CI) only those ops' models."""
+    ops = [op for op in os.environ.get("RETC_SWEEP_OPS", "").split(",") if op]
+    models = [line.split()[0] for line in subprocess.run(
+        [os.environ["RETC_TEST_MODELS"], "list"], check=True, capture_output=True, text=True).stdout.splitlines()
+        if line.startswith("sweep:")]
+    if ops:
+        models = [m for m in models if m.split(":")[1] in ops]
+        assert models, "no sweep model of the ops %s" % ops
+    else:
+        assert len(models) >= 100, len(models)
+    return models
+
+
 def reset_batch_dim():
     """Before a TF network in a process that ran a torch step: the eager step
     gave RETURNN's global batch dim torch sizes, which TF must not see."""

@@ -44,6 +44,8 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.loss-values.from_tf loss-values tf
 # ctest-cases: cross_backend.mod-att-dropout.from_tf mod-att-dropout tf
 # ctest-cases: cross_backend.mod-seq2seq.from_tf mod-seq2seq tf
+# ctest-cases: cross_backend.mod-transformer-rf.from_tf mod-transformer-rf tf
+# ctest-cases: cross_backend.mod-transformer-postnorm.from_tf mod-transformer-postnorm tf
 # ctest-cases: cross_backend.mod-conformer-ctc.from_tf mod-conformer-ctc tf
 # ctest-cases: cross_backend.mod-lstm-state.from_tf mod-lstm-state tf
 # ctest-cases: cross_backend.mod-stepwise-decoder.from_tf mod-stepwise-decoder tf
@@ -247,9 +249,7 @@ def sweep():
     the torch model by name; each marked output within 1e-4. Models with
     random values in the step stage are left out: TF's and numpy's generators
     differ (the random op's own test checks its distribution)."""
-    models = [line.split()[0] for line in subprocess.run(
-        [os.environ["RETC_TEST_MODELS"], "list"], check=True, capture_output=True, text=True).stdout.splitlines()
-        if line.startswith("sweep:")]
+    models = returnn_probe.sweep_models()
     rng = numpy.random.RandomState(7)
     compared, skipped, failures = 0, [], []
     for model in models:

@@ -408,7 +408,7 @@ def test_repeat_const():
 
 
 def test_floor_mod():
-    """floor_div and mod (Python's // and %) on ints (negative ones too) and floats, against numpy."""
+    """floor_div and mod (Python's // and %) on ints (negative ones too) and floats, pow on floats, against numpy."""
     net = Net(compile_model("op-floor-mod"), train_flag=False)
     feed = net.feed(3)
     x = net.layer("data:data", feed)
@@ -421,7 +421,8 @@ def test_floor_mod():
             assert list(got[b, :n]) == list(want[b, :n]), (name, got[b, :n], want[b, :n])
     close(net.layer("x_div", feed), numpy.floor_divide(x, numpy.float32(0.7)), 1e-6, "x // 0.7")
     close(net.layer("x_mod", feed), numpy.mod(x, numpy.float32(0.7)), 1e-5, "x % 0.7")
-    print("floor_div and mod match numpy's // and % on int32 (negative too) and float32")
+    close(net.layer("x_pow", feed), numpy.power(numpy.abs(x) + numpy.float32(0.5), x), 1e-5, "(|x| + 0.5) ** x")
+    print("floor_div and mod match numpy's // and % on int32 (negative too) and float32; pow numpy's **")
 
 
 def test_reverse_slice():
@@ -751,10 +752,19 @@ def test_pooling():
 
 
 def test_decoder_causality():
-    """Teacher-forced decoder: the output at target position t depends on
+    """Teacher-forced decoders: the output at target position t depends on
     targets before t only (shift right + causal self-attention), and on the
-    whole source through cross-attention; source padding is masked."""
-    net = Net(compile_model("mod-seq2seq"), train_flag=False)
+    whole source through cross-attention; source padding is masked. The
+    plain layers (mod-seq2seq: RETURNN's fused causal attention) and those
+    with a QKV bias and a fused cross-attention kv (mod-transformer-rf: from
+    primitive ops), and post-norm (mod-transformer-postnorm)."""
+    for model in ("mod-seq2seq", "mod-transformer-rf", "mod-transformer-postnorm"):
+        _check_decoder_causality(model)
+        returnn_probe.reset_batch_dim()
+
+
+def _check_decoder_causality(model):
+    net = Net(compile_model(model), train_flag=False)
     feed = net.feed(7)
     src, tgt = net.net.extern_data.data["data"], net.net.extern_data.data["classes"]
     src_lens, tgt_lens = seq_lens(net, feed, "data"), seq_lens(net, feed, "classes")
@@ -784,7 +794,66 @@ def test_decoder_causality():
     feed[src.placeholder] = x
     padded = net.layer("output", feed)
     close(padded[short], again[short], 1e-5, "source padding is masked")
-    print("decoder: causal over targets, sees the whole source, source padding masked")
+    print("%s: causal over targets, sees the whole source, source padding masked" % model)
+
+
+def _ir_param_shapes(model):
+    """{param path: shape} of MODEL's IR (dump-ir's JSON)."""
+    ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], check=True,
+                                   capture_output=True, text=True).stdout)
+    sizes = {d["id"]: d.get("size") for d in ir["dims"]}
+    return {p["path"]: [sizes[d] for d in p["dims"]] for p in ir["params"]}
+
+
+def _rf_transformer_shapes(with_bias):
+    """{param name: shape} of RETURNN frontend's own TransformerEncoder and
+    TransformerDecoder (rf.encoder.transformer, rf.decoder.transformer) with
+    the dims of mod-transformer-rf (vocab 6, model 8, 2 heads, 2 layers, ff
+    4 x model: rf's default): rf's defaults, or without biases (rf's
+    with_bias=False in the feed-forward, self- and cross-attention)."""
+    import returnn.frontend as rf
+    from returnn.frontend.decoder.transformer import FeedForward, TransformerDecoder
+    from returnn.frontend.encoder.transformer import TransformerEncoder
+    from returnn.tensor import Dim
+
+    rf.select_backend_torch()
+    vocab, model = Dim(6, name="vocab"), Dim(8, name="model")
+    enc_opts, dec_opts = {}, {}
+    if not with_bias:
+        enc_opts = dec_opts = dict(ff=rf.build_dict(FeedForward, with_bias=False))
+        enc_opts = dict(enc_opts, layer_opts=dict(self_att=rf.build_dict(rf.SelfAttention, with_bias=False)))
+        dec_opts = dict(dec_opts, layer_opts=dict(self_att=rf.build_dict(rf.CausalSelfAttention, with_bias=False),
+                                                  cross_att=rf.build_dict(rf.CrossAttention, with_bias=False)))
+    encoder = TransformerEncoder(vocab, model, num_layers=2, num_heads=2, **enc_opts)
+    decoder = TransformerDecoder(encoder_dim=model, vocab_dim=vocab, model_dim=model, num_layers=2, num_heads=2,
+                                 **dec_opts)
+    shapes = {}
+    for prefix, module in (("encoder", encoder), ("decoder", decoder)):
+        for name, param in module.named_parameters():
+            shapes["%s.%s" % (prefix, name)] = [d.dimension for d in param.dims]
+    return shapes
+
+
+def test_transformer_rf_params():
+    """The built-in Transformer layers with options build the same params as
+    RETURNN frontend's own Transformer encoder and decoder, with biases (rf's
+    defaults: mod-transformer-rf) and without (mod-transformer-rf-nobias):
+    the same number of params of each shape, and the same total. (Both
+    models run in RETURNN on both targets: test_structure, the decoder
+    causality test and the cross-backend cases.)"""
+    for model, with_bias in (("mod-transformer-rf", True), ("mod-transformer-rf-nobias", False)):
+        ours, theirs = _ir_param_shapes(model), _rf_transformer_shapes(with_bias)
+        def count(shapes):
+            counts = {}
+            for shape in shapes.values():
+                counts[tuple(shape)] = counts.get(tuple(shape), 0) + 1
+            return counts
+        assert count(ours) == count(theirs), "%s: params by shape: retc %s, rf %s\nretc: %s\nrf: %s" % (
+            model, sorted(count(ours).items()), sorted(count(theirs).items()), sorted(ours), sorted(theirs))
+        total = sum(int(numpy.prod(s)) for s in ours.values())
+        assert total == sum(int(numpy.prod(s)) for s in theirs.values())
+        print("%s: %d params (%d values), shape for shape as rf's TransformerEncoder + TransformerDecoder%s" % (
+            model, len(ours), total, "" if with_bias else " with with_bias=False"))
 
 
 def test_cond():
@@ -1087,10 +1156,7 @@ def test_sweep():
     sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
     import retc_runtime
 
-    models = [line.split()[0] for line in subprocess.run(
-        [BIN, "list"], check=True, capture_output=True, text=True).stdout.splitlines()
-        if line.startswith("sweep:")]
-    assert len(models) >= 100, len(models)
+    models = returnn_probe.sweep_models()
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
@@ -1122,9 +1188,7 @@ def test_sweep_torch():
     sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
     import retc_runtime
 
-    models = [line.split()[0] for line in subprocess.run(
-        [BIN, "list"], check=True, capture_output=True, text=True).stdout.splitlines()
-        if line.startswith("sweep:")]
+    models = returnn_probe.sweep_models()
     failures, ran, refused = [], 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for model in models:
