@@ -190,8 +190,9 @@ std::string stage_selector(const std::vector<StageGraph>& stages) {
 
 namespace {
 
-// The schedule's and the updater's entries that differ from RETURNN's defaults.
-void schedule_entries(const TrainingSetup& t, std::string& out) {
+// The schedule's and the updater's entries that differ from RETURNN's defaults;
+// keeps_every_seq (forward, search): without the training's length limit.
+void schedule_entries(const TrainingSetup& t, bool keeps_every_seq, std::string& out) {
   if (!t.learning_rates.empty()) {
     std::vector<PyValue> lrs(t.learning_rates.begin(), t.learning_rates.end());
     out += format_assignment("learning_rates", PyValue::list(std::move(lrs)));
@@ -227,7 +228,7 @@ void schedule_entries(const TrainingSetup& t, std::string& out) {
   if (t.accumulate_gradients > 1)
     out += format_assignment("accum_grad_multiple_step", t.accumulate_gradients);
   if (!t.chunking.empty()) out += format_assignment("chunking", t.chunking);
-  if (!t.max_seq_length.empty()) {
+  if (!t.max_seq_length.empty() && !keeps_every_seq) {
     PyValue m = PyValue::dict();
     for (const auto& [key, n] : t.max_seq_length) m.set(key, n);
     out += format_assignment("max_seq_length", m);
@@ -248,7 +249,9 @@ std::string training_entries(const ConfigOptions& opts,
   out += format_assignment("max_seqs", t.max_seqs);
   out += format_assignment("optimizer", t.optimizer);
   out += format_assignment("learning_rate", t.learning_rate);
-  schedule_entries(t, out);
+  // Forward and search keep every sequence: without the length limit
+  // (RETURNN's torch engine refuses it there, TF's search too).
+  schedule_entries(t, opts.task.task == Task::kForward || opts.task.task == Task::kSearch, out);
   out += format_assignment("num_epochs", t.num_epochs);
   out += format_assignment("random_seed", t.random_seed);
   for (const auto& [k, v] : after_seed) out += format_assignment(k, v);

@@ -5,7 +5,8 @@
 # entries, training runs 4 epochs, the learning-rate file shows the warm-up
 # rates for epochs 1 and 2 and the control's rates after them (within its
 # bounds), and chunking makes more steps per epoch than whole sequences
-# would (1000 sequences, at most 10 per batch: 100). Usage: setup_options.sh [torch]
+# would (1000 sequences, at most 10 per batch: 100); forward runs without the
+# length limit. Usage: setup_options.sh [torch]
 # ctest-variants: tf torch
 # ctest-cost: 70
 source "$(dirname "$0")/lib.sh"
@@ -43,3 +44,9 @@ pass "$backend: warm-up rates, the control's rates within bounds, chunked batche
 grep -Fx "retc: finished epoch 1 ($(tail -n 2 "$TMP/log1" | head -n 1 | sed -E 's/.*\((.*)\)$/\1/'))" "$TMP/log1" >/dev/null ||
   fail "not epoch 1: $(tail -n 2 "$TMP/log1")"
 expect_final_error "$TMP/log1" 0.5 "setup-options, 1 epoch ($backend)"
+
+# Forward keeps every sequence: its config has no length limit (RETURNN's
+# torch engine refuses max_seq_length in forward and search).
+"$RETC_TEST_MODELS" forward setup-options --backend "$backend" --workdir "$TMP/w1" -o "$TMP/f.hdf" \
+  >"$TMP/fwd" 2>&1 || { tail -n 5 "$TMP/fwd"; fail "retc forward setup-options --backend $backend"; }
+pass "$backend: forward after training with max_seq_length: $(tail -n 1 "$TMP/fwd")"
