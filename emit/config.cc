@@ -274,7 +274,9 @@ std::string device_entry(const ConfigOptions& opts) {
 }
 
 std::string beam_entry(const ConfigOptions& opts) {
-  return opts.task.task == Task::kSearch ? format_assignment("beam_size", opts.task.beam) : "";
+  if (opts.task.task != Task::kSearch) return "";
+  return format_assignment("beam_size", opts.task.beam) +
+         format_assignment("length_normalization", opts.task.length_normalization);
 }
 
 std::string task_entries(const ConfigOptions& opts,

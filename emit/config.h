@@ -177,6 +177,10 @@ struct TaskOptions {
   std::string output_file;
   /// Search: the hypotheses each choice keeps (the config's `beam_size`).
   int64_t beam = 12;
+  /// Search: hypotheses ranked by their summed log-probs divided by their
+  /// length (RETURNN's ChoiceLayer default, length_normalization), else by
+  /// the sums (the config's `length_normalization`).
+  bool length_normalization = true;
 };
 
 struct ConfigOptions {
@@ -231,7 +235,8 @@ std::vector<TorchOnlyEntry> torch_only_entries(const ConfigOptions& opts);
 /// The config's `device = "..."` line where one is asked for, else "".
 std::string device_entry(const ConfigOptions& opts);
 
-/// The config's `beam_size = K` line for search (choices refer to it), else "".
+/// The config's `beam_size = K` and `length_normalization` lines for search
+/// (choices refer to them), else "".
 std::string beam_entry(const ConfigOptions& opts);
 
 /// A task's entries after the training setup's: `load` (the checkpoint),

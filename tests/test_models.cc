@@ -1,5 +1,6 @@
 #include "tests/test_models.h"
 
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -48,7 +49,8 @@ class Tagger : public nn::Module {
 };
 
 // A two-layer feed-forward tagger on 12AX data.
-void build_tiny(nn::Builder& b) {
+// The tiny tagger on 12ax's data; returns the data and the classes' dim.
+std::pair<nn::Tensor, Dim> build_tiny_tagger(nn::Builder& b) {
   Dim time = Dim::spatial("time");
   Dim in = Dim::feature("input", 9);
   Dim classes = Dim::feature("classes", 2);
@@ -58,6 +60,28 @@ void build_tiny(nn::Builder& b) {
   auto logits = m->forward(x);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+  return {x, classes};
+}
+
+void build_tiny(nn::Builder& b) { build_tiny_tagger(b); }
+
+// The tiny tagger, and a search whose log-probs are fixed, so that length
+// normalization decides the hypothesis (search_length_norm.sh): over the
+// labels {0: the end, 1}, the first frame has p(0) = 0.4, a frame after a 1
+// p(0) = 0.1; at most 5 frames. By the sum of log-probs "0" is best (-0.92;
+// five 1s: -0.93); by the sum / length five 1s are (-0.19).
+void build_length_norm_search(nn::Builder& b) {
+  const auto [x, classes] = build_tiny_tagger(b);
+  nn::Loop loop(b, Dim::spatial("out_time"));
+  nn::Tensor later = loop.state(nn::constant(b, 0.0, {Dim::batch()}, {x}), {Dim::batch()});
+  nn::Tensor first = nn::constant(b, {std::log(0.4), std::log(0.6)}, classes);
+  nn::Tensor next = nn::constant(b, {std::log(0.1), std::log(0.9)}, classes);
+  nn::Tensor log_probs =
+      nn::where(nn::compare(later, nn::constant(b, 0.5), "greater"), next, first);
+  nn::Tensor label = loop.choice(log_probs, classes);
+  loop.next(later, nn::cast(label, ir::DType::kFloat32));
+  loop.end(nn::compare(label, nn::cast(nn::constant(b, 0.0), ir::DType::kInt32), "equal"), 5);
+  loop.stack(label).mark_as_search_output();
 }
 
 // A deep model: a chain of 200 residual tanh steps, each depending on the one
@@ -241,6 +265,9 @@ std::vector<ModelDef> test_models() {
   ModelDef bad_dataset = def("bad-dataset", "a dataset option RETURNN rejects", build_tiny);
   bad_dataset.training.train.set("no_such_option", 1);
   models.push_back(std::move(bad_dataset));
+  models.push_back(def("length-norm-search",
+                       "the tiny tagger and a fixed search that length normalization decides",
+                       build_length_norm_search));
   // 12ax with longer epochs and per-step log lines, to interrupt mid-epoch.
   ModelDef slow = derive(
       *with_options(configs::model_12ax(), {"train_seqs=1500", "epochs=4"}), [](ModelDef& d) {

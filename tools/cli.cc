@@ -75,11 +75,12 @@ const std::vector<Command>& commands() {
        "options of MODEL: each with its default, what it takes and a line of help. --json:\n"
        "every model with its options as JSON (what the Python package reads)."},
       {"compile",
-       absl::StrCat("compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
-                    "                  [--device auto|cpu|gpu] [--seed N] [--task TASK] [--beam K] "
-                    "[--set NAME=VALUE]\n"
-                    "                  [--distributed]\n",
-                    kProductionUsage),
+       absl::StrCat(
+           "compile MODEL -o FILE [--backend NAME] [--model-dir DIR] [--epochs N]\n"
+           "                  [--device auto|cpu|gpu] [--seed N] [--task TASK] [--beam K]\n"
+           "                  [--length-norm on|off] [--set NAME=VALUE]\n"
+           "                  [--distributed]\n",
+           kProductionUsage),
        absl::StrCat(
            "Compiles MODEL to a complete RETURNN config at FILE (written atomically; nothing is\n"
            "written on error). --model-dir sets where RETURNN keeps checkpoints (default\n"
@@ -88,9 +89,8 @@ const std::vector<Command>& commands() {
            "--device: RETURNN's device, written into the config as asked (auto, the default: none\n"
            "written, RETURNN takes a GPU where there is one), for wherever the config will run.\n"
            "--task eval|forward|search writes the config that task runs on the dev set (as\n"
-           "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K, "
-           "default\n"
-           "12); default train.\n"
+           "`retc eval/forward/search` does, without a checkpoint to load; search: --beam K,\n"
+           "default 12, and --length-norm); default train.\n"
            "--backend picks the target (default tf: RETURNN's TensorFlow net-dict backend).\n"
            "--distributed (torch): the config trains in several processes under torch's launcher\n"
            "(torchrun ... -m returnn FILE, as `retc train --nproc/--nnodes` runs it): RETURNN's\n"
@@ -158,14 +158,16 @@ const std::vector<Command>& commands() {
        "DIR and SET as for eval."},
       {"search",
        "search MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
-       "                  [--beam K] [-o HYPS] [--device auto|cpu|gpu] [--allow-extra-params]\n"
-       "                  [--set NAME=VALUE]",
+       "                  [--beam K] [--length-norm on|off] [-o HYPS] [--device auto|cpu|gpu]\n"
+       "                  [--allow-extra-params] [--set NAME=VALUE]",
        "Decodes a dataset with MODEL's search output (mark_as_search_output: a loop's\n"
        "choices, kept in beams of K hypotheses (default 12), or a CTC decoding), writes the\n"
        "best hypothesis of each sequence to HYPS in RETURNN's search output format (\"py\":\n"
        "{seq_tag: \"label label ...\"}) and prints the sequence error and the label error\n"
        "(edit distance per reference label) against the dataset's 'classes'; the last line\n"
-       "is the label error. CKPT, DIR and SET as for eval."},
+       "is the label error. --length-norm on (the default, RETURNN's): hypotheses are ranked\n"
+       "by their log-probs' sum divided by their length (the end label included); off: by\n"
+       "the sum. CKPT, DIR and SET as for eval."},
       {"convert-checkpoint",
        "convert-checkpoint MODEL --from tf|torch IN OUT [--allow-extra-params] [--set NAME=VALUE]",
        "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
@@ -580,15 +582,21 @@ absl::StatusOr<emit::Task> task_arg(const Args& a) {
   return absl::InvalidArgumentError("--task must be train, eval, forward or search");
 }
 
-// --beam: a positive integer (default 12).
-absl::StatusOr<int64_t> beam_arg(const Args& a) {
-  int64_t beam = 12;
+// Search's options into `t`: --beam, a positive integer (default 12);
+// --length-norm on|off (default on, as RETURNN's ChoiceLayer).
+absl::Status search_args(const Args& a, emit::TaskOptions& t) {
   if (auto it = a.flags.find("--beam"); it != a.flags.end()) {
-    if (!absl::SimpleAtoi(it->second, &beam) || beam < 1)
+    if (!absl::SimpleAtoi(it->second, &t.beam) || t.beam < 1)
       return absl::InvalidArgumentError(
           absl::StrCat("--beam needs a positive integer, got '", it->second, "'"));
   }
-  return beam;
+  if (auto it = a.flags.find("--length-norm"); it != a.flags.end()) {
+    if (it->second != "on" && it->second != "off")
+      return absl::InvalidArgumentError(
+          absl::StrCat("--length-norm must be on or off, got '", it->second, "'"));
+    t.length_normalization = it->second == "on";
+  }
+  return absl::OkStatus();
 }
 
 int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
@@ -608,14 +616,12 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
   if (distributed) opts.distributed = opts.device == "cpu" ? "gloo" : "";
   auto task = task_arg(a);
   if (!task.ok()) return usage_error(task.status().message());
-  auto beam = beam_arg(a);
-  if (!beam.ok()) return usage_error(beam.status().message());
+  if (absl::Status s = search_args(a, opts.task); !s.ok()) return usage_error(s.message());
   if (*task != emit::Task::kTrain) {
     // What `retc eval/forward/search` runs, on the dev set, without a checkpoint to load.
     opts.task.task = *task;
     opts.task.data_name = "dev";
     opts.task.data = opts.training.dev;
-    opts.task.beam = *beam;
   }
   auto text = emit::compile_to_config(*m, (*backend)->target, opts);
   if (!text.ok()) return error(text.status());
@@ -926,6 +932,10 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   auto out = a.flags.find("-o");
   if (task == emit::Task::kForward && out == a.flags.end())
     return usage_error("forward needs -o OUT.hdf");
+  emit::TaskOptions search;  // --beam and --length-norm, before anything is looked up
+  if (task == emit::Task::kSearch) {
+    if (absl::Status s = search_args(a, search); !s.ok()) return usage_error(s.message());
+  }
   const std::string workdir = workdir_arg(a, *m, target);
   std::error_code ec;
   std::string checkpoint;
@@ -955,6 +965,8 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   emit::TaskOptions& t = opts.task;
   t.task = task;
   t.load = checkpoint;
+  t.beam = search.beam;
+  t.length_normalization = search.length_normalization;
   const std::string data = a.flags.contains("--data") ? a.flags.at("--data") : "dev";
   if (data == "dev" || data == "train") {
     t.data_name = data;
@@ -967,11 +979,6 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
         {{"class", "HDFDataset"},
          {"files",
           emit::PyValue::list({std::filesystem::absolute(data, ec).lexically_normal().string()})}});
-  }
-  if (task == emit::Task::kSearch) {
-    auto beam = beam_arg(a);
-    if (!beam.ok()) return usage_error(beam.status().message());
-    t.beam = *beam;
   }
   // Written in a private directory next to the output (RETURNN's own temporary
   // files too), renamed into place once complete; the directory is removed
@@ -1227,7 +1234,8 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (!c) return usage_error(absl::StrCat("unknown command '", cmd, "'"));
   std::vector<std::string> valued, boolean;
   if (cmd == "compile") {
-    valued = {"-o", "--model-dir", "--epochs", "--device", "--seed", "--task", "--beam"};
+    valued = {"-o",     "--model-dir", "--epochs", "--device",
+              "--seed", "--task",      "--beam",   "--length-norm"};
     boolean = {"--distributed"};
   }
   if (cmd == "train")
@@ -1246,7 +1254,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
     boolean = {"--allow-extra-params"};
   if (cmd == "eval" || cmd == "train") boolean.push_back("--allow-nonfinite");
   if (cmd == "forward" || cmd == "search") valued.push_back("-o");
-  if (cmd == "search") valued.push_back("--beam");
+  if (cmd == "search") valued.insert(valued.end(), {"--beam", "--length-norm"});
   if (cmd == "dump-ir") {
     valued = {"--format", "--stage", "--after", "--task", "--epoch", "-o"};
     boolean = {"--debug"};

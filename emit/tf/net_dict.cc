@@ -936,12 +936,13 @@ RETC_LOWER(kLoopEnd) { return std::nullopt; }
 
 RETC_LOWER(kChoice) {
   // Beam search over the log-probs' label dim (the config's beam_size);
-  // the hypotheses' scores are their summed log-probs.
+  // the hypotheses' scores are their summed log-probs, ranked divided by
+  // their lengths with the config's length_normalization.
   PyValue layer = l.layer_from("choice", 0);
   layer.set("target", PyValue::none());  // search only
   layer.set("beam_size", PyValue::ref("beam_size"));
   layer.set("input_type", "log_prob");
-  layer.set("length_normalization", false);
+  layer.set("length_normalization", PyValue::ref("length_normalization"));
   return layer;
 }
 

@@ -226,19 +226,26 @@ class _Search:
     """A loop over a new axis: which sequences ended (after the frame where their end
     condition held, that frame included), and their lengths. With a beam `size`, the
     beam search of the loop's choice: the `size` best hypotheses by their summed
-    log-probs (a dim "beam" after the first choice); `follow` takes a value of the
-    hypotheses before this frame's choice to those after it."""
+    log-probs (a dim "beam" after the first choice), with `length_normalization`
+    by those divided by their lengths (as RETURNN's ChoiceLayer: at frame t an
+    ended hypothesis's score is scaled by (t + 1) / t, so that every score is its
+    sum / length times t + 1); `follow` takes a value of the hypotheses before
+    this frame's choice to those after it."""
 
-    def __init__(self, size=None):
-        self.size = size
+    def __init__(self, size=None, length_normalization=False):
+        self.size, self.length_normalization = size, length_normalization
         self.beam = self.prev = self.backrefs = self.scores = None
         self.ended = self.lengths = None
+        self.t = 0
 
     def choose(self, log_probs, labels):
         if self.ended is not None:
             # An ended hypothesis goes on with label 0 at no cost, and only so.
             first = rf.compare(rf.range_over_dim(labels, device=log_probs.device), "==", 0)
             log_probs = rf.where(self.ended, rf.where(first, 0.0, float("-inf")), log_probs)
+            if self.length_normalization and self.scores is not None:
+                self.scores = rf.where(self.ended, self.scores * ((self.t + 1) / self.t), self.scores)
+        self.t += 1
         scores = log_probs if self.scores is None else self.scores + log_probs
         size = labels.dimension * (1 if self.beam is None else self.beam.dimension)
         axes = labels if self.beam is None else [self.beam, labels]

@@ -118,7 +118,7 @@ void write_search_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
   const bool beam = loop.choice.valid();
   w.line("# loop ", id, " over ", t.id(*loop.axis), ", until each ",
          beam ? "hypothesis" : "sequence", " ends", beam ? " (beam search)" : "");
-  w.line(search, " = _Search(", beam ? "beam_size" : "", ")");
+  w.line(search, " = _Search(", beam ? "beam_size, length_normalization" : "", ")");
   std::vector<std::string> states, nexts;
   write_loop_prologue(w, g, t, loops, loop, states, nexts);
   const ChoiceSplit s = split_at_choice(g, loops, id);

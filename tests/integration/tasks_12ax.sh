@@ -42,6 +42,8 @@ expect_error 1 "lacks the param .* \(a checkpoint of another model\?\)" -- \
 [ "$(ls "$TMP" | grep -c 'x.hdf')" -eq 0 ] || fail "a failed forward wrote its output"
 expect_error 2 "^retc: error: --beam needs a positive integer, got '0'" -- \
   "$RETC" search 12ax --backend "$backend" --workdir "$work" --beam 0
+expect_error 2 "^retc: error: --length-norm must be on or off, got 'yes'" -- \
+  "$RETC" search 12ax --backend "$backend" --workdir "$TMP/nowhere" --length-norm yes
 expect_error 1 "^retc: error: model '12ax' has no search output to decode" -- \
   "$RETC" search 12ax --backend "$backend" --workdir "$work"
 expect_error 2 "^retc: error: forward needs -o OUT.hdf" -- "$RETC" forward 12ax --backend "$backend"
