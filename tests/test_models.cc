@@ -67,8 +67,9 @@ void build_tiny(nn::Builder& b) { build_tiny_tagger(b); }
 
 // The tiny tagger, and a search whose log-probs are fixed, so that length
 // normalization decides the hypothesis (search_length_norm.sh): over the
-// labels {0: the end, 1}, the first frame has p(0) = 0.4, a frame after a 1
-// p(0) = 0.1; at most 5 frames. By the sum of log-probs "0" is best (-0.92;
+// labels {0: the end, 1}, the first frame has p(0) = 0.4, every later one
+// p(0) = 0.1 (a state whose next value is a constant from outside the loop:
+// on TF, a layer kept in the loop); at most 5 frames. By the sum of log-probs "0" is best (-0.92;
 // five 1s: -0.93); by the sum / length five 1s are (-0.19).
 void build_length_norm_search(nn::Builder& b) {
   const auto [x, classes] = build_tiny_tagger(b);
@@ -79,7 +80,7 @@ void build_length_norm_search(nn::Builder& b) {
   nn::Tensor log_probs =
       nn::where(nn::compare(later, nn::constant(b, 0.5), "greater"), next, first);
   nn::Tensor label = loop.choice(log_probs, classes);
-  loop.next(later, nn::cast(label, ir::DType::kFloat32));
+  loop.next(later, nn::constant(b, 1.0, {Dim::batch()}, {x}));
   loop.end(nn::compare(label, nn::cast(nn::constant(b, 0.0), ir::DType::kInt32), "equal"), 5);
   loop.stack(label).mark_as_search_output();
 }

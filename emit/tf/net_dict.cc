@@ -124,6 +124,11 @@ class Lowering {
     }
     return PyValue(outside_ref(src, in));
   }
+  // Whether input k is a value from outside this node's loop (a `base:` ref).
+  bool from_outside_loop(size_t k) const {
+    const ir::NodeId in = f_.layer_of[n_.inputs[k].index];
+    return in_loop_ >= 0 && f_.loops.loop_of[in.index] != in_loop_;
+  }
   // `src`'s layer name as seen from this node's loop (see ref).
   std::string outside_ref(const ir::Node& src, ir::NodeId in) const {
     const int32_t src_loop = f_.loops.loop_of[in.index];
@@ -761,6 +766,15 @@ PyValue lower_loop_unstack(const Lowering& l, PyValue& network) {
 
 PyValue lower_loop_next(const Lowering& l) {
   PyValue layer = l.layer_from("copy", 1);
+  if (l.from_outside_loop(1)) {
+    // A next value from outside the loop: RETURNN would move the copy out of
+    // the loop, and its `prev:` (the state) would then need a time axis it
+    // does not have (an AssertionError). Reading its own previous value (and
+    // ignoring it) keeps the layer in the loop.
+    layer = PyValue::dict({{"class", "eval"},
+                           {"from", PyValue::list({PyValue("prev:" + l.node().name), l.ref(1)})},
+                           {"eval", "(source(0), source(1))[1]"}});
+  }
   layer.set("initial_output", "base:" + l.facts().g.node(l.input(0).inputs[0]).name);
   return layer;
 }

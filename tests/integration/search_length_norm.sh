@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Length normalization in beam search, on both targets (TF: RETURNN's
 # ChoiceLayer; torch: retc's _Search), on a search whose log-probs are fixed
-# (test model length-norm-search: p(end) 0.4 in the first frame, 0.1 after a
-# 1; at most 5 frames): `retc search` (--length-norm on, the default, as
+# (test model length-norm-search: p(end) 0.4 in the first frame, 0.1 in every
+# later one, a loop state whose next value comes from outside the loop; at
+# most 5 frames): `retc search` (--length-norm on, the default, as
 # RETURNN's) decodes every sequence to five 1s (best log-prob sum per frame),
 # --length-norm off to the end label at once (best sum). The tagger under it
 # trains one epoch on TF (the search needs a checkpoint), converted for torch.
