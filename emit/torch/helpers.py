@@ -242,7 +242,9 @@ class _Search:
         if self.ended is not None:
             # An ended hypothesis goes on with label 0 at no cost, and only so.
             first = rf.compare(rf.range_over_dim(labels, device=log_probs.device), "==", 0)
-            log_probs = rf.where(self.ended, rf.where(first, 0.0, float("-inf")), log_probs)
+            # (log_probs may lack the beam: the same for every hypothesis.)
+            log_probs = rf.where(self.ended, rf.where(first, 0.0, float("-inf")), log_probs,
+                                 allow_broadcast_all_sources=True)
             if self.length_normalization and self.scores is not None:
                 self.scores = rf.where(self.ended, self.scores * ((self.t + 1) / self.t), self.scores)
         self.t += 1
