@@ -683,8 +683,7 @@ void build_transformer_options(Builder& b) {
   Tensor memory = m->encoder->forward(m->src_embed->forward(src), src_time);
   Tensor dec_in = nn::shift_right(m->tgt_embed->forward(tgt), tgt_time);
   // The logits tied to the target embedding (rf's share_embedding default).
-  Tensor logits = nn::dot(m->decoder->forward(dec_in, tgt_time, memory, src_time),
-                          b.param(m->tgt_embed->weight()), {m->model});
+  Tensor logits = m->tgt_embed->unembed(m->decoder->forward(dec_in, tgt_time, memory, src_time));
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
 }

@@ -167,6 +167,13 @@ Tensor Embedding::forward(const Tensor& ids, std::source_location loc) const {
   });
 }
 
+Tensor Embedding::unembed(const Tensor& input, std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& h) {
+    check_input_dim(*this, h, dim_, "dim", ir::SourceLoc::from(loc));
+    return dot(h, h.builder().param(weight_), {dim_}, loc);
+  });
+}
+
 namespace {
 
 // A (transposed) convolution's kernel dims: "kernel", or "kernel0", "kernel1", ...

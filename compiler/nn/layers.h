@@ -467,6 +467,10 @@ class Embedding : public Module {
   Embedding(ir::Dim vocab, ir::Dim dim);
   Tensor forward(const Tensor& ids,
                  std::source_location loc = std::source_location::current()) const;
+  /// Logits over the vocab from `h` [..., dim]: h . weight, the output layer
+  /// tied to the embedding (weight tying; rf's TransformerDecoder
+  /// share_embedding). Example: `logits = embed->unembed(decoder->forward(...))`.
+  Tensor unembed(const Tensor& h, std::source_location loc = std::source_location::current()) const;
   Parameter& weight() { return weight_; }
 
  private:
