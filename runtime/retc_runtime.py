@@ -311,11 +311,18 @@ def _is_random_state(variable):
     return variable.name.endswith("/random_generator/StateVar:0")
 
 
-def _random_feed(net, rng):
-    """A TF feed dict: random values for every extern data placeholder and its sequence lengths."""
+def _check_batch(config):
+    """The random batch of `retc check` (--batch B --time T, written into the check's
+    config): (sequences, frames of the longest input), default (3, 7)."""
+    return dict(batch=config.int("retc_check_batch", 3), max_time=config.int("retc_check_time", 7))
+
+
+def _random_feed(net, rng, **batch):
+    """A TF feed dict: random values for every extern data placeholder and its sequence
+    lengths (`batch`: _random_values' sizes)."""
     keys = sorted(net.extern_data.data, key=lambda k: (k != net.extern_data.default_input, k))
     datas = [(k, net.extern_data.data[k]) for k in keys]
-    values, sizes = _random_values(datas, rng)
+    values, sizes = _random_values(datas, rng, **batch)
     feed = {data.placeholder: values[key] for key, data in datas}
     for tag, lens in sizes.items():
         if tag.dyn_size_ext is not None and tag.dyn_size_ext.placeholder is not None:
@@ -357,7 +364,7 @@ def check(config_path):
             losses = tf.constant(float(losses))
         with tf_compat.v1.Session() as session:
             net.initialize_params(session)
-            feed = _random_feed(net, numpy.random.RandomState(1))
+            feed = _random_feed(net, numpy.random.RandomState(1), **_check_batch(config))
             values, loss_value = session.run((fetches, losses), feed_dict=feed)
         outputs = [(name, list(value.shape)) for name, value in sorted(values.items())]
         if not numpy.isfinite(loss_value):
@@ -854,7 +861,7 @@ def check_torch(config_path):
     template.update(config.typed_value("extern_data"), auto_convert=True)
     keys = sorted(template.data, key=lambda k: (k != "data", k))
     datas = [(k, template.data[k]) for k in keys]
-    values, sizes = _random_values(datas, numpy.random.RandomState(1))
+    values, sizes = _random_values(datas, numpy.random.RandomState(1), **_check_batch(config))
     raw = {key: torch.tensor(value) for key, value in values.items()}
     for key, data in datas:
         for tag in data.dims:

@@ -97,10 +97,13 @@ const std::vector<Command>& commands() {
            "torch_distributed, gloo with --device cpu (which RETURNN then needs), else RETURNN's\n"
            "default (nccl for CUDA tensors).\n",
            kProductionHelp)},
-      {"check", "check MODEL [--backend NAME] [--set NAME=VALUE]",
+      {"check", "check MODEL [--backend NAME] [--batch B] [--time T] [--set NAME=VALUE]",
        "Compiles MODEL, constructs its network in RETURNN (tf: TFNetwork.construct_from_dict;\n"
        "torch: the config's get_model), runs one step on random data (torch: train_step and\n"
-       "the backward pass) and prints every variable with its name and shape.\n"
+       "the backward pass) and prints every variable with its name and shape. The random\n"
+       "batch has B sequences (default 3); the first dynamic dim of the input has lengths\n"
+       "T-2 to T (default 7; e.g. --time 1600 for a model that reads raw audio), later ones\n"
+       "(targets) are short.\n"
        "Fails if RETURNN's variables differ from the model's named parameters.\n"
        "TensorFlow's stderr and any traceback go to $TMPDIR/retc-check-MODEL.log."},
       {"train",
@@ -634,6 +637,19 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   if (!m.ok()) return model_arg_error(m.status());
   auto backend = backend_arg(a);
   if (!backend.ok()) return usage_error(backend.status().message());
+  // --batch B (at least 1) and --time T (at least 3: the input's lengths are T-2..T).
+  std::vector<std::pair<std::string, int64_t>> batch;
+  for (const auto& [flag, entry, least] :
+       {std::tuple<const char*, const char*, int64_t>{"--batch", "retc_check_batch", 1},
+        {"--time", "retc_check_time", 3}}) {
+    if (auto it = a.flags.find(flag); it != a.flags.end()) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(it->second, &n) || n < least)
+        return usage_error(absl::StrCat(flag, " needs an integer of at least ", least, ", got '",
+                                        it->second, "'"));
+      batch.emplace_back(entry, n);
+    }
+  }
   const emit::Target& target = (*backend)->target;
   const runtime::Runner& runner = (*backend)->runner;
   auto graph = emit::compile_model(*m, target);
@@ -644,6 +660,8 @@ int cmd_check(const std::vector<ModelDef>& models, const Args& a) {
   emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
   auto text = target.write_config(*graph, opts);
   if (!text.ok()) return error(text.status());
+  // The random batch's size (the runtime's check reads these entries).
+  for (const auto& [entry, n] : batch) *text += emit::format_assignment(entry, n);
   const std::string path = tmp.path() + "/returnn.config";
   if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
   // Kept after the run: TensorFlow's stderr, and the traceback of an error.
@@ -1238,6 +1256,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
               "--seed", "--task",      "--beam",   "--length-norm"};
     boolean = {"--distributed"};
   }
+  if (cmd == "check") valued = {"--batch", "--time"};
   if (cmd == "train")
     valued = {"--workdir",   "--epochs", "--device", "--nproc",   "--nnodes",
               "--node-rank", "--master", "--seed",   "--progress"};

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `retc check 12ax`: RETURNN constructs the network and runs it; its variable
-# names equal the module paths of named_parameters().
+# names equal the module paths of named_parameters(); --batch and --time set
+# the random batch's size.
 # ctest-cost: 50
 source "$(dirname "$0")/lib.sh"
 
@@ -35,3 +36,9 @@ pass "retc check tiny"
 grep -q "^variable sq/weight/param:0 \[6, 6\]$" "$TMP/square.out" || fail "square: sq/weight"
 grep -q "^output output \[3, 7, 2\] " "$TMP/square.out" || fail "square: output shape"
 pass "retc check square (a [hidden, hidden] weight)"
+
+# The random batch's size: --batch 5 --time 40 (the input's longest sequence).
+"$RETC_TEST_MODELS" check square --batch 5 --time 40 >"$TMP/sq2.out" 2>&1 || { cat "$TMP/sq2.out"; fail "check --batch --time"; }
+grep -q "^output output \[5, 40, 2\] " "$TMP/sq2.out" || fail "--batch 5 --time 40: $(grep '^output' "$TMP/sq2.out")"
+expect_error 2 "^retc: error: --time needs an integer of at least 3, got '2'" -- "$RETC" check 12ax --time 2
+pass "retc check --batch 5 --time 40: a [5, 40, 2] output"
