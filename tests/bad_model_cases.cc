@@ -594,6 +594,11 @@ const Case kCases[] = {
        nn::SelfAttentionOptions o(s.in, s.in, s.in, 1);
        b.set_root(std::make_shared<nn::SelfAttention>(o.qkv_bias(true).rel_pos_clipping(4)));  // MISTAKE: bad:self-attention-bias-rel-pos
      }},
+    {"bad:sparse-constant-label", "sparse_constant: the label 3 must be in [0, 3) of the vocab",
+     [](Builder& b) {
+       Setup s(b);
+       nn::sparse_constant(b, 3, s.out);  // MISTAKE: bad:sparse-constant-label
+     }},
     {"bad:conv-stride-zero", "strides must be at least 1, got 0",
      [](Builder& b) {
        Setup s(b);

@@ -308,7 +308,8 @@ void build_repeat_const(Builder& b) {
 
 // floor_div and mod (Python's // and %: rounded down, the remainder with the
 // divisor's sign) on ints (the labels minus 5, by 3) and on floats (by 0.7);
-// pow of floats ((|x| + 0.5) ** x: negative exponents too).
+// pow of floats ((|x| + 0.5) ** x: negative exponents too); a sparse
+// constant (label 2 in every frame) as one-hot vectors.
 void build_floor_mod(Builder& b) {
   Io io(b);
   auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
@@ -319,6 +320,8 @@ void build_floor_mod(Builder& b) {
   nn::floor_div(io.x, nn::constant(b, 0.7)).mark_as_output("x_div");
   nn::mod(io.x, nn::constant(b, 0.7)).mark_as_output("x_mod");
   nn::pow(nn::add(nn::activation(io.x, "abs"), nn::constant(b, 0.5)), io.x).mark_as_output("x_pow");
+  nn::one_hot(nn::sparse_constant(b, 2, io.classes, {Dim::batch(), io.time}, {io.x}))
+      .mark_as_output("label_2");
   io.finish(lin->forward(io.x));
 }
 

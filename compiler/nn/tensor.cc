@@ -271,6 +271,16 @@ Tensor scalar_like(const Tensor& x, double v, std::source_location loc) {
 
 }  // namespace
 
+Tensor sparse_constant(Builder& b, int64_t label, const ir::Dim& vocab, std::vector<ir::Dim> shape,
+                       const std::vector<Tensor>& sizes_from, std::source_location loc) {
+  if (!vocab.size() || vocab.is_dynamic() || label < 0 || label >= *vocab.size())
+    fail(L(loc), absl::StrCat("sparse_constant: the label ", label, " must be in [0, ",
+                              vocab.size() ? absl::StrCat(*vocab.size()) : "?", ") of the vocab ",
+                              vocab.describe()));
+  return as_indices(constant(b, static_cast<double>(label), std::move(shape), sizes_from, loc),
+                    vocab, loc);
+}
+
 Tensor as_indices(const Tensor& x, const ir::Dim& dim, std::source_location loc) {
   Builder& b = builder_of(x, "as_indices", L(loc));
   if (x.type().dtype == ir::DType::kBool)

@@ -278,6 +278,13 @@ Tensor compare(const Tensor& a, const Tensor& b, std::string op,
 /// `x` as `dtype` (dense).
 Tensor cast(const Tensor& x, ir::DType dtype,
             std::source_location loc = std::source_location::current());
+/// A constant label: int32 over `shape`, sparse over `vocab` (0 <= label <
+/// its size), e.g. a decoder's start label as a loop state. Dynamic dims of
+/// `shape` take their sizes from `sizes_from` (as nn::constant).
+/// Example: `loop.state(nn::sparse_constant(b, bos, vocab), {Dim::batch()})`.
+Tensor sparse_constant(Builder& b, int64_t label, const ir::Dim& vocab,
+                       std::vector<ir::Dim> shape = {}, const std::vector<Tensor>& sizes_from = {},
+                       std::source_location loc = std::source_location::current());
 /// Ints `x` as int32 indices into `dim` (sparse over it): positions computed
 /// for nn::gather. Example: `nn::gather(x, nn::as_indices(t + one, time), time)`.
 Tensor as_indices(const Tensor& x, const ir::Dim& dim,

@@ -422,7 +422,11 @@ def test_floor_mod():
     close(net.layer("x_div", feed), numpy.floor_divide(x, numpy.float32(0.7)), 1e-6, "x // 0.7")
     close(net.layer("x_mod", feed), numpy.mod(x, numpy.float32(0.7)), 1e-5, "x % 0.7")
     close(net.layer("x_pow", feed), numpy.power(numpy.abs(x) + numpy.float32(0.5), x), 1e-5, "(|x| + 0.5) ** x")
-    print("floor_div and mod match numpy's // and % on int32 (negative too) and float32; pow numpy's **")
+    label_2 = net.layer("label_2", feed)
+    assert label_2.shape == x.shape[:2] + (3,), label_2.shape
+    close(label_2, numpy.broadcast_to(numpy.eye(3, dtype="float32")[2], label_2.shape), 0, "one_hot(sparse_constant(2))")
+    print("floor_div and mod match numpy's // and % on int32 (negative too) and float32; pow numpy's **; "
+          "sparse_constant a label")
 
 
 def test_reverse_slice():
