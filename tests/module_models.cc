@@ -642,6 +642,32 @@ void build_seq2seq(Builder& b) {
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
 }
 
+// GroupNorm of 6 channels in 3 groups: over each group's channels and the
+// time axis (per sequence, within its length; "gn_time") and per frame
+// ("gn_frame"), on h = a linear layer's output ("h").
+void build_group_norm(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Dim channels = Dim::feature("channels", 6);
+    Net(Dim in, Dim out) : Module("group_norm_net") {
+      in_ = register_module("in", std::make_shared<nn::Linear>(in, channels));
+      over_time = register_module("over_time", std::make_shared<nn::GroupNorm>(channels, 3));
+      per_frame = register_module("per_frame", std::make_shared<nn::GroupNorm>(channels, 3));
+      out_ = register_module("out", std::make_shared<nn::Linear>(channels, out));
+    }
+    std::shared_ptr<nn::Linear> in_, out_;
+    std::shared_ptr<nn::GroupNorm> over_time, per_frame;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor h = m->in_->forward(io.x);
+  h.mark_as_output("h");
+  Tensor over_time = m->over_time->forward(h, {io.time});
+  over_time.mark_as_output("gn_time");
+  Tensor per_frame = m->per_frame->forward(h);
+  per_frame.mark_as_output("gn_frame");
+  io.finish(m->out_->forward(nn::add(over_time, per_frame)));
+}
+
 // Transformer encoder-decoders with the layers' options: kRf, RETURNN
 // frontend's TransformerEncoder/TransformerDecoder defaults (biases
 // everywhere, attention and activation dropout, feature-broadcast dropout,
@@ -859,6 +885,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-shapes", build_shape_ops),
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
+      def("mod-group-norm", build_group_norm),
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),
       def("mod-transformer-postnorm", build_transformer_options<TransformerVariant::kPostNorm>),

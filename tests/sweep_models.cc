@@ -252,6 +252,13 @@ std::vector<Op> ops() {
       },
       true, true);
   module(
+      "group_norm",
+      [](SweepNet& n, const Dims& d) { n.add("m", std::make_shared<nn::GroupNorm>(d.feat, 2)); },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::GroupNorm>(n, "m")->forward(x, {d.time});
+      },
+      true, true);
+  module(
       "self_attention_bias",
       [](SweepNet& n, const Dims& d) {
         n.add("m", std::make_shared<nn::SelfAttention>(

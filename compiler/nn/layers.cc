@@ -152,6 +152,49 @@ Tensor RmsNorm::forward(const Tensor& input, std::source_location loc) const {
   });
 }
 
+GroupNorm::GroupNorm(ir::Dim dim, int64_t num_groups, double epsilon)
+    : Module("group_norm"),
+      dim_(dim),
+      groups_(ir::Dim::feature("groups", num_groups)),
+      per_group_(
+          ir::Dim::feature("per_group", dim.size().value_or(0) / std::max<int64_t>(num_groups, 1))),
+      epsilon_(epsilon) {
+  if (num_groups < 1 || !dim.size() || *dim.size() % num_groups != 0) {
+    reject(
+        absl::StrCat(describe(), ": ", num_groups, " groups must divide the dim ", dim.describe()));
+  }
+  if (!(epsilon > 0)) reject(absl::StrCat(describe(), ": epsilon must be positive, got ", epsilon));
+  scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);
+  bias_ = register_parameter("bias", {dim}, ir::ParamKind::kNormShift);
+}
+
+Tensor GroupNorm::forward(const Tensor& input, const std::vector<ir::Dim>& spatial_axes,
+                          std::source_location loc) const {
+  return call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, dim_, "dim", l);
+    std::vector<ir::Dim> axes = {per_group_};
+    for (const ir::Dim& a : spatial_axes) {
+      if (ir::index_of(x.dims(), a) < 0 || a.is_batch() || a == dim_)
+        fail(l,
+             absl::StrCat(describe(), ": the spatial axis ", a.describe(), " must be an axis of ",
+                          ir::describe(x.dims()), " (not the batch or the channels)"));
+      axes.push_back(a);
+    }
+    Builder& b = x.builder();
+    // Mean and variance over the group's channels and the spatial axes
+    // (reduce leaves out the padding of dynamic ones).
+    Tensor h = split_dims(x, dim_, {groups_, per_group_}, loc);
+    Tensor centered = sub(h, reduce(h, "mean", axes, loc), loc);
+    Tensor variance = reduce(mul(centered, centered, loc), "mean", axes, loc);
+    Tensor normed =
+        mul(centered, activation(add(variance, constant(b, epsilon_, {}, loc), loc), "rsqrt", loc),
+            loc);
+    return add(mul(merge_dims(normed, {groups_, per_group_}, dim_, loc), b.param(scale_), loc),
+               b.param(bias_), loc);
+  });
+}
+
 Embedding::Embedding(ir::Dim vocab, ir::Dim dim) : Module("embedding"), vocab_(vocab), dim_(dim) {
   weight_ = register_parameter("weight", {vocab, dim}, ir::ParamKind::kEmbedding);
 }

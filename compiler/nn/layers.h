@@ -126,6 +126,27 @@ class RmsNorm : public Module {
   Parameter scale_;
 };
 
+/// Group normalization (Wu and He 2018): `dim` split into `num_groups`
+/// groups; each group normalized by its mean and variance over its channels
+/// and, given to forward, `spatial_axes` (torch.nn.GroupNorm and rf's
+/// GroupNormSpatial with the time axis: per sequence, within its length;
+/// without: per frame, rf's GroupNorm), then scale * x + bias per channel.
+/// Params: scale [dim] (norm-scale, 1), bias [dim] (norm-shift, 0).
+/// Example: `GroupNorm(channels, 8)->forward(x, {time})`.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(ir::Dim dim, int64_t num_groups, double epsilon = 1e-5);
+  Tensor forward(const Tensor& x, const std::vector<ir::Dim>& spatial_axes = {},
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& scale() { return scale_; }
+  Parameter& bias() { return bias_; }
+
+ private:
+  ir::Dim dim_, groups_, per_group_;
+  double epsilon_;
+  Parameter scale_, bias_;
+};
+
 /// Options of a convolution over D spatial axes (Conv1dOptions,
 /// Conv2dOptions). Padding "same" keeps ceil(n / stride) positions, "valid"
 /// only full windows. groups > 1: grouped convolution (groups == in == out:

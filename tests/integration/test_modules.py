@@ -801,6 +801,23 @@ def _check_decoder_causality(model):
     print("%s: causal over targets, sees the whole source, source padding masked" % model)
 
 
+def test_group_norm():
+    """GroupNorm (6 channels, 3 groups) against numpy: over each group's channels and
+    the sequence's frames (within its length; torch.nn.GroupNorm's statistics), and
+    per frame (rf's GroupNorm); initial scale 1 and bias 0."""
+    net = Net(compile_model("mod-group-norm"), train_flag=False)
+    feed = net.feed(3)
+    h, lens = net.layer("h", feed), seq_lens(net, feed)
+    over_time, per_frame = net.layer("gn_time", feed), net.layer("gn_frame", feed)
+    for b, n in enumerate(lens):
+        g = h[b, :n].reshape(n, 3, 2).astype("float64")
+        want = (g - g.mean(axis=(0, 2), keepdims=True)) / numpy.sqrt(g.var(axis=(0, 2), keepdims=True) + 1e-5)
+        close(over_time[b, :n], want.reshape(n, 6), 1e-4, "group norm over time, seq %d" % b)
+        want = (g - g.mean(axis=2, keepdims=True)) / numpy.sqrt(g.var(axis=2, keepdims=True) + 1e-5)
+        close(per_frame[b, :n], want.reshape(n, 6), 1e-4, "group norm per frame, seq %d" % b)
+    print("group norm: over time (within each length) and per frame as numpy's, lengths %s" % list(lens))
+
+
 def _ir_param_shapes(model):
     """{param path: shape} of MODEL's IR (dump-ir's JSON)."""
     ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], check=True,
