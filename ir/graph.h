@@ -149,6 +149,9 @@ class Graph {
 };
 
 /// The output type of a node of `kind`; shared by the factory and verifier.
+/// The activation kind's functions (attr func): "relu", "tanh", ...
+const std::vector<absl::string_view>& activation_funcs();
+
 absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
                                       const std::vector<NodeId>& inputs, const NodeSpec& spec);
 

@@ -1265,14 +1265,14 @@ absl::StatusOr<TensorType> infer_pos_encoding(const Graph& g, const std::vector<
   return t;
 }
 
+}  // namespace
+
 const std::vector<absl::string_view>& activation_funcs() {
   static const std::vector<absl::string_view> kFuncs = {
       "relu", "tanh",  "sigmoid", "gelu",     "elu",      "swish", "exp", "log", "abs",
       "sqrt", "rsqrt", "square",  "negative", "softplus", "silu",  "sin", "cos"};
   return kFuncs;
 }
-
-}  // namespace
 
 absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
                                       const std::vector<NodeId>& inputs, const NodeSpec& spec) {

@@ -576,7 +576,7 @@ const Case kCases[] = {
        b.set_root(std::make_shared<nn::CrossAttention>(s.in, s.in, s.in, s.in, 0));  // MISTAKE: bad:cross-attention-zero-heads
      }},
     {"bad:transformer-activation",
-     "ff_activation \"relu2\" is not one of relu, gelu, swish, tanh, sigmoid, elu, relu_square",
+     "ff_activation \"relu2\" is not an activation (nn::activation's or relu_square)",
      [](Builder& b) {
        Setup s(b);
        auto o = nn::TransformerOptions(s.in, s.in, 1).ff_activation("relu2");

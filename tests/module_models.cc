@@ -612,6 +612,48 @@ void build_conformer_ctc(Builder& b) {
   nn::ctc_loss(logits, y, m->encoder->out_axis(time)).mark_as_loss("ctc");
 }
 
+// The Conformer with RETURNN frontend's ConformerEncoder defaults (Transformer-XL
+// relative positions with a QKV bias, depthwise kernel 32, ff 4 x model,
+// swish; its frontend two 3x3 convs of 8 channels, features pooled by 2, time
+// stride 2, a projection without bias) and relu_square feed-forward modules
+// without bias, frame-level CTC on top; test_modules.py compares the
+// encoder's params with rf's own ConformerEncoder's.
+void build_conformer_rf(Builder& b) {
+  Dim time = Dim::spatial("time"), in = Dim::feature("input", 40);
+  Dim label_time = Dim::spatial("label_time"), labels = Dim::feature("labels", 3);
+  Tensor x = b.extern_data("data", {Dim::batch(), time, in});
+  Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("conformer_rf") {
+      Dim model = Dim::feature("model", 16);
+      const auto opts = nn::ConformerOptions()
+                            .num_layers(2)
+                            .num_heads(2)
+                            .conv_kernel(32)
+                            .rel_pos_xl(true)
+                            .att_qkv_bias(true)
+                            .frontend_channels1(8)
+                            .frontend_channels2(8)
+                            .frontend_linear_bias(false);
+      encoder = register_module("encoder", std::make_shared<nn::ConformerEncoder>(
+                                               in, model, Dim::feature("ff", 64), opts));
+      auto other = nn::ConformerOptions(opts).ff_activation("relu_square").ff_bias(false);
+      ff = register_module(
+          "ff", std::make_shared<nn::ConformerFeedForward>(model, Dim::feature("ff", 64), other));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
+    }
+    std::shared_ptr<nn::ConformerEncoder> encoder;
+    std::shared_ptr<nn::ConformerFeedForward> ff;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  Dim with_blank = labels + Dim::feature("blank", 1);
+  auto m = b.set_root(std::make_shared<Net>(in, with_blank));
+  Tensor h = m->encoder->forward(x, time);
+  Tensor logits = m->out_->forward(nn::add(h, m->ff->forward(h)));
+  logits.mark_as_output();
+  nn::ctc_loss(logits, y, m->encoder->out_axis(time)).mark_as_loss("ctc");
+}
+
 // A Transformer encoder-decoder (1 layer each, model 8, ff 16, 2 heads) on
 // sparse source and target sequences, teacher forced.
 void build_seq2seq(Builder& b) {
@@ -886,6 +928,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
       def("mod-group-norm", build_group_norm),
+      def("mod-conformer-rf", build_conformer_rf),
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),
       def("mod-transformer-postnorm", build_transformer_options<TransformerVariant::kPostNorm>),

@@ -32,19 +32,25 @@ ConformerFeedForward::ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim,
                                            const ConformerOptions& opts)
     : Module("conformer_ff"),
       dropout_(opts.dropout()),
-      dropout_broadcast_(opts.dropout_broadcast()) {
-  linear_ff = register_module("linear_ff", std::make_shared<Linear>(model_dim, ff_dim));
-  linear_out = register_module("linear_out", std::make_shared<Linear>(ff_dim, model_dim));
+      dropout_broadcast_(opts.dropout_broadcast()),
+      activation_(opts.ff_activation()) {
+  if (!is_named_activation(activation_))
+    reject(absl::StrCat(describe(), ": ff_activation \"", activation_, "\" is not an activation"));
+  linear_ff =
+      register_module("linear_ff", std::make_shared<Linear>(model_dim, ff_dim, opts.ff_bias()));
+  linear_out =
+      register_module("linear_out", std::make_shared<Linear>(ff_dim, model_dim, opts.ff_bias()));
 }
 
 Tensor ConformerFeedForward::forward(const Tensor& input, std::source_location loc) const {
   return call(input, loc, [&](const Tensor& x) {
-    return linear_out->forward(
-        drop(swish(linear_ff->forward(x, loc), loc), dropout_, dropout_broadcast_, loc), loc);
+    Tensor h = named_activation(linear_ff->forward(x, loc), activation_, loc);
+    return linear_out->forward(drop(h, dropout_, dropout_broadcast_, loc), loc);
   });
 }
 
-ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size)
+ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size,
+                                         double norm_epsilon)
     : Module("conformer_conv"), model_dim_(model_dim), glu_dim_(2 * model_dim) {
   pointwise_conv1 =
       register_module("pointwise_conv1", std::make_shared<Linear>(model_dim, glu_dim_));
@@ -52,7 +58,7 @@ ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size)
       "depthwise_conv",
       std::make_shared<Conv1d>(
           Conv1dOptions(model_dim, model_dim, kernel_size).groups(model_dim.size().value_or(1))));
-  norm = register_module("norm", std::make_shared<BatchNorm>(model_dim));
+  norm = register_module("norm", std::make_shared<BatchNorm>(model_dim, norm_epsilon));
   pointwise_conv2 =
       register_module("pointwise_conv2", std::make_shared<Linear>(model_dim, model_dim));
 }
@@ -76,15 +82,26 @@ ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const Conforme
   ff1_norm = register_module("ff1_norm", std::make_shared<LayerNorm>(model_dim));
   ff1 = register_module("ff1", std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts));
   att_norm = register_module("att_norm", std::make_shared<LayerNorm>(model_dim));
-  self_att = register_module(
-      "self_att", std::make_shared<SelfAttention>(
-                      SelfAttentionOptions(model_dim, model_dim, model_dim, opts.num_heads())
-                          .rel_pos_clipping(opts.rel_pos_clipping())
-                          .att_dropout(opts.att_dropout())
-                          .proj_bias(opts.att_proj_bias())));
+  if (opts.rel_pos_xl()) {
+    rel_pos_att = register_module(
+        "self_att",
+        std::make_shared<RelPosSelfAttention>(
+            RelPosSelfAttentionOptions(model_dim, model_dim, model_dim, opts.num_heads())
+                .att_dropout(opts.att_dropout())
+                .qkv_bias(opts.att_qkv_bias())
+                .proj_bias(opts.att_proj_bias())));
+  } else {
+    self_att = register_module(
+        "self_att", std::make_shared<SelfAttention>(
+                        SelfAttentionOptions(model_dim, model_dim, model_dim, opts.num_heads())
+                            .rel_pos_clipping(opts.rel_pos_clipping())
+                            .att_dropout(opts.att_dropout())
+                            .qkv_bias(opts.att_qkv_bias())
+                            .proj_bias(opts.att_proj_bias())));
+  }
   conv_norm = register_module("conv_norm", std::make_shared<LayerNorm>(model_dim));
-  conv =
-      register_module("conv", std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel()));
+  conv = register_module("conv", std::make_shared<ConformerConvModule>(
+                                     model_dim, opts.conv_kernel(), opts.conv_norm_epsilon()));
   ff2_norm = register_module("ff2_norm", std::make_shared<LayerNorm>(model_dim));
   ff2 = register_module("ff2", std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));
@@ -95,8 +112,11 @@ Tensor ConformerBlock::forward(const Tensor& input, const ir::Dim& axis,
   return call(input, loc, [&](const Tensor& x) {
     Tensor h = residual(x, ff1->forward(ff1_norm->forward(x, loc), loc), dropout_,
                         dropout_broadcast_, 0.5, loc);
-    h = residual(h, self_att->forward(att_norm->forward(h, loc), axis, loc), dropout_,
-                 dropout_broadcast_, 1.0, loc);
+    const Tensor att_in = att_norm->forward(h, loc);
+    h = residual(h,
+                 rel_pos_att ? rel_pos_att->forward(att_in, axis, loc)
+                             : self_att->forward(att_in, axis, loc),
+                 dropout_, dropout_broadcast_, 1.0, loc);
     h = residual(h, conv->forward(conv_norm->forward(h, loc), axis, loc), dropout_,
                  dropout_broadcast_, 1.0, loc);
     h = residual(h, ff2->forward(ff2_norm->forward(h, loc), loc), dropout_, dropout_broadcast_, 0.5,
@@ -120,7 +140,8 @@ ConformerFrontend::ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim,
   conv2 = register_module(
       "conv2",
       std::make_shared<Conv2d>(Conv2dOptions(c1, c2, {3, 3}).stride({opts.time_stride(), 1})));
-  linear = register_module("linear", std::make_shared<Linear>(merged_, model_dim));
+  linear = register_module(
+      "linear", std::make_shared<Linear>(merged_, model_dim, opts.frontend_linear_bias()));
 }
 
 Tensor ConformerFrontend::forward(const Tensor& input, const ir::Dim& time,

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <source_location>
+#include <string>
 
 #include "compiler/nn/attention.h"
 #include "compiler/nn/layers.h"
@@ -24,6 +25,20 @@ struct ConformerOptions {
   RETC_ARG(double, att_dropout) = 0.0;
   /// The self-attention's output projection has a bias.
   RETC_ARG(bool, att_proj_bias) = true;
+  /// The self-attention: Shaw et al.'s learned relative positions
+  /// (SelfAttention with rel_pos_clipping, RETURNN's 2021 Conformer) or,
+  /// with rel_pos_xl(true), Transformer-XL's (RelPosSelfAttention: rf's
+  /// ConformerEncoder default), whose fused QKV has a bias with att_qkv_bias.
+  RETC_ARG(bool, rel_pos_xl) = false;
+  RETC_ARG(bool, att_qkv_bias) = false;
+  /// The feed-forward modules' activation (nn::activation's names; also
+  /// relu_square) and whether their linear layers have biases.
+  RETC_ARG(std::string, ff_activation) = "swish";
+  RETC_ARG(bool, ff_bias) = true;
+  /// The convolution module's batch norm epsilon.
+  RETC_ARG(double, conv_norm_epsilon) = 1e-5;
+  /// The frontend's final Linear has a bias (rf's input_projection has none).
+  RETC_ARG(bool, frontend_linear_bias) = true;
   /// Dropout masks vary along the feature dim only, shared over batch and
   /// time (RETURNN's historical default, rf's `rf_dropout_broadcast`);
   /// false: elementwise, as PyTorch.
@@ -37,8 +52,9 @@ struct ConformerOptions {
   RETC_ARG(bool, gradient_checkpoint) = false;
 };
 
-/// Linear(model, ff) -> swish -> dropout -> Linear(ff, model) (dropout and
-/// its masks from the options).
+/// Linear(model, ff) -> activation (ff_activation, swish) -> dropout ->
+/// Linear(ff, model) (biases unless ff_bias(false); dropout and its masks
+/// from the options).
 class ConformerFeedForward : public Module {
  public:
   ConformerFeedForward(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts = {});
@@ -48,13 +64,14 @@ class ConformerFeedForward : public Module {
  private:
   double dropout_;
   bool dropout_broadcast_;
+  std::string activation_;
 };
 
 /// Pointwise Linear(model, 2*model) -> GLU -> depthwise Conv1d (kernel,
 /// groups = model) -> BatchNorm -> swish -> pointwise Linear(model, model).
 class ConformerConvModule : public Module {
  public:
-  ConformerConvModule(ir::Dim model_dim, int64_t kernel_size);
+  ConformerConvModule(ir::Dim model_dim, int64_t kernel_size, double norm_epsilon = 1e-5);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<Linear> pointwise_conv1, pointwise_conv2;
@@ -66,7 +83,9 @@ class ConformerConvModule : public Module {
 };
 
 /// One block:  x += ½·ff1(ln(x));  x += mhsa(ln(x));  x += conv(ln(x));
-/// x += ½·ff2(ln(x));  y = ln(x)   (each branch with dropout).
+/// x += ½·ff2(ln(x));  y = ln(x)   (each branch with dropout). mhsa is
+/// self_att, or rel_pos_att with rel_pos_xl(true) (its params under
+/// "self_att" too).
 class ConformerBlock : public Module {
  public:
   ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts);
@@ -75,6 +94,7 @@ class ConformerBlock : public Module {
   std::shared_ptr<LayerNorm> ff1_norm, att_norm, conv_norm, ff2_norm, final_norm;
   std::shared_ptr<ConformerFeedForward> ff1, ff2;
   std::shared_ptr<SelfAttention> self_att;
+  std::shared_ptr<RelPosSelfAttention> rel_pos_att;
   std::shared_ptr<ConformerConvModule> conv;
 
  private:

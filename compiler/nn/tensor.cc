@@ -76,6 +76,17 @@ Tensor activation(const Tensor& x, std::string func, std::source_location loc) {
       .add(ir::NodeKind::kActivation, {x}, {ir::attr::Func{std::move(func)}}, L(loc));
 }
 
+Tensor named_activation(const Tensor& x, const std::string& name, std::source_location loc) {
+  if (name != "relu_square") return activation(x, name, loc);
+  Tensor h = activation(x, "relu", loc);
+  return mul(h, h, loc);
+}
+
+bool is_named_activation(const std::string& name) {
+  const auto& funcs = ir::activation_funcs();
+  return name == "relu_square" || std::find(funcs.begin(), funcs.end(), name) != funcs.end();
+}
+
 Tensor relu(const Tensor& x, std::source_location loc) { return activation(x, "relu", loc); }
 Tensor tanh(const Tensor& x, std::source_location loc) { return activation(x, "tanh", loc); }
 Tensor sigmoid(const Tensor& x, std::source_location loc) { return activation(x, "sigmoid", loc); }

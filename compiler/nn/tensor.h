@@ -120,6 +120,13 @@ Tensor sigmoid(const Tensor& x, std::source_location loc = std::source_location:
 /// x * sigmoid(x) (SiLU).
 Tensor swish(const Tensor& x, std::source_location loc = std::source_location::current());
 
+/// `name` on x: an nn::activation function, or "relu_square" (relu(x)^2).
+/// The feed-forward activations of TransformerOptions and ConformerOptions.
+Tensor named_activation(const Tensor& x, const std::string& name,
+                        std::source_location loc = std::source_location::current());
+/// Whether named_activation knows `name`.
+bool is_named_activation(const std::string& name);
+
 /// Dropout with drop probability `rate` (kept values scaled by 1/(1-rate)),
 /// applied in training only. The mask varies along `axes` and is shared
 /// along the other dims; by default it varies along every dim (elementwise,

@@ -1,7 +1,6 @@
 #include "compiler/nn/transformer.h"
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,12 +18,9 @@ void check_options(Module& m, const TransformerOptions& o) {
     if (!(rate >= 0 && rate < 1))
       m.reject(absl::StrCat(m.describe(), ": ", name, " must be in [0, 1), got ", rate));
   }
-  static constexpr const char* kActivations[] = {"relu",    "gelu", "swish",      "tanh",
-                                                 "sigmoid", "elu",  "relu_square"};
-  if (std::find(std::begin(kActivations), std::end(kActivations), o.ff_activation()) ==
-      std::end(kActivations)) {
+  if (!is_named_activation(o.ff_activation())) {
     m.reject(absl::StrCat(m.describe(), ": ff_activation \"", o.ff_activation(),
-                          "\" is not one of relu, gelu, swish, tanh, sigmoid, elu, relu_square"));
+                          "\" is not an activation (nn::activation's or relu_square)"));
   }
 }
 
@@ -40,13 +36,7 @@ Tensor layer_dropout(const Tensor& x, double rate, const ir::Dim& dim, const Tra
 // ff2(act_dropout(activation(ff1(x)))).
 Tensor feed_forward(const Linear& ff1, const Linear& ff2, const TransformerOptions& o,
                     const Tensor& x, std::source_location loc) {
-  Tensor h = ff1.forward(x, loc);
-  if (o.ff_activation() == "relu_square") {
-    h = relu(h, loc);
-    h = mul(h, h, loc);
-  } else {
-    h = activation(h, o.ff_activation(), loc);
-  }
+  Tensor h = named_activation(ff1.forward(x, loc), o.ff_activation(), loc);
   return ff2.forward(layer_dropout(h, o.act_dropout(), ff1.out_dim(), o, loc), loc);
 }
 

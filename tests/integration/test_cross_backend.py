@@ -45,6 +45,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-att-dropout.from_tf mod-att-dropout tf
 # ctest-cases: cross_backend.mod-seq2seq.from_tf mod-seq2seq tf
 # ctest-cases: cross_backend.mod-group-norm.from_tf mod-group-norm tf
+# ctest-cases: cross_backend.mod-conformer-rf.from_tf mod-conformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-rf.from_tf mod-transformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-postnorm.from_tf mod-transformer-postnorm tf
 # ctest-cases: cross_backend.mod-conformer-ctc.from_tf mod-conformer-ctc tf

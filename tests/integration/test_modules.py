@@ -877,6 +877,35 @@ def test_transformer_rf_params():
             model, len(ours), total, "" if with_bias else " with with_bias=False"))
 
 
+def test_conformer_rf_params():
+    """The built-in Conformer with options (mod-conformer-rf's encoder: rel_pos_xl,
+    att_qkv_bias, conv_kernel 32, its frontend's channels and no projection bias)
+    builds RETURNN frontend's own ConformerEncoder defaults with that frontend
+    (ConformerConvSubsample: two 3x3 convs of 8 channels, pool 1x2, time stride
+    2), param for param: the same sizes (layouts differ: rf's conv filters are
+    [out, in, k...]), the same count. (RETURNN runs the model on both targets:
+    the cross-backend case.)"""
+    import returnn.frontend as rf
+    from returnn.frontend.encoder.conformer import ConformerConvSubsample, ConformerEncoder
+    from returnn.tensor import Dim
+
+    rf.select_backend_torch()
+    in_dim, model = Dim(40, name="in"), Dim(16, name="model")
+    frontend = ConformerConvSubsample(in_dim, out_dims=[Dim(8, name="c1"), Dim(8, name="c2")],
+                                      filter_sizes=[(3, 3), (3, 3)], pool_sizes=[(1, 2)], strides=[(1, 1), (2, 1)])
+    encoder = ConformerEncoder(in_dim, model, num_layers=2, num_heads=2, input_layer=frontend)
+    theirs = {n: [d.dimension for d in p.dims] for n, p in encoder.named_parameters()}
+    ours = {k: v for k, v in _ir_param_shapes("mod-conformer-rf").items() if k.startswith("encoder.")}
+
+    def sizes(shapes):
+        return sorted(tuple(sorted(s)) for s in shapes.values())
+
+    assert sizes(ours) == sizes(theirs), "retc %s\nrf %s" % (sorted(ours.items()), sorted(theirs.items()))
+    total = sum(int(numpy.prod(s)) for s in ours.values())
+    print("mod-conformer-rf's encoder: %d params (%d values), size for size as rf's ConformerEncoder" % (
+        len(ours), total))
+
+
 def test_cond():
     """nn::cond on the train flag is RETURNN's cond layer, each branch a subnetwork
     (computed only when taken): training gives the first branch's value,
