@@ -28,6 +28,12 @@ void check_heads(Module& m, int64_t heads, const ir::Dim& key, const ir::Dim& va
     m.reject(absl::StrCat(m.describe(), ": att_dropout must be in [0, 1), got ", att_dropout));
 }
 
+// A dim of `total` / `heads` (0 while either is unknown or invalid: the
+// module rejects those in check_heads).
+ir::Dim per_head(const char* name, const ir::Dim& total, int64_t heads) {
+  return ir::Dim::feature(name, total.size().value_or(0) / std::max<int64_t>(heads, 1));
+}
+
 // Multi-head attention of queries q [..., heads, key/heads] over keys k and
 // values v [..., keys, heads, .../heads] along `keys`: q scaled by
 // 1/sqrt(key/heads), softmax of q . k over `keys` (within its lengths; with
@@ -62,10 +68,8 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
       clipping_(o.rel_pos_clipping()),
       att_dropout_(o.att_dropout()),
       heads_(ir::Dim::feature("heads", o.num_heads())),
-      key_per_head_(ir::Dim::feature(
-          "key_per_head", o.key_dim().size().value_or(0) / std::max<int64_t>(o.num_heads(), 1))),
-      value_per_head_(ir::Dim::feature("value_per_head", o.value_dim().size().value_or(0) /
-                                                             std::max<int64_t>(o.num_heads(), 1))),
+      key_per_head_(per_head("key_per_head", o.key_dim(), o.num_heads())),
+      value_per_head_(per_head("value_per_head", o.value_dim(), o.num_heads())),
       qkv_per_head_(ir::Dim::feature(
           "qkv_per_head", (2 * o.key_dim().size().value_or(0) + o.value_dim().size().value_or(0)) /
                               std::max<int64_t>(o.num_heads(), 1))),
@@ -89,12 +93,10 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
     qkv_bias_ = register_parameter("qkv_bias", {qkv_.dims()[1]}, ir::ParamKind::kBias);
   }
   if (clipping_ > 0) {
-    rel_pos_ =
-        register_parameter("rel_pos",
-                           {ir::Dim::spatial("rel_offsets", 2 * clipping_ + 1),
-                            ir::Dim::feature("key_per_head", key_dim.size().value_or(0) /
-                                                                 std::max<int64_t>(num_heads, 1))},
-                           ir::ParamKind::kWeight);
+    rel_pos_ = register_parameter("rel_pos",
+                                  {ir::Dim::spatial("rel_offsets", 2 * clipping_ + 1),
+                                   per_head("key_per_head", key_dim, num_heads)},
+                                  ir::ParamKind::kWeight);
   }
   proj = register_module(
       "proj", std::make_shared<Linear>(value_dim, o.out_dim().value_or(in_dim), o.proj_bias()));
@@ -162,11 +164,9 @@ RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
       key_dim_(o.key_dim()),
       value_dim_(o.value_dim()),
       heads_(ir::Dim::feature("heads", o.num_heads())),
-      key_per_head_(ir::Dim::feature(
-          "key_per_head", o.key_dim().size().value_or(0) / std::max<int64_t>(o.num_heads(), 1))),
+      key_per_head_(per_head("key_per_head", o.key_dim(), o.num_heads())),
       key_per_head_k_(ir::Dim::feature("key_per_head_k", *key_per_head_.size())),
-      value_per_head_(ir::Dim::feature("value_per_head", o.value_dim().size().value_or(0) /
-                                                             std::max<int64_t>(o.num_heads(), 1))),
+      value_per_head_(per_head("value_per_head", o.value_dim(), o.num_heads())),
       qkv_per_head_(
           ir::Dim::feature("qkv_per_head", 2 * *key_per_head_.size() + *value_per_head_.size())),
       keys_(ir::Dim::spatial("keys")),
@@ -245,10 +245,8 @@ CrossAttention::CrossAttention(const CrossAttentionOptions& o)
       key_dim_(o.key_dim()),
       value_dim_(o.value_dim()),
       heads_(ir::Dim::feature("heads", o.num_heads())),
-      key_per_head_(ir::Dim::feature(
-          "key_per_head", o.key_dim().size().value_or(0) / std::max<int64_t>(o.num_heads(), 1))),
-      value_per_head_(ir::Dim::feature("value_per_head", o.value_dim().size().value_or(0) /
-                                                             std::max<int64_t>(o.num_heads(), 1))),
+      key_per_head_(per_head("key_per_head", o.key_dim(), o.num_heads())),
+      value_per_head_(per_head("value_per_head", o.value_dim(), o.num_heads())),
       kv_per_head_(
           ir::Dim::feature("kv_per_head", *key_per_head_.size() + *value_per_head_.size())),
       att_dropout_(o.att_dropout()) {
