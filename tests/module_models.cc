@@ -817,13 +817,17 @@ void build_select(Builder& b) {
 // The Transformer decoder over a whole sequence (causal self-attention) and
 // step by step in a loop over its frames (SelfAttention::step: the keys and
 // values of the frames so far cached with cum_concat): the same outputs.
+template <bool kRf>
 void build_stepwise_decoder(Builder& b) {
   const Dim tgt_time = Dim::spatial("tgt_time"), src_time = Dim::spatial("src_time");
   const Dim model = Dim::feature("model", 16);
   Tensor dec_in = b.extern_data("data", {Dim::batch(), tgt_time, model});
   Tensor memory = b.extern_data("memory", {Dim::batch(), src_time, model});
-  auto dec = b.set_root(std::make_shared<nn::TransformerDecoder>(
-      nn::TransformerOptions(model, Dim::feature("ff", 32), 4).num_layers(2).dropout(0.0)));
+  auto opts = nn::TransformerOptions(model, Dim::feature("ff", 32), 4).num_layers(2).dropout(0.0);
+  // rf's layers: a QKV bias (the full decoder's causal attention from
+  // primitive ops), a fused cross-attention kv.
+  if (kRf) opts.qkv_bias(true).cross_att_fused_kv(true).att_dropout(0.1);
+  auto dec = b.set_root(std::make_shared<nn::TransformerDecoder>(opts));
   dec->forward(nn::add_positional_encoding(dec_in, tgt_time), tgt_time, memory, src_time)
       .mark_as_output("full");
   nn::Loop loop(b, tgt_time);
@@ -932,7 +936,8 @@ std::vector<ModelDef> module_test_models() {
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),
       def("mod-transformer-postnorm", build_transformer_options<TransformerVariant::kPostNorm>),
-      def("mod-stepwise-decoder", build_stepwise_decoder),
+      def("mod-stepwise-decoder", build_stepwise_decoder<false>),
+      def("mod-stepwise-decoder-rf", build_stepwise_decoder<true>),
       def("mod-lstm-state", build_lstm_state),
       def("op-cond", build_cond),
       def("mod-loop", build_loop),

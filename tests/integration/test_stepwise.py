@@ -2,7 +2,9 @@
 the keys and values of the frames so far cached with cum_concat) gives the
 outputs of the full-sequence decoder (causal self-attention over the whole
 target) on the same input and params, within 1e-5, on both backends
-(test model mod-stepwise-decoder; evaluation, random batch).
+(test models mod-stepwise-decoder, RETURNN's fused causal self-attention,
+and mod-stepwise-decoder-rf, rf's layers: a QKV bias, so primitive ops, and a
+fused cross-attention kv; evaluation, random batch).
 
 Run by ctest as `python test_stepwise.py`.
 """
@@ -16,7 +18,7 @@ import torch_probe
 import returnn_probe
 
 TOL = 1e-5
-MODEL = "mod-stepwise-decoder"
+MODELS = ("mod-stepwise-decoder", "mod-stepwise-decoder-rf")
 
 
 def masked_diff(full, step, lengths):
@@ -27,9 +29,9 @@ def masked_diff(full, step, lengths):
     return worst
 
 
-def tf_check():
+def tf_check(model):
     returnn_probe.reset_batch_dim()  # the torch run's batch size
-    net = returnn_probe.Net(returnn_probe.compile_model(MODEL), train_flag=False)
+    net = returnn_probe.Net(returnn_probe.compile_model(model), train_flag=False)
     feed = net.feed(3)
     with net.graph.as_default():
         lens = net.session.run(net.net.extern_data.data["data"].get_sequence_lengths(), feed_dict=feed)
@@ -38,11 +40,11 @@ def tf_check():
     return full, step, lens
 
 
-def torch_check():
+def torch_check(model):
     import returnn.frontend as rf
     from returnn.torch.data import extern_data as extern_data_util
 
-    tnet = torch_probe.TorchNet(torch_probe.compile_model(MODEL), with_updater=False)
+    tnet = torch_probe.TorchNet(torch_probe.compile_model(model), with_updater=False)
     raw, template = tnet.batch(3)
     extern_data = extern_data_util.raw_dict_to_extern_data(
         raw, extern_data_template=template, device="cpu", with_eval_targets=True)
@@ -55,13 +57,14 @@ def torch_check():
 
 
 def main():
-    for backend, check in (("torch", torch_check), ("tf", tf_check)):
-        full, step, lens = check()
-        assert full.shape == step.shape, (backend, full.shape, step.shape)
-        diff = masked_diff(full, step, lens)
-        print("%s: stepwise vs full decoder %s, lengths %s: max |diff| = %.3g (max |value| %.3g)"
-              % (backend, list(full.shape), list(lens), diff, float(numpy.abs(full).max())))
-        assert diff <= TOL, "%s: the stepwise decoder differs by %g > %g" % (backend, diff, TOL)
+    for model in MODELS:
+        for backend, check in (("torch", torch_check), ("tf", tf_check)):
+            full, step, lens = check(model)
+            assert full.shape == step.shape, (model, backend, full.shape, step.shape)
+            diff = masked_diff(full, step, lens)
+            print("%s on %s: stepwise vs full decoder %s, lengths %s: max |diff| = %.3g (max |value| %.3g)"
+                  % (model, backend, list(full.shape), list(lens), diff, float(numpy.abs(full).max())))
+            assert diff <= TOL, "%s on %s: the stepwise decoder differs by %g > %g" % (model, backend, diff, TOL)
 
 
 if __name__ == "__main__":
