@@ -715,9 +715,11 @@ void build_group_norm(Builder& b) {
 // everywhere, attention and activation dropout, feature-broadcast dropout,
 // a fused cross-attention kv; logits without bias); kRfNoBias, the same
 // without any bias in the attention and feed-forward blocks (rf's
-// with_bias=False); kPostNorm: post-norm, no final norm, relu_square.
-// test_modules.py compares the first two with rf's own modules' params.
-enum class TransformerVariant { kRf, kRfNoBias, kPostNorm };
+// with_bias=False); kLlama: also RMS norms and a gated (SwiGLU) feed-forward
+// (rf's norm=rf.RMSNorm, ff=FeedForwardGated); kPostNorm: post-norm, no
+// final norm, relu_square.
+// test_modules.py compares the first three with rf's own modules' params.
+enum class TransformerVariant { kRf, kRfNoBias, kLlama, kPostNorm };
 template <TransformerVariant V>
 void build_transformer_options(Builder& b) {
   Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
@@ -739,6 +741,8 @@ void build_transformer_options(Builder& b) {
             .proj_bias(bias)
             .ff_bias(bias)
             .cross_att_fused_kv(true);
+        if (V == TransformerVariant::kLlama)
+          opts.rms_norm(true).ff_gated(true).ff_activation("swish");
       }
       src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
       tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
@@ -935,6 +939,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conformer-rf", build_conformer_rf),
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),
+      def("mod-transformer-llama", build_transformer_options<TransformerVariant::kLlama>),
       def("mod-transformer-postnorm", build_transformer_options<TransformerVariant::kPostNorm>),
       def("mod-stepwise-decoder", build_stepwise_decoder<false>),
       def("mod-stepwise-decoder-rf", build_stepwise_decoder<true>),

@@ -33,20 +33,43 @@ Tensor layer_dropout(const Tensor& x, double rate, const ir::Dim& dim, const Tra
                  o.dropout_broadcast() ? std::vector<ir::Dim>{dim} : std::vector<ir::Dim>{}, loc);
 }
 
-// ff2(act_dropout(activation(ff1(x)))).
+// ff2(act_dropout(activation(ff1(x)))); gated: ff1(x) split into a and b,
+// ff2(act_dropout(activation(a) * b)).
 Tensor feed_forward(const Linear& ff1, const Linear& ff2, const TransformerOptions& o,
                     const Tensor& x, std::source_location loc) {
-  Tensor h = named_activation(ff1.forward(x, loc), o.ff_activation(), loc);
-  return ff2.forward(layer_dropout(h, o.act_dropout(), ff1.out_dim(), o, loc), loc);
+  Tensor h = ff1.forward(x, loc);
+  if (o.ff_gated()) {
+    const ir::Dim& ff = ff2.in_dim();
+    const ir::Dim gate = ir::Dim::feature("gate", *ff.size());
+    std::vector<Tensor> ab = split(h, ff1.out_dim(), {ff, gate}, loc);
+    h = mul(named_activation(ab[0], o.ff_activation(), loc), replace_dim(ab[1], gate, ff, loc),
+            loc);
+  } else {
+    h = named_activation(h, o.ff_activation(), loc);
+  }
+  return ff2.forward(layer_dropout(h, o.act_dropout(), ff2.in_dim(), o, loc), loc);
+}
+
+// The norm of a layer or a stack: LayerNorm, or RmsNorm with rms_norm.
+std::shared_ptr<Module> make_norm(const TransformerOptions& o) {
+  if (o.rms_norm()) return std::make_shared<RmsNorm>(o.model_dim());
+  return std::make_shared<LayerNorm>(o.model_dim());
+}
+
+Tensor apply_norm(const Module& norm, const Tensor& x, std::source_location loc) {
+  if (const auto* rms = dynamic_cast<const RmsNorm*>(&norm)) return rms->forward(x, loc);
+  return static_cast<const LayerNorm&>(norm).forward(x, loc);
 }
 
 // A residual branch: pre-norm x + dropout(f(norm(x))), post-norm
 // norm(x + dropout(f(x))).
-Tensor residual(const Tensor& x, const LayerNorm& norm, const TransformerOptions& o,
+Tensor residual(const Tensor& x, const Module& norm, const TransformerOptions& o,
                 const std::function<Tensor(const Tensor&)>& f, std::source_location loc) {
   if (o.norm_first())
-    return add(x, layer_dropout(f(norm.forward(x, loc)), o.dropout(), o.model_dim(), o, loc), loc);
-  return norm.forward(add(x, layer_dropout(f(x), o.dropout(), o.model_dim(), o, loc), loc), loc);
+    return add(x, layer_dropout(f(apply_norm(norm, x, loc)), o.dropout(), o.model_dim(), o, loc),
+               loc);
+  return apply_norm(norm, add(x, layer_dropout(f(x), o.dropout(), o.model_dim(), o, loc), loc),
+                    loc);
 }
 
 SelfAttentionOptions self_attention_options(const TransformerOptions& o) {
@@ -63,11 +86,12 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerOptions& o)
   check_options(*this, o);
   const ir::Dim& model_dim = o.model_dim();
   const ir::Dim& ff_dim = o.ff_dim();
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
+  ln1 = register_module("ln1", make_norm(o));
   self_att =
       register_module("self_att", std::make_shared<SelfAttention>(self_attention_options(o)));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim, o.ff_bias()));
+  ln2 = register_module("ln2", make_norm(o));
+  ff1 = register_module(
+      "ff1", std::make_shared<Linear>(model_dim, o.ff_gated() ? 2 * ff_dim : ff_dim, o.ff_bias()));
   ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim, o.ff_bias()));
 }
 
@@ -97,8 +121,7 @@ std::shared_ptr<ModuleList> layer_stack(const TransformerOptions& o) {
 TransformerEncoder::TransformerEncoder(const TransformerOptions& o)
     : Module("transformer_encoder") {
   layers = register_module("layers", layer_stack<TransformerEncoderLayer>(o));
-  if (o.final_norm())
-    final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
+  if (o.final_norm()) final_norm = register_module("final_norm", make_norm(o));
 }
 
 Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
@@ -107,7 +130,7 @@ Tensor TransformerEncoder::forward(const Tensor& input, const ir::Dim& axis,
     Tensor h = x;
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<TransformerEncoderLayer>(i)->forward(h, axis, loc);
-    return final_norm ? final_norm->forward(h, loc) : h;
+    return final_norm ? apply_norm(*final_norm, h, loc) : h;
   });
 }
 
@@ -116,10 +139,10 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerOptions& o)
   check_options(*this, o);
   const ir::Dim& model_dim = o.model_dim();
   const ir::Dim& ff_dim = o.ff_dim();
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(model_dim));
+  ln1 = register_module("ln1", make_norm(o));
   self_att = register_module(
       "self_att", std::make_shared<SelfAttention>(self_attention_options(o).causal(true)));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(model_dim));
+  ln2 = register_module("ln2", make_norm(o));
   cross_att = register_module(
       "cross_att",
       std::make_shared<CrossAttention>(
@@ -128,8 +151,9 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerOptions& o)
               .qkv_bias(o.qkv_bias())
               .proj_bias(o.proj_bias())
               .fused_kv(o.cross_att_fused_kv())));
-  ln3 = register_module("ln3", std::make_shared<LayerNorm>(model_dim));
-  ff1 = register_module("ff1", std::make_shared<Linear>(model_dim, ff_dim, o.ff_bias()));
+  ln3 = register_module("ln3", make_norm(o));
+  ff1 = register_module(
+      "ff1", std::make_shared<Linear>(model_dim, o.ff_gated() ? 2 * ff_dim : ff_dim, o.ff_bias()));
   ff2 = register_module("ff2", std::make_shared<Linear>(ff_dim, model_dim, o.ff_bias()));
 }
 
@@ -166,8 +190,7 @@ Tensor TransformerDecoderLayer::body(const Tensor& input,
 TransformerDecoder::TransformerDecoder(const TransformerOptions& o)
     : Module("transformer_decoder") {
   layers = register_module("layers", layer_stack<TransformerDecoderLayer>(o));
-  if (o.final_norm())
-    final_norm = register_module("final_norm", std::make_shared<LayerNorm>(o.model_dim()));
+  if (o.final_norm()) final_norm = register_module("final_norm", make_norm(o));
 }
 
 Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, const Tensor& memory,
@@ -176,7 +199,7 @@ Tensor TransformerDecoder::forward(const Tensor& input, const ir::Dim& axis, con
     Tensor h = x;
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<TransformerDecoderLayer>(i)->forward(h, axis, memory, memory_axis, loc);
-    return final_norm ? final_norm->forward(h, loc) : h;
+    return final_norm ? apply_norm(*final_norm, h, loc) : h;
   });
 }
 
@@ -186,7 +209,7 @@ Tensor TransformerDecoder::step(const Tensor& input, Loop& loop, const Tensor& m
     Tensor h = x;
     for (size_t i = 0; i < layers->size(); ++i)
       h = layers->at<TransformerDecoderLayer>(i)->step(h, loop, memory, memory_axis, loc);
-    return final_norm ? final_norm->forward(h, loc) : h;
+    return final_norm ? apply_norm(*final_norm, h, loc) : h;
   });
 }
 

@@ -43,6 +43,13 @@ struct TransformerOptions {
   RETC_ARG(bool, ff_bias) = true;
   /// The feed-forward activation (nn::activation's names: relu, gelu, swish, ...).
   RETC_ARG(std::string, ff_activation) = "relu";
+  /// A gated feed-forward block (GLU variants; SwiGLU with
+  /// ff_activation("swish"), rf's FeedForwardGated): ff1 [model, 2*ff] gives
+  /// a and b, then ff2(act_dropout(ff_activation(a) * b)).
+  RETC_ARG(bool, ff_gated) = false;
+  /// RmsNorm (a scale, no bias) instead of LayerNorm for every norm of the
+  /// layers and stacks (rf's norm=rf.RMSNorm; Llama-style decoders).
+  RETC_ARG(bool, rms_norm) = false;
   /// Pre-norm (each branch normalizes its input) or post-norm (each residual
   /// sum is normalized: Vaswani et al.).
   RETC_ARG(bool, norm_first) = true;
@@ -58,14 +65,15 @@ struct TransformerOptions {
 /// post-norm (norm_first(false)):
 ///   h = ln1(x + dropout(self_att(x)));  y = ln2(h + dropout(ff(h)))
 /// with ff = ff2(act_dropout(ff_activation(ff1(.)))), ff1 [model, ff] and
-/// ff2 [ff, model] (biases unless ff_bias(false)). self_att: SelfAttention
-/// with att_dropout, qkv_bias and proj_bias.
+/// ff2 [ff, model] (biases unless ff_bias(false); ff_gated: see there).
+/// self_att: SelfAttention with att_dropout, qkv_bias and proj_bias. The
+/// norms ln1, ln2: LayerNorm, or RmsNorm with rms_norm(true).
 class TransformerEncoderLayer : public Module {
  public:
   explicit TransformerEncoderLayer(const TransformerOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
-  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<Module> ln1, ln2;
   std::shared_ptr<SelfAttention> self_att;
   std::shared_ptr<Linear> ff1, ff2;
 
@@ -81,7 +89,7 @@ class TransformerEncoder : public Module {
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<ModuleList> layers;
-  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Module> final_norm;
 };
 
 /// A Transformer decoder layer: causal self-attention (ln1), attention over
@@ -98,7 +106,7 @@ class TransformerDecoderLayer : public Module {
   /// self-attention over the frames so far (SelfAttention::step).
   Tensor step(const Tensor& x, Loop& loop, const Tensor& memory, const ir::Dim& memory_axis,
               std::source_location loc = std::source_location::current()) const;
-  std::shared_ptr<LayerNorm> ln1, ln2, ln3;
+  std::shared_ptr<Module> ln1, ln2, ln3;
   std::shared_ptr<SelfAttention> self_att;
   std::shared_ptr<CrossAttention> cross_att;
   std::shared_ptr<Linear> ff1, ff2;
@@ -121,7 +129,7 @@ class TransformerDecoder : public Module {
   Tensor step(const Tensor& x, Loop& loop, const Tensor& memory, const ir::Dim& memory_axis,
               std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<ModuleList> layers;
-  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Module> final_norm;
 };
 
 }  // namespace retc::nn

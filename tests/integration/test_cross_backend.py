@@ -48,6 +48,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-conformer-rf.from_tf mod-conformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-rf.from_tf mod-transformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-postnorm.from_tf mod-transformer-postnorm tf
+# ctest-cases: cross_backend.mod-transformer-llama.from_tf mod-transformer-llama tf
 # ctest-cases: cross_backend.mod-conformer-ctc.from_tf mod-conformer-ctc tf
 # ctest-cases: cross_backend.mod-lstm-state.from_tf mod-lstm-state tf
 # ctest-cases: cross_backend.mod-stepwise-decoder.from_tf mod-stepwise-decoder tf

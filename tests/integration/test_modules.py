@@ -826,14 +826,15 @@ def _ir_param_shapes(model):
     return {p["path"]: [sizes[d] for d in p["dims"]] for p in ir["params"]}
 
 
-def _rf_transformer_shapes(with_bias):
+def _rf_transformer_shapes(with_bias, llama=False):
     """{param name: shape} of RETURNN frontend's own TransformerEncoder and
     TransformerDecoder (rf.encoder.transformer, rf.decoder.transformer) with
     the dims of mod-transformer-rf (vocab 6, model 8, 2 heads, 2 layers, ff
     4 x model: rf's default): rf's defaults, or without biases (rf's
-    with_bias=False in the feed-forward, self- and cross-attention)."""
+    with_bias=False in the feed-forward, self- and cross-attention), with
+    `llama` also RMSNorm and FeedForwardGated (ff 32)."""
     import returnn.frontend as rf
-    from returnn.frontend.decoder.transformer import FeedForward, TransformerDecoder
+    from returnn.frontend.decoder.transformer import FeedForward, FeedForwardGated, TransformerDecoder
     from returnn.frontend.encoder.transformer import TransformerEncoder
     from returnn.tensor import Dim
 
@@ -841,7 +842,10 @@ def _rf_transformer_shapes(with_bias):
     vocab, model = Dim(6, name="vocab"), Dim(8, name="model")
     enc_opts, dec_opts = {}, {}
     if not with_bias:
-        enc_opts = dec_opts = dict(ff=rf.build_dict(FeedForward, with_bias=False))
+        enc_opts = dict(ff=rf.build_dict(FeedForward, with_bias=False))
+        if llama:  # FeedForwardGated has no biases by default
+            enc_opts = dict(ff=rf.build_dict(FeedForwardGated, ff_dim=32), norm=rf.RMSNorm)
+        dec_opts = dict(enc_opts)
         enc_opts = dict(enc_opts, layer_opts=dict(self_att=rf.build_dict(rf.SelfAttention, with_bias=False)))
         dec_opts = dict(dec_opts, layer_opts=dict(self_att=rf.build_dict(rf.CausalSelfAttention, with_bias=False),
                                                   cross_att=rf.build_dict(rf.CrossAttention, with_bias=False)))
@@ -858,12 +862,14 @@ def _rf_transformer_shapes(with_bias):
 def test_transformer_rf_params():
     """The built-in Transformer layers with options build the same params as
     RETURNN frontend's own Transformer encoder and decoder, with biases (rf's
-    defaults: mod-transformer-rf) and without (mod-transformer-rf-nobias):
+    defaults: mod-transformer-rf) and without (mod-transformer-rf-nobias; with RMS
+    norms and a gated feed-forward: mod-transformer-llama):
     the same number of params of each shape, and the same total. (Both
     models run in RETURNN on both targets: test_structure, the decoder
     causality test and the cross-backend cases.)"""
-    for model, with_bias in (("mod-transformer-rf", True), ("mod-transformer-rf-nobias", False)):
-        ours, theirs = _ir_param_shapes(model), _rf_transformer_shapes(with_bias)
+    for model, with_bias, llama in (("mod-transformer-rf", True, False), ("mod-transformer-rf-nobias", False, False),
+                                    ("mod-transformer-llama", False, True)):
+        ours, theirs = _ir_param_shapes(model), _rf_transformer_shapes(with_bias, llama)
         def count(shapes):
             counts = {}
             for shape in shapes.values():
@@ -874,7 +880,8 @@ def test_transformer_rf_params():
         total = sum(int(numpy.prod(s)) for s in ours.values())
         assert total == sum(int(numpy.prod(s)) for s in theirs.values())
         print("%s: %d params (%d values), shape for shape as rf's TransformerEncoder + TransformerDecoder%s" % (
-            model, len(ours), total, "" if with_bias else " with with_bias=False"))
+            model, len(ours), total, "" if with_bias else " with with_bias=False" + (
+                ", RMSNorm, FeedForwardGated" if llama else "")))
 
 
 def test_conformer_rf_params():
