@@ -581,13 +581,28 @@ void build_shape_ops(Builder& b) {
   io.finish(m->out_->forward(io.x));
 }
 
+// The extern data of the CTC test models: features [B, time, input] and
+// label sequences [B, label_time] over labels(3); finish: the logits over
+// labels + blank are the output and the CTC loss "ctc" along `axis`.
+struct CtcIo {
+  Dim time = Dim::spatial("time"), in;
+  Dim label_time = Dim::spatial("label_time"), labels = Dim::feature("labels", 3);
+  Dim with_blank = labels + Dim::feature("blank", 1);
+  Tensor x, y;
+  CtcIo(Builder& b, int64_t features) : in(Dim::feature("input", features)) {
+    x = b.extern_data("data", {Dim::batch(), time, in});
+    y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
+  }
+  void finish(const Tensor& logits, const Dim& axis) const {
+    logits.mark_as_output();
+    nn::ctc_loss(logits, y, axis).mark_as_loss("ctc");
+  }
+};
+
 // A 1-block Conformer (frontend with time stride 2, model 8, ff 16, 2
 // heads, conv kernel 3, clipping 2) with CTC over its own label sequences.
 void build_conformer_ctc(Builder& b) {
-  Dim time = Dim::spatial("time"), in = Dim::feature("input", 5);
-  Dim label_time = Dim::spatial("label_time"), labels = Dim::feature("labels", 3);
-  Tensor x = b.extern_data("data", {Dim::batch(), time, in});
-  Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
+  CtcIo io(b, 5);
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("conformer_ctc") {
       Dim model = Dim::feature("model", 8);
@@ -605,11 +620,8 @@ void build_conformer_ctc(Builder& b) {
     std::shared_ptr<nn::ConformerEncoder> encoder;
     std::shared_ptr<nn::Linear> out_;
   };
-  Dim with_blank = labels + Dim::feature("blank", 1);
-  auto m = b.set_root(std::make_shared<Net>(in, with_blank));
-  Tensor logits = m->out_->forward(m->encoder->forward(x, time));
-  logits.mark_as_output();
-  nn::ctc_loss(logits, y, m->encoder->out_axis(time)).mark_as_loss("ctc");
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.with_blank));
+  io.finish(m->out_->forward(m->encoder->forward(io.x, io.time)), m->encoder->out_axis(io.time));
 }
 
 // The Conformer with RETURNN frontend's ConformerEncoder defaults (Transformer-XL
@@ -619,10 +631,7 @@ void build_conformer_ctc(Builder& b) {
 // without bias, frame-level CTC on top; test_modules.py compares the
 // encoder's params with rf's own ConformerEncoder's.
 void build_conformer_rf(Builder& b) {
-  Dim time = Dim::spatial("time"), in = Dim::feature("input", 40);
-  Dim label_time = Dim::spatial("label_time"), labels = Dim::feature("labels", 3);
-  Tensor x = b.extern_data("data", {Dim::batch(), time, in});
-  Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
+  CtcIo io(b, 40);
   struct Net : nn::Module {
     Net(Dim in, Dim out) : Module("conformer_rf") {
       Dim model = Dim::feature("model", 16);
@@ -646,12 +655,9 @@ void build_conformer_rf(Builder& b) {
     std::shared_ptr<nn::ConformerFeedForward> ff;
     std::shared_ptr<nn::Linear> out_;
   };
-  Dim with_blank = labels + Dim::feature("blank", 1);
-  auto m = b.set_root(std::make_shared<Net>(in, with_blank));
-  Tensor h = m->encoder->forward(x, time);
-  Tensor logits = m->out_->forward(nn::add(h, m->ff->forward(h)));
-  logits.mark_as_output();
-  nn::ctc_loss(logits, y, m->encoder->out_axis(time)).mark_as_loss("ctc");
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.with_blank));
+  Tensor h = m->encoder->forward(io.x, io.time);
+  io.finish(m->out_->forward(nn::add(h, m->ff->forward(h))), m->encoder->out_axis(io.time));
 }
 
 // A Transformer encoder-decoder (1 layer each, model 8, ff 16, 2 heads) on
