@@ -1,6 +1,8 @@
 // Test models for the module library and functional ops; the integration
 // test tests/integration/test_modules.py checks each in RETURNN: variable
 // names and shapes equal the IR's, and the param count equals a formula.
+#include <functional>
+
 #include "compiler/nn/conformer.h"
 #include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
@@ -660,34 +662,49 @@ void build_conformer_rf(Builder& b) {
   io.finish(m->out_->forward(nn::add(h, m->ff->forward(h))), m->encoder->out_axis(io.time));
 }
 
-// A Transformer encoder-decoder (1 layer each, model 8, ff 16, 2 heads) on
-// sparse source and target sequences, teacher forced.
-void build_seq2seq(Builder& b) {
+// A Transformer encoder-decoder on sparse source and target sequences over
+// vocab(6), teacher forced: embeddings of model(8), a TransformerEncoder and
+// a TransformerDecoder with `opts` (from the model dim), the logits from a
+// Linear "out" or, `tied`, from the target embedding (Embedding::unembed);
+// the logits are the output, "ce" the loss.
+void build_encoder_decoder(Builder& b, const char* name,
+                           const std::function<nn::TransformerOptions(Dim)>& opts, bool tied) {
   Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
   Dim vocab = Dim::feature("vocab", 6);
   Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
   Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
   struct Net : nn::Module {
-    Net(Dim vocab) : Module("seq2seq") {
-      Dim model = Dim::feature("model", 8), ff = Dim::feature("ff", 16);
-      src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
-      tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
-      const auto opts = nn::TransformerOptions(model, ff, 2).num_layers(1);
-      encoder = register_module("encoder", std::make_shared<nn::TransformerEncoder>(opts));
-      decoder = register_module("decoder", std::make_shared<nn::TransformerDecoder>(opts));
-      out_ = register_module("out", std::make_shared<nn::Linear>(model, vocab));
+    Net(const char* name, Dim vocab, const nn::TransformerOptions& o, bool tied) : Module(name) {
+      src_embed =
+          register_module("src_embed", std::make_shared<nn::Embedding>(vocab, o.model_dim()));
+      tgt_embed =
+          register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, o.model_dim()));
+      encoder = register_module("encoder", std::make_shared<nn::TransformerEncoder>(o));
+      decoder = register_module("decoder", std::make_shared<nn::TransformerDecoder>(o));
+      if (!tied) out_ = register_module("out", std::make_shared<nn::Linear>(o.model_dim(), vocab));
     }
     std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
     std::shared_ptr<nn::TransformerEncoder> encoder;
     std::shared_ptr<nn::TransformerDecoder> decoder;
     std::shared_ptr<nn::Linear> out_;
   };
-  auto m = b.set_root(std::make_shared<Net>(vocab));
+  auto m = b.set_root(std::make_shared<Net>(name, vocab, opts(Dim::feature("model", 8)), tied));
   Tensor memory = m->encoder->forward(m->src_embed->forward(src), src_time);
   Tensor dec_in = nn::shift_right(m->tgt_embed->forward(tgt), tgt_time);
-  Tensor logits = m->out_->forward(m->decoder->forward(dec_in, tgt_time, memory, src_time));
+  Tensor h = m->decoder->forward(dec_in, tgt_time, memory, src_time);
+  Tensor logits = m->out_ ? m->out_->forward(h) : m->tgt_embed->unembed(h);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
+}
+
+// 1 layer each, ff 16, 2 heads, the plain layers.
+void build_seq2seq(Builder& b) {
+  build_encoder_decoder(
+      b, "seq2seq",
+      [](Dim model) {
+        return nn::TransformerOptions(model, Dim::feature("ff", 16), 2).num_layers(1);
+      },
+      false);
 }
 
 // GroupNorm of 6 channels in 3 groups: over each group's channels and the
@@ -716,57 +733,35 @@ void build_group_norm(Builder& b) {
   io.finish(m->out_->forward(nn::add(over_time, per_frame)));
 }
 
-// Transformer encoder-decoders with the layers' options: kRf, RETURNN
-// frontend's TransformerEncoder/TransformerDecoder defaults (biases
-// everywhere, attention and activation dropout, feature-broadcast dropout,
-// a fused cross-attention kv; logits without bias); kRfNoBias, the same
-// without any bias in the attention and feed-forward blocks (rf's
-// with_bias=False); kLlama: also RMS norms and a gated (SwiGLU) feed-forward
-// (rf's norm=rf.RMSNorm, ff=FeedForwardGated); kPostNorm: post-norm, no
-// final norm, relu_square.
-// test_modules.py compares the first three with rf's own modules' params.
+// Encoder-decoders (2 layers each, ff 32, 2 heads) with the layers'
+// options: kRf, RETURNN frontend's TransformerEncoder/TransformerDecoder
+// defaults (biases everywhere, attention and activation dropout,
+// feature-broadcast dropout, a fused cross-attention kv, the logits tied to
+// the target embedding: share_embedding); kRfNoBias, the same without any
+// bias in the attention and feed-forward blocks (rf's with_bias=False);
+// kLlama: also RMS norms and a gated (SwiGLU) feed-forward (rf's
+// norm=rf.RMSNorm, ff=FeedForwardGated); kPostNorm: post-norm, no final
+// norm, relu_square. test_modules.py compares the first three with rf's own
+// modules' params.
 enum class TransformerVariant { kRf, kRfNoBias, kLlama, kPostNorm };
 template <TransformerVariant V>
 void build_transformer_options(Builder& b) {
-  Dim src_time = Dim::spatial("src_time"), tgt_time = Dim::spatial("tgt_time");
-  Dim vocab = Dim::feature("vocab", 6);
-  Tensor src = b.extern_data("data", {Dim::batch(), src_time}, ir::DType::kInt32, vocab);
-  Tensor tgt = b.extern_data("classes", {Dim::batch(), tgt_time}, ir::DType::kInt32, vocab);
-  struct Net : nn::Module {
-    explicit Net(Dim vocab) : Module("transformer_options") {
-      Dim ff = Dim::feature("ff", 32);
-      auto opts = nn::TransformerOptions(model, ff, 2).num_layers(2);
-      if (V == TransformerVariant::kPostNorm) {
-        opts.norm_first(false).final_norm(false).ff_activation("relu_square");
-      } else {
-        const bool bias = V == TransformerVariant::kRf;
-        opts.att_dropout(0.1)
-            .act_dropout(0.1)
-            .dropout_broadcast(true)
-            .qkv_bias(bias)
-            .proj_bias(bias)
-            .ff_bias(bias)
-            .cross_att_fused_kv(true);
-        if (V == TransformerVariant::kLlama)
-          opts.rms_norm(true).ff_gated(true).ff_activation("swish");
-      }
-      src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(vocab, model));
-      tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(vocab, model));
-      encoder = register_module("encoder", std::make_shared<nn::TransformerEncoder>(opts));
-      decoder = register_module("decoder", std::make_shared<nn::TransformerDecoder>(opts));
-    }
-    Dim model = Dim::feature("model", 8);
-    std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
-    std::shared_ptr<nn::TransformerEncoder> encoder;
-    std::shared_ptr<nn::TransformerDecoder> decoder;
+  auto opts = [](Dim model) {
+    auto o = nn::TransformerOptions(model, Dim::feature("ff", 32), 2).num_layers(2);
+    if (V == TransformerVariant::kPostNorm)
+      return o.norm_first(false).final_norm(false).ff_activation("relu_square");
+    const bool bias = V == TransformerVariant::kRf;
+    o.att_dropout(0.1)
+        .act_dropout(0.1)
+        .dropout_broadcast(true)
+        .qkv_bias(bias)
+        .proj_bias(bias)
+        .ff_bias(bias)
+        .cross_att_fused_kv(true);
+    if (V == TransformerVariant::kLlama) o.rms_norm(true).ff_gated(true).ff_activation("swish");
+    return o;
   };
-  auto m = b.set_root(std::make_shared<Net>(vocab));
-  Tensor memory = m->encoder->forward(m->src_embed->forward(src), src_time);
-  Tensor dec_in = nn::shift_right(m->tgt_embed->forward(tgt), tgt_time);
-  // The logits tied to the target embedding (rf's share_embedding default).
-  Tensor logits = m->tgt_embed->unembed(m->decoder->forward(dec_in, tgt_time, memory, src_time));
-  logits.mark_as_output();
-  nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");
+  build_encoder_decoder(b, "transformer_options", opts, true);
 }
 
 // A loop over time: an Elman RNN h_t = tanh(W x_t + U h_{t-1} + b) and a
