@@ -5,6 +5,7 @@
 // nn_test.cc checks the same through the API.
 #include <cmath>
 
+#include "compiler/nn/audio.h"
 #include "compiler/nn/conformer.h"
 #include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
@@ -598,6 +599,16 @@ const Case kCases[] = {
      [](Builder& b) {
        Setup s(b);
        nn::sparse_constant(b, 3, s.out);  // MISTAKE: bad:sparse-constant-label
+     }},
+    {"bad:stft-fft-length", "stft: frame_length (400) must be at least 2, frame_step (160) at least 1, and fft_length (256) at least frame_length",
+     [](Builder& b) {
+       Setup s(b);
+       nn::stft(nn::reduce(s.x, "sum", {s.in}), s.time, 400, 160, 256);  // MISTAKE: bad:stft-fft-length
+     }},
+    {"bad:mel-filterbank-range", "mel_filterbank: needs 0 <= f_min < f_max and a positive sampling rate, got f_min 9000, f_max 8000",
+     [](Builder& b) {
+       Setup s(b);
+       nn::mel_filterbank(s.x, s.in, s.out, 16000, 9000);  // MISTAKE: bad:mel-filterbank-range
      }},
     {"bad:conv-stride-zero", "strides must be at least 1, got 0",
      [](Builder& b) {

@@ -3,6 +3,7 @@
 // names and shapes equal the IR's, and the param count equals a formula.
 #include <functional>
 
+#include "compiler/nn/audio.h"
 #include "compiler/nn/conformer.h"
 #include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
@@ -733,6 +734,25 @@ void build_group_norm(Builder& b) {
   io.finish(m->out_->forward(nn::add(over_time, per_frame)));
 }
 
+// Log-mel features of raw 16 kHz audio [B, samples, 1] inside the model
+// (80 filters, 25 ms windows every 10 ms, 512-point FFT: rf's defaults), its
+// power spectrum marked too; then a linear layer and CTC on the frames.
+void build_log_mel(Builder& b) {
+  const Dim samples = Dim::spatial("samples"), label_time = Dim::spatial("label_time");
+  const Dim mel = Dim::feature("mel", 80), labels = Dim::feature("labels", 3);
+  Tensor audio = b.extern_data("data", {Dim::batch(), samples, Dim::feature("raw", 1)});
+  Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, labels);
+  auto out = b.set_root(std::make_shared<nn::Linear>(mel, labels + Dim::feature("blank", 1)));
+  nn::LogMel f = nn::log_mel_filterbank_from_raw(audio, samples, mel);
+  f.features.mark_as_output("log_mel");
+  nn::Spectrum s =
+      nn::stft(nn::reduce(audio, "sum", {audio.dims().back()}), samples, 400, 160, 512);
+  nn::power_spectrum(s).mark_as_output("power");
+  Tensor logits = out->forward(f.features);
+  logits.mark_as_output();
+  nn::ctc_loss(logits, y, f.frames).mark_as_loss("ctc");
+}
+
 // Encoder-decoders (2 layers each, ff 32, 2 heads) with the layers'
 // options: kRf, RETURNN frontend's TransformerEncoder/TransformerDecoder
 // defaults (biases everywhere, attention and activation dropout,
@@ -937,6 +957,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-conformer-ctc", build_conformer_ctc),
       def("mod-seq2seq", build_seq2seq),
       def("mod-group-norm", build_group_norm),
+      def("mod-log-mel", build_log_mel),
       def("mod-conformer-rf", build_conformer_rf),
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),

@@ -29,6 +29,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/nn/audio.h"
 #include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
 #include "tests/test_models.h"
@@ -138,6 +139,14 @@ std::vector<Op> ops() {
   unary(
       "shift_right", [](Builder&, const Dims& d, T x) { return nn::shift_right(x, d.time); }, true);
   unary("concat", [](Builder&, const Dims& d, T x) { return nn::concat(x, d.feat, x, d.feat); });
+  // feat as 3 FFT bins (an FFT of 4), 2 mel filters at 16 kHz.
+  unary("mel_filterbank",
+        [](Builder&, const Dims& d, T x) { return nn::mel_filterbank(x, d.feat, d.out, 16000.0); });
+  // Windows of 3 frames every 2, an FFT of 4: the power spectrum.
+  unary(
+      "stft",
+      [](Builder&, const Dims& d, T x) { return nn::power_spectrum(nn::stft(x, d.time, 3, 2, 4)); },
+      true);
   unary("slice",
         [](Builder&, const Dims& d, T x) { return nn::slice(x, d.feat, 1, Dim::feature("s", 2)); });
   unary("split_merge", [](Builder&, const Dims& d, T x) {
@@ -307,7 +316,7 @@ std::vector<Op> ops() {
 enum class Situation { kPlain, kBroadcast, kLoop, kState, kNoFeat, kStatic, kMask };
 
 // The ops that take any dims (no feature dim needed): the `state` situation,
-// and with pooling over time the `nofeat` and `static` ones.
+// and with pooling and the STFT over time the `nofeat` and `static` ones.
 bool takes_any_dims(const std::string& op) {
   static const char* kOps[] = {"add",
                                "sub",
@@ -416,9 +425,10 @@ std::vector<ModelDef> sweep_test_models() {
           std::pair{Situation::kMask, "mask"}}) {
       if (s == Situation::kLoop && op.needs_time) continue;
       if (s == Situation::kState && !takes_any_dims(op.name)) continue;
-      bool pooling = std::string_view(op.name).starts_with("pool_");
+      bool over_time = std::string_view(op.name).starts_with("pool_") ||
+                       std::string_view(op.name) == "stft";
       if ((s == Situation::kNoFeat || s == Situation::kStatic) &&
-          !(takes_any_dims(op.name) || pooling)) {
+          !(takes_any_dims(op.name) || over_time)) {
         continue;
       }
       // Masking the padding needs a dynamic axis (on a static one: an error at the call).

@@ -117,9 +117,10 @@ class Net:
                 self.updater.init_optimizer_vars(self.session)
                 self.updater.set_learning_rate(self.config.float("learning_rate", 1.0), session=self.session)
 
-    def feed(self, seed=1):
+    def feed(self, seed=1, **batch):
+        """Random extern data as `retc check` makes it (`batch`: its sizes, batch and max_time)."""
         with self.graph.as_default():
-            return _random_feed(self.net, numpy.random.RandomState(seed))
+            return _random_feed(self.net, numpy.random.RandomState(seed), **batch)
 
     def params(self):
         """{variable name: value} of every param."""

@@ -45,6 +45,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-att-dropout.from_tf mod-att-dropout tf
 # ctest-cases: cross_backend.mod-seq2seq.from_tf mod-seq2seq tf
 # ctest-cases: cross_backend.mod-group-norm.from_tf mod-group-norm tf
+# ctest-cases: cross_backend.mod-log-mel.from_tf mod-log-mel tf
 # ctest-cases: cross_backend.mod-conformer-rf.from_tf mod-conformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-rf.from_tf mod-transformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-postnorm.from_tf mod-transformer-postnorm tf
@@ -146,10 +147,19 @@ def masked(value, names, lengths):
     return value
 
 
-def compare(net, tnet, what):
+# Models whose random batch needs more frames than `retc check`'s 7: raw audio
+# (a 400-sample STFT window; lengths 1,998 to 2,000 samples).
+BATCH = {"mod-log-mel": dict(max_time=2000)}
+# Outputs compared relative to their largest value: the power spectrum of 400
+# random N(0, 1) samples per window reaches about 1e3 (float32's rounding there:
+# 1e-4).
+RELATIVE = {("mod-log-mel", "power")}
+
+
+def compare(net, tnet, what, model):
     """Every marked output (the TF layer of the mark's name) on the same batch."""
-    feed = net.feed(5)
-    outputs = torch_outputs(tnet, tnet.batch(5))
+    feed = net.feed(5, **BATCH.get(model, {}))
+    outputs = torch_outputs(tnet, tnet.batch(5, **BATCH.get(model, {})))
     assert outputs, what + ": no outputs"
     for name, out in sorted(outputs.items()):
         a, names, lengths = tf_output(net, feed, name)
@@ -165,7 +175,8 @@ def compare(net, tnet, what):
         scale = float(numpy.abs(a).max())
         print("%s: %s %s %s, max |tf - torch| = %.3g (max |value| %.3g)" % (
             what, name, names, list(a.shape), diff, scale))
-        assert diff <= TOL, "%s: %s differs by %g > %g" % (what, name, diff, TOL)
+        tol = TOL * max(1.0, scale) if (model, name) in RELATIVE else TOL
+        assert diff <= tol, "%s: %s differs by %g > %g" % (what, name, diff, tol)
 
 
 def convert(model, src, in_path, out_path):
@@ -191,7 +202,7 @@ def main(model, src=None):
     if model not in CONVERTED:
         tnet = TorchNet(torch_config, with_updater=False)
         tnet.pt_model.load_state_dict(state, strict=True)
-        return compare(net, tnet, model + " tf -> torch")
+        return compare(net, tnet, model + " tf -> torch", model)
     with net.graph.as_default():
         global_step = tf_compat.v1.train.get_or_create_global_step()
         net.session.run(global_step.initializer)
@@ -205,7 +216,7 @@ def main(model, src=None):
     ckpt = torch.load(pt, weights_only=False)
     assert ckpt["epoch"] == 3, ckpt["epoch"]
     tnet.pt_model.load_state_dict(ckpt["model"], strict=True)
-    compare(net, tnet, model + " tf -> torch")
+    compare(net, tnet, model + " tf -> torch", model)
 
 
 def perturb_tf(net, rng):
@@ -242,7 +253,7 @@ def torch_to_tf(model, tf_config, torch_config, rng, tmp):
     net = Net(tf_config, train_flag=False)
     with net.graph.as_default():
         net.net.load_params_from_file(prefix, session=net.session)
-    compare(net, tnet, model + " torch -> tf")
+    compare(net, tnet, model + " torch -> tf", model)
 
 
 def sweep():
@@ -267,7 +278,7 @@ def sweep():
             net = Net(tf_config, train_flag=False)
             tnet = TorchNet(torch_config, with_updater=False)
             tnet.pt_model.load_state_dict(perturb_tf(net, rng)[1], strict=True)
-            compare(net, tnet, model)
+            compare(net, tnet, model, model)
             net.close()
             compared += 1
         except Exception as exc:  # noqa: BLE001: every failure is reported below

@@ -818,6 +818,74 @@ def test_group_norm():
     print("group norm: over time (within each length) and per frame as numpy's, lengths %s" % list(lens))
 
 
+def _test_audio(lengths, seed=3):
+    """Speech-like test signals at 16 kHz: a few harmonics of a gliding pitch
+    and some noise, a different mix per sequence; zero-padded to the longest."""
+    rng = numpy.random.RandomState(seed)
+    audio = numpy.zeros((len(lengths), max(lengths)), dtype="float32")
+    for b, n in enumerate(lengths):
+        t = numpy.arange(n) / 16000.0
+        f0 = rng.uniform(90, 220) * (1 + 0.2 * t)
+        wave = sum(rng.uniform(0.1, 1) / h * numpy.sin(2 * numpy.pi * h * f0 * t + rng.uniform(0, 6)) for h in range(1, 9))
+        audio[b, :n] = 0.3 * wave + 0.02 * rng.normal(size=n)
+    return audio
+
+
+def test_log_mel():
+    """Log-mel features in the model (nn::log_mel_filterbank_from_raw: 80 filters, 25 ms
+    windows every 10 ms, 512-point FFT) equal RETURNN frontend's own
+    log_mel_filterbank_from_raw (rf.stft's FFT on torch) on the same audio, 3
+    sequences of different lengths, within 1e-4; the frames per sequence as
+    rf counts them; the power spectrum equals torch.stft's |X|^2 (TF/SciPy
+    alignment: the 400-sample window left in the 512-point frame)."""
+    import torch
+    import returnn.frontend as rf
+    from returnn.tensor import Dim, Tensor as RfTensor
+
+    net = Net(compile_model("mod-log-mel"), train_flag=False)
+    lengths = [16000, 9137, 4000]
+    audio = _test_audio(lengths)
+    data = net.net.extern_data.data["data"]
+    feed = {data.placeholder: audio[:, :, None], data.get_sequence_lengths(): numpy.array(lengths, dtype="int32")}
+    got, power = net.layer("log_mel", feed), net.layer("power", feed)
+    frames = net.run(net.net.get_layer("log_mel").output.get_sequence_lengths(), feed)
+
+    rf.select_backend_torch()
+    batch, time, mel = Dim(len(lengths), name="batch"), Dim(None, name="time"), Dim(80, name="mel")
+    time.dyn_size_ext = RfTensor("lens", dims=[batch], dtype="int32", raw_tensor=torch.tensor(lengths, dtype=torch.int32))
+    x = RfTensor("audio", dims=[batch, time], dtype="float32", raw_tensor=torch.tensor(audio))
+    want, out_time = rf.audio.log_mel_filterbank_from_raw(x, in_spatial_dim=time, out_dim=mel)
+    want_frames = out_time.dyn_size_ext.raw_tensor.numpy()
+    assert list(frames) == list(want_frames), (frames, want_frames)
+    want = want.copy_transpose([batch, out_time, mel]).raw_tensor.numpy()
+    # Both against the float64 truth (numpy's FFT, rf's filter matrix): float32
+    # rounding in either, relative to each frame's energy (printed).
+    from returnn.frontend.audio.mel import _mel_filter_bank_matrix_np
+    filters = _mel_filter_bank_matrix_np(f_min=0, f_max=8000, sampling_rate=16000, fft_size=512, nr_of_filters=80)
+    hann = 0.5 - 0.5 * numpy.cos(2 * numpy.pi * numpy.arange(400) / 400)
+    worst = {"rf": 0.0, "truth": 0.0, "rf_truth": 0.0}
+    for b, n in enumerate(frames):
+        signal = audio[b].astype("float64")
+        windows = numpy.stack([signal[t * 160:t * 160 + 400] * hann for t in range(n)])
+        truth = numpy.log10(numpy.maximum(numpy.abs(numpy.fft.rfft(windows, 512)) ** 2 @ filters, 1e-10))
+        for key, a, b_ in (("rf", got, want), ("truth", got, None), ("rf_truth", want, None)):
+            ref = b_[b, :n] if b_ is not None else truth
+            worst[key] = max(worst[key], float(numpy.abs(a[b, :n] - ref).max()))
+    assert worst["rf"] <= 1e-4, ("log-mel: max |retc - rf|", worst)
+    window = torch.nn.functional.pad(torch.hann_window(400), (0, 112))
+    for b, n in enumerate(frames):
+        signal = torch.nn.functional.pad(torch.tensor(audio[b, :lengths[b]]), (0, 112))  # as rf.stft
+        spec = torch.stft(signal, n_fft=512, hop_length=160, win_length=512,
+                          window=window, center=False, return_complex=True)
+        want_power = (spec.abs() ** 2).numpy().T  # [frames, 257]
+        assert want_power.shape[0] == n, (want_power.shape, n)
+        scale = float(want_power.max())
+        close(power[b, :n] / scale, want_power / scale, 1e-5, "power spectrum, sequence %d" % b)
+    print("log-mel of %s samples (%s frames): max |retc - rf| = %.3g; against float64 numpy: retc %.3g, "
+          "rf %.3g; the power spectrum = torch.stft's" % (
+              lengths, [int(n) for n in frames], worst["rf"], worst["truth"], worst["rf_truth"]))
+
+
 def _ir_param_shapes(model):
     """{param path: shape} of MODEL's IR (dump-ir's JSON)."""
     ir = json.loads(subprocess.run([BIN, "dump-ir", model, "--format", "json"], check=True,
