@@ -791,6 +791,15 @@ absl::StatusOr<TensorType> infer_cumsum(const Graph& g, const std::vector<NodeId
   return x;
 }
 
+absl::StatusOr<TensorType> infer_log_cumsum_exp(const Graph& g, const std::vector<NodeId>& in,
+                                                const NodeSpec& spec) {
+  const TensorType& x = g.node(in[0]).type;
+  RETURN_IF_ERROR(array_axis(NodeKind::kLogCumsumExp, x, spec, /*dense=*/true).status());
+  if (!is_floating(x.dtype))
+    return kind_error(NodeKind::kLogCumsumExp, "needs a float input, got ", x.describe());
+  return x;
+}
+
 absl::StatusOr<TensorType> infer_top_k(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kTopK;
@@ -1401,6 +1410,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_logical_not(g, inputs);
     case NodeKind::kCumsum:
       return infer_cumsum(g, inputs, spec);
+    case NodeKind::kLogCumsumExp:
+      return infer_log_cumsum_exp(g, inputs, spec);
     case NodeKind::kTopK:
       return infer_top_k(g, inputs, spec);
     case NodeKind::kPad:

@@ -283,7 +283,10 @@ struct KindFacts {
   X(RawLayer, "raw_layer", KindFacts(KindFacts::kVariadic).step(),                                 \
     R(Layer) R(LayerDims) R(OutDims) R(DType) O(SparseDim))                                        \
     /* a RETURNN TF layer retc does not know: attr layer (JSON; "$k": attr layer_dims[k]) on */    \
-    /* the inputs, of the declared attrs out_dims, dtype[, sparse_dim] */
+    /* the inputs, of the declared attrs out_dims, dtype[, sparse_dim] */                         \
+  X(LogCumsumExp, "log_cumsum_exp", KindFacts(1).pure(),                                           \
+    R(Axis))                                                                                       \
+    /* running logsumexp along attr axis: y[t] = log(exp(x[0]) + ... + exp(x[t])) (floats) */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

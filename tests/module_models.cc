@@ -325,6 +325,9 @@ void build_floor_mod(Builder& b) {
   nn::pow(nn::add(nn::activation(io.x, "abs"), nn::constant(b, 0.5)), io.x).mark_as_output("x_pow");
   nn::one_hot(nn::sparse_constant(b, 2, io.classes, {Dim::batch(), io.time}, {io.x}))
       .mark_as_output("label_2");
+  // Large magnitudes: a naive log(cumsum(exp(x))) overflows.
+  nn::log_cumsum_exp(io.x * nn::constant(b, 100.0), io.time).mark_as_output("x_lcse_time");
+  nn::log_cumsum_exp(io.x, io.in).mark_as_output("x_lcse_feat");
   io.finish(lin->forward(io.x));
 }
 

@@ -139,6 +139,11 @@ std::vector<Op> ops() {
   unary(
       "shift_right", [](Builder&, const Dims& d, T x) { return nn::shift_right(x, d.time); }, true);
   unary("concat", [](Builder&, const Dims& d, T x) { return nn::concat(x, d.feat, x, d.feat); });
+  unary("log_cumsum_exp",
+        [](Builder&, const Dims& d, T x) { return nn::log_cumsum_exp(x, d.feat); });
+  unary(
+      "log_cumsum_exp_time",
+      [](Builder&, const Dims& d, T x) { return nn::log_cumsum_exp(x, d.time); }, true);
   // feat as 3 FFT bins (an FFT of 4), 2 mel filters at 16 kHz.
   unary("mel_filterbank",
         [](Builder&, const Dims& d, T x) { return nn::mel_filterbank(x, d.feat, d.out, 16000.0); });
@@ -425,8 +430,8 @@ std::vector<ModelDef> sweep_test_models() {
           std::pair{Situation::kMask, "mask"}}) {
       if (s == Situation::kLoop && op.needs_time) continue;
       if (s == Situation::kState && !takes_any_dims(op.name)) continue;
-      bool over_time = std::string_view(op.name).starts_with("pool_") ||
-                       std::string_view(op.name) == "stft";
+      bool over_time =
+          std::string_view(op.name).starts_with("pool_") || std::string_view(op.name) == "stft";
       if ((s == Situation::kNoFeat || s == Situation::kStatic) &&
           !(takes_any_dims(op.name) || over_time)) {
         continue;

@@ -765,6 +765,15 @@ Tensor cumsum(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
       .add(ir::NodeKind::kCumsum, {x}, {ir::attr::Axis{axis}}, L(loc));
 }
 
+Tensor log_cumsum_exp(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  Builder& b = builder_of(x, "log_cumsum_exp", L(loc));
+  // Padding frames set to 0 first: a running op reads no later frame, but its
+  // gradient must not meet inf or NaN there.
+  const Tensor in =
+      axis.is_dynamic() && ir::index_of(x.dims(), axis) >= 0 ? mask_padding(x, axis, 0.0, loc) : x;
+  return b.add(ir::NodeKind::kLogCumsumExp, {in}, {ir::attr::Axis{axis}}, L(loc));
+}
+
 std::pair<Tensor, Tensor> top_k(const Tensor& x, const ir::Dim& axis, const ir::Dim& k_dim,
                                 std::source_location loc) {
   Builder& b = builder_of(x, "top_k", L(loc));

@@ -416,6 +416,11 @@ Tensor logical_not(const Tensor& x, std::source_location loc = std::source_locat
 /// The running sum along `axis`: y[t] = x[0] + ... + x[t].
 Tensor cumsum(const Tensor& x, const ir::Dim& axis,
               std::source_location loc = std::source_location::current());
+/// The running logsumexp along `axis`: y[t] = log(exp(x[0]) + ... + exp(x[t]))
+/// (floats; stable for any magnitudes). Example: the forward algorithm of a
+/// transducer's label axis, `nn::log_cumsum_exp(a - c, labels) + c`.
+Tensor log_cumsum_exp(const Tensor& x, const ir::Dim& axis,
+                      std::source_location loc = std::source_location::current());
 /// The k = |k_dim| largest entries of `x` along the static `axis`, in
 /// descending order along the new static `k_dim`, and their indices (int32,
 /// sparse over `axis`). Example: `auto [v, i] = nn::top_k(logits, vocab, Dim::feature("k", 4));`

@@ -903,6 +903,16 @@ RETC_LOWER(kCumsum) {
   return layer;
 }
 
+RETC_LOWER(kLogCumsumExp) {
+  // RETURNN has no layer for it: TF's own op on the axis of the layer's output.
+  PyValue layer = l.layer_from("eval", 0);
+  layer.set("eval",
+            "tf.math.cumulative_logsumexp(source(0), "
+            "axis=self.output.get_axis_from_description(axis))");
+  layer.set("eval_locals", PyValue::dict({{"axis", l.dim_attr<ir::attr::Axis>()}}));
+  return layer;
+}
+
 RETC_LOWER(kTopK) { return lower_top_k(l, network); }
 
 RETC_LOWER(kStack) {

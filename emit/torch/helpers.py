@@ -357,6 +357,12 @@ def _copy_dim(x, *, in_dim, out_dim):
     return rf.replace_dim_v2(x, in_dim=in_dim, out_dim=out_dim)
 
 
+def _log_cumsum_exp(x, *, axis):
+    """log(exp(x[0]) + ... + exp(x[t])) along axis (torch.logcumsumexp)."""
+    y = torch.logcumsumexp(x.raw_tensor, dim=x.dims.index(axis))
+    return rf.Tensor("log_cumsum_exp", dims=x.dims, dtype=x.dtype, raw_tensor=y)
+
+
 def _pad(x, *, axis, left, right, value, out_dim):
     """x padded along axis (a dynamic one after each sequence's end, as TF's
     pad with handle_dynamic_dims); the model's out dim, with this batch's

@@ -309,6 +309,10 @@ RETC_LOWER(kCumsum) {
   return absl::StrCat("rf.cumsum(", l.in(0), ", spatial_dim=", l.a.dim<ir::attr::Axis>(), ")");
 }
 
+RETC_LOWER(kLogCumsumExp) {
+  return absl::StrCat("_log_cumsum_exp(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(), ")");
+}
+
 RETC_LOWER(kTopK) {
   return absl::StrCat("rf.top_k(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(),
                       ", k=", *l.n.attrs.get<ir::attr::KDim>().size(),

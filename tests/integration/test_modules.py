@@ -425,8 +425,15 @@ def test_floor_mod():
     label_2 = net.layer("label_2", feed)
     assert label_2.shape == x.shape[:2] + (3,), label_2.shape
     close(label_2, numpy.broadcast_to(numpy.eye(3, dtype="float32")[2], label_2.shape), 0, "one_hot(sparse_constant(2))")
-    print("floor_div and mod match numpy's // and % on int32 (negative too) and float32; pow numpy's **; "
-          "sparse_constant a label")
+    lcse = net.layer("x_lcse_time", feed)
+    for b, n in enumerate(lens):
+        want = numpy.logaddexp.accumulate(100.0 * x[b, :n].astype("float64"), axis=0)
+        close(lcse[b, :n] / 100.0, want / 100.0, 1e-5, "log_cumsum_exp over time (x 100), sequence %d" % b)
+    close(net.layer("x_lcse_feat", feed), numpy.logaddexp.accumulate(x.astype("float64"), axis=-1), 1e-5,
+          "log_cumsum_exp over the features")
+    print("floor_div and mod match numpy's // and %% on int32 (negative too) and float32; pow numpy's **; "
+          "sparse_constant a label; log_cumsum_exp numpy's logaddexp.accumulate (values to %.0f)"
+          % float(numpy.abs(lcse).max()))
 
 
 def test_reverse_slice():
