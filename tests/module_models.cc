@@ -525,6 +525,40 @@ void build_loss_values(Builder& b) {
   (ctc * nn::constant(b, 1.0)).mark_as_output("ctc_value");
 }
 
+// A small transducer: an encoder (linear, [B, time, 8]), a prediction
+// network (an embedding of BOS + the labels, [B, pred_time, 8]) and a joint
+// network (tanh of their sum, then a linear layer to the 3 labels + blank);
+// the RNN-T loss (trained) and the monotonic (RNA) one, each also as an
+// output per sequence, and the logits.
+void build_transducer(Builder& b) {
+  Io io(b);
+  const Dim label_time = Dim::spatial("label_time"), hidden = Dim::feature("hidden", 8);
+  const Dim with_bos = io.classes + Dim::feature("bos", 1);
+  Tensor labels =
+      b.extern_data("labels", {Dim::batch(), label_time}, ir::DType::kInt32, io.classes);
+  struct Net : nn::Module {
+    Net(Dim in, Dim hidden, Dim vocab, Dim classes) : Module("transducer_net") {
+      enc = register_module("enc", std::make_shared<nn::Linear>(in, hidden));
+      pred = register_module("pred", std::make_shared<nn::Embedding>(vocab, hidden));
+      joint = register_module(
+          "joint", std::make_shared<nn::Linear>(hidden, classes + Dim::feature("blank", 1)));
+    }
+    std::shared_ptr<nn::Linear> enc, joint;
+    std::shared_ptr<nn::Embedding> pred;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, hidden, with_bos, io.classes));
+  Tensor pred_in = nn::pad(nn::as_indices(labels, with_bos), label_time, 1, 0,
+                           static_cast<double>(*io.classes.size()));
+  const Dim pred_time = pred_in.dims()[1];
+  Tensor logits = m->joint->forward(nn::tanh(m->enc->forward(io.x) + m->pred->forward(pred_in)));
+  logits.mark_as_output("logits");
+  Tensor rnnt = nn::transducer_loss(logits, labels, io.time, label_time, pred_time);
+  nn::custom_loss(rnnt).mark_as_loss("rnnt");
+  (rnnt * nn::constant(b, 1.0)).mark_as_output("rnnt_value");
+  nn::transducer_loss(logits, labels, io.time, label_time, pred_time, {.monotonic = true})
+      .mark_as_output("rna_value");
+}
+
 // Attention dropout (0.5) in SelfAttention (fused, rel-pos, projection
 // without bias), RelPosSelfAttention and CrossAttention over time.
 void build_att_dropout(Builder& b) {
@@ -961,6 +995,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-seq2seq", build_seq2seq),
       def("mod-group-norm", build_group_norm),
       def("mod-log-mel", build_log_mel),
+      def("loss-transducer", build_transducer),
       def("mod-conformer-rf", build_conformer_rf),
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),

@@ -5,7 +5,8 @@
 //   attention.h    SelfAttention (plain, causal, relative-positional), CrossAttention
 //   transformer.h  Transformer encoder and decoder layers and stacks
 //   conformer.h    the Conformer encoder, its blocks and frontend
-//   audio.h        SpecAugment
+//   audio.h        log-mel features from raw audio (STFT, mel filterbank), SpecAugment
+//   transducer.h   the transducer (RNN-T, RNA) loss
 //
 // Default initial values: per param kind (ir::default_initializer): weights
 // Glorot uniform, biases zero, as in returnn_common. A module's params are
@@ -17,5 +18,6 @@
 #include "compiler/nn/audio.h"
 #include "compiler/nn/conformer.h"
 #include "compiler/nn/layers.h"
+#include "compiler/nn/transducer.h"
 #include "compiler/nn/transformer.h"
 #include "compiler/nn/zoneout.h"

@@ -673,7 +673,7 @@ def test_loss_options():
 
 
 def seq_lens(net, feed, key="data"):
-    return net.run(net.net.extern_data.data[key].get_sequence_lengths(), feed)
+    return net.run(lambda: net.net.extern_data.data[key].get_sequence_lengths(), feed)
 
 
 def test_conv_consistent_padding():
@@ -891,6 +891,118 @@ def test_log_mel():
     print("log-mel of %s samples (%s frames): max |retc - rf| = %.3g; against float64 numpy: retc %.3g, "
           "rf %.3g; the power spectrum = torch.stft's" % (
               lengths, [int(n) for n in frames], worst["rf"], worst["truth"], worst["rf_truth"]))
+
+
+def _transducer_nll(logits, labels, monotonic):
+    """The transducer's negative log-likelihood in float64 numpy, the forward
+    algorithm written out: logits [T, U + 1, labels + blank] (blank last),
+    labels [U]. RNN-T (Graves 2012, eq. 16-17) or one symbol per frame (RNA)."""
+    lp = logits.astype("float64")
+    lp = lp - numpy.logaddexp.reduce(lp, axis=-1, keepdims=True)
+    n_frames, n_pos, blank = lp.shape[0], lp.shape[1], lp.shape[2] - 1
+    if monotonic:
+        s = numpy.full(n_pos, -numpy.inf)
+        s[0] = 0.0
+        for t in range(n_frames):
+            moved = numpy.full(n_pos, -numpy.inf)
+            moved[1:] = s[:-1] + lp[t, numpy.arange(n_pos - 1), labels]
+            s = numpy.logaddexp(s + lp[t, :, blank], moved)
+        return -s[-1]
+    alpha = numpy.full((n_frames, n_pos), -numpy.inf)
+    for t in range(n_frames):
+        for u in range(n_pos):
+            if t == 0 and u == 0:
+                alpha[t, u] = 0.0
+                continue
+            stay = alpha[t - 1, u] + lp[t - 1, u, blank] if t > 0 else -numpy.inf
+            emit = alpha[t, u - 1] + lp[t, u - 1, labels[u - 1]] if u > 0 else -numpy.inf
+            alpha[t, u] = numpy.logaddexp(stay, emit)
+    return -(alpha[-1, -1] + lp[-1, -1, blank])
+
+
+def test_transducer_loss():
+    """nn::transducer_loss against the forward algorithm in float64 numpy: the
+    RNN-T loss and the monotonic (RNA) one per sequence, on 3 sequences of
+    their own frame and label counts; the RNN-T loss's gradient with respect
+    to the logits (TF's, through the loop) against central differences of the
+    numpy reference; torch's param gradients equal TF's. Both targets give the
+    same values (cross_backend.loss-transducer)."""
+    import tensorflow as tf
+    import torch
+
+    # In training (RETURNN builds a loop without backprop in evaluation); the model has no dropout.
+    net = Net(compile_model("loss-transducer"), train_flag=True)
+    feed = net.feed(4)
+    for p in list(feed):  # 3, 1 and 2 labels (retc check's batch has 2 each)
+        if p.name.startswith("extern_data/placeholders/labels/labels:"):
+            feed[p] = numpy.random.RandomState(4).randint(0, 3, size=(3, 3)).astype("int32")
+        elif p.name.startswith("extern_data/placeholders/labels/labels_dim0_size:"):
+            feed[p] = numpy.array([3, 1, 2], dtype="int32")
+    out = net.net.get_layer("logits").output
+    bsm = out.copy_as_batch_spatial_major()
+    names = [tag.description for tag in bsm.dim_tags]
+    logits = net.layer("logits", feed)  # [B, time, pred_time, 4] in some spatial order
+    if not names[1].startswith("time"):
+        logits = logits.transpose(0, 2, 1, 3)
+    # The lengths as fed (the loop over time gave RETURNN's time dim a size of its own).
+    fed = {p.name.split(":")[0]: v for p, v in feed.items()}
+    frames = fed["extern_data/placeholders/data/data_dim0_size"]
+    n_labels = fed["extern_data/placeholders/labels/labels_dim0_size"]
+    labels = net.layer("data:labels", feed)
+    rnnt, rna = net.layer("rnnt_value", feed), net.layer("rna_value", feed)
+    for b in range(len(frames)):
+        lg = logits[b, :frames[b], :n_labels[b] + 1]
+        y = labels[b, :n_labels[b]]
+        close(rnnt[b], _transducer_nll(lg, y, False), 1e-4, "RNN-T loss, sequence %d" % b)
+        close(rna[b], _transducer_nll(lg, y, True), 1e-4, "RNA loss, sequence %d" % b)
+    grad = net.run(lambda: tf.gradients(tf.reduce_sum(net.net.get_layer("rnnt_value").output.placeholder),
+                                        out.placeholder)[0], feed)
+    grad = grad.transpose([out.dim_tags.index(tag) for tag in bsm.dim_tags])
+    if not names[1].startswith("time"):
+        grad = grad.transpose(0, 2, 1, 3)
+    rng, eps, worst = numpy.random.RandomState(5), 1e-4, 0.0
+    for _ in range(12):
+        b = rng.randint(len(frames))
+        t, u, k = rng.randint(frames[b]), rng.randint(n_labels[b] + 1), rng.randint(4)
+        lg = logits[b, :frames[b], :n_labels[b] + 1].astype("float64")
+        y = labels[b, :n_labels[b]]
+        plus, minus = lg.copy(), lg.copy()
+        plus[t, u, k] += eps
+        minus[t, u, k] -= eps
+        want = (_transducer_nll(plus, y, False) - _transducer_nll(minus, y, False)) / (2 * eps)
+        worst = max(worst, abs(grad[b, t, u, k] - want))
+        close(grad[b, t, u, k], want, 1e-3, "d loss / d logits[%d, %d, %d, %d]" % (b, t, u, k))
+    # The torch target's gradients (autograd through its loop) equal TF's: the
+    # RNN-T loss's (the trained one) gradient of every param, on retc check's batch.
+    import torch_probe
+
+    with net.graph.as_default():
+        params = net.net.get_params_list()
+        loss = tf.reduce_sum(net.net.get_layer("rnnt").output.placeholder)
+        tf_grads = dict(zip([v.name for v in params], net.session.run(tf.gradients(loss, params), feed)))
+        values = dict(zip([v.name for v in params], net.session.run(params)))
+    tnet = torch_probe.TorchNet(torch_probe.compile_model("loss-transducer"), with_updater=False)
+    tnet.pt_model.load_state_dict(
+        {k: torch.tensor(values[k.replace(".", "/") + "/param:0"]) for k in tnet.pt_model.state_dict()}, strict=True)
+    raw, template = tnet.batch(4)
+    for key in raw:  # the TF feed's values (its labels above; classes share the data's time)
+        name = key.split(":")[0]
+        if ":" in key:
+            name = "data" if name == "classes" else name
+            raw[key] = torch.tensor(fed["extern_data/placeholders/%s/%s_dim0_size" % (name, name)])
+        else:
+            raw[key] = torch.tensor(fed["extern_data/placeholders/%s/%s" % (name, name)])
+    ctx = tnet.run((raw, template))
+    ctx.losses["rnnt"].loss.raw_tensor.sum().backward()
+    grad_diff = 0.0
+    for name, p in tnet.pt_model.named_parameters():
+        want = tf_grads[name.replace(".", "/") + "/param:0"]
+        grad_diff = max(grad_diff, float(numpy.abs(p.grad.numpy() - want).max()))
+        close(p.grad.numpy(), want, 1e-4, "torch's gradient of " + name)
+    print("transducer losses = numpy's forward algorithm (frames %s, labels %s): RNN-T %s, RNA %s; gradient "
+          "within %.2g of central differences; torch's param gradients within %.2g of TF's" % (
+              [int(n) for n in frames], [int(n) for n in n_labels], numpy.round(rnnt, 3), numpy.round(rna, 3),
+              worst, grad_diff))
 
 
 def _ir_param_shapes(model):
