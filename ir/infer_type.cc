@@ -800,6 +800,23 @@ absl::StatusOr<TensorType> infer_log_cumsum_exp(const Graph& g, const std::vecto
   return x;
 }
 
+absl::StatusOr<TensorType> infer_edit_distance(const Graph& g, const std::vector<NodeId>& in,
+                                               const NodeSpec& spec) {
+  const TensorType& a = g.node(in[0]).type;
+  const TensorType& b = g.node(in[1]).type;
+  const Dim& axis_a = spec.attrs.get<attr::AxisA>();
+  const Dim& axis_b = spec.attrs.get<attr::AxisB>();
+  auto labels = [](const TensorType& t, const Dim& axis) {
+    return t.dims.size() == 2 && t.dims[0].is_batch() && t.dims[1] == axis && axis.is_dynamic() &&
+           (t.dtype == DType::kInt32 || t.dtype == DType::kInt64);
+  };
+  if (!labels(a, axis_a) || !labels(b, axis_b))
+    return kind_error(NodeKind::kEditDistance, "needs int labels [batch, ", axis_a.describe(),
+                      "] and [batch, ", axis_b.describe(), "], got ", a.describe(), " and ",
+                      b.describe());
+  return TensorType{{a.dims[0]}, DType::kInt32, std::nullopt};
+}
+
 absl::StatusOr<TensorType> infer_top_k(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kTopK;
@@ -1412,6 +1429,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_cumsum(g, inputs, spec);
     case NodeKind::kLogCumsumExp:
       return infer_log_cumsum_exp(g, inputs, spec);
+    case NodeKind::kEditDistance:
+      return infer_edit_distance(g, inputs, spec);
     case NodeKind::kTopK:
       return infer_top_k(g, inputs, spec);
     case NodeKind::kPad:

@@ -286,7 +286,10 @@ struct KindFacts {
     /* the inputs, of the declared attrs out_dims, dtype[, sparse_dim] */                         \
   X(LogCumsumExp, "log_cumsum_exp", KindFacts(1).pure(),                                           \
     R(Axis))                                                                                       \
-    /* running logsumexp along attr axis: y[t] = log(exp(x[0]) + ... + exp(x[t])) (floats) */
+    /* running logsumexp along attr axis: y[t] = log(exp(x[0]) + ... + exp(x[t])) (floats) */   \
+  X(EditDistance, "edit_distance", KindFacts(2).step("read sequence lengths"),                     \
+    R(AxisA) R(AxisB))                                                                             \
+    /* Levenshtein distance of labels a along attr axis_a and b along axis_b: [B] int32 */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

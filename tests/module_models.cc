@@ -499,7 +499,8 @@ void build_rel_pos_xl(Builder& b) {
 // Losses as values and on computed targets: the cross-entropy per frame,
 // marked as a loss and summed over time as an output; a cross-entropy
 // against the targets shifted by one frame (a computed target); CTC against
-// extra labels, marked and as an output per sequence.
+// extra labels, marked and as an output per sequence; the edit distance of
+// the extra labels and the classes.
 void build_loss_values(Builder& b) {
   Io io(b);
   const Dim label_time = Dim::spatial("label_time");
@@ -523,6 +524,7 @@ void build_loss_values(Builder& b) {
   Tensor ctc = nn::ctc_loss(m->ctc->forward(io.x), labels, io.time);
   ctc.mark_as_loss("ctc");
   (ctc * nn::constant(b, 1.0)).mark_as_output("ctc_value");
+  nn::edit_distance(labels, label_time, io.y, io.time).mark_as_output("edit_distance");
 }
 
 // A small transducer: an encoder (linear, [B, time, 8]), a prediction

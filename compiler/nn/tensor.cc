@@ -765,6 +765,14 @@ Tensor cumsum(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
       .add(ir::NodeKind::kCumsum, {x}, {ir::attr::Axis{axis}}, L(loc));
 }
 
+Tensor edit_distance(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
+                     std::source_location loc) {
+  Builder& builder = builder_of(a, "edit_distance", L(loc));
+  builder_of(b, "edit_distance", L(loc));
+  return builder.add(ir::NodeKind::kEditDistance, {a, b},
+                     {ir::attr::AxisA{axis_a}, ir::attr::AxisB{axis_b}}, L(loc));
+}
+
 Tensor log_cumsum_exp(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
   Builder& b = builder_of(x, "log_cumsum_exp", L(loc));
   // Padding frames set to 0 first: a running op reads no later frame, but its

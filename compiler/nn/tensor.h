@@ -416,6 +416,12 @@ Tensor logical_not(const Tensor& x, std::source_location loc = std::source_locat
 /// The running sum along `axis`: y[t] = x[0] + ... + x[t].
 Tensor cumsum(const Tensor& x, const ir::Dim& axis,
               std::source_location loc = std::source_location::current());
+/// The Levenshtein distance (insertions, deletions, substitutions) between
+/// the label sequences `a` [B, axis_a] and `b` [B, axis_b], each within its
+/// lengths: int32 [B]. Example: a label error rate is
+/// `edit_distance(hyps, hyp_time, targets, label_time)` over the targets' lengths.
+Tensor edit_distance(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
+                     std::source_location loc = std::source_location::current());
 /// The running logsumexp along `axis`: y[t] = log(exp(x[0]) + ... + exp(x[t]))
 /// (floats; stable for any magnitudes). Example: the forward algorithm of a
 /// transducer's label axis, `nn::log_cumsum_exp(a - c, labels) + c`.

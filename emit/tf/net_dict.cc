@@ -913,6 +913,14 @@ RETC_LOWER(kLogCumsumExp) {
   return layer;
 }
 
+RETC_LOWER(kEditDistance) {
+  return PyValue::dict({{"class", "edit_distance"},
+                        {"a", l.ref(0)},
+                        {"b", l.ref(1)},
+                        {"a_spatial_dim", l.dim_attr<ir::attr::AxisA>()},
+                        {"b_spatial_dim", l.dim_attr<ir::attr::AxisB>()}});
+}
+
 RETC_LOWER(kTopK) { return lower_top_k(l, network); }
 
 RETC_LOWER(kStack) {

@@ -313,6 +313,11 @@ RETC_LOWER(kLogCumsumExp) {
   return absl::StrCat("_log_cumsum_exp(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(), ")");
 }
 
+RETC_LOWER(kEditDistance) {
+  return absl::StrCat("rf.edit_distance(", l.in(0), ", ", l.a.dim<ir::attr::AxisA>(), ", ", l.in(1),
+                      ", ", l.a.dim<ir::attr::AxisB>(), ")");
+}
+
 RETC_LOWER(kTopK) {
   return absl::StrCat("rf.top_k(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(),
                       ", k=", *l.n.attrs.get<ir::attr::KDim>().size(),

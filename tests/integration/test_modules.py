@@ -893,6 +893,33 @@ def test_log_mel():
               lengths, [int(n) for n in frames], worst["rf"], worst["truth"], worst["rf_truth"]))
 
 
+def _levenshtein(a, b):
+    d = numpy.arange(len(b) + 1)
+    for i, x in enumerate(a, 1):
+        prev, d[0] = d[0], i
+        for j, y in enumerate(b, 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (x != y))
+    return int(d[-1])
+
+
+def test_edit_distance():
+    """nn::edit_distance against the Levenshtein distance in Python, on 3 batches
+    of label sequences (each within its length; a second axis of its own);
+    both targets: cross_backend.loss-values."""
+    net = Net(compile_model("loss-values"), train_flag=False)
+    checked = []
+    for seed in (1, 2, 3):
+        feed = net.feed(seed, max_time=9)
+        y, labels = net.layer("data:classes", feed), net.layer("data:labels", feed)
+        got = net.layer("edit_distance", feed)
+        n_y, n_labels = seq_lens(net, feed), seq_lens(net, feed, "labels")
+        for b in range(len(got)):
+            want = _levenshtein(list(labels[b, :n_labels[b]]), list(y[b, :n_y[b]]))
+            assert got[b] == want, (seed, b, got[b], want)
+            checked.append(int(want))
+    print("edit distances = Levenshtein's: %s" % checked)
+
+
 def _transducer_nll(logits, labels, monotonic):
     """The transducer's negative log-likelihood in float64 numpy, the forward
     algorithm written out: logits [T, U + 1, labels + blank] (blank last),
