@@ -29,6 +29,7 @@ std::vector<ModelDef> bundled_models() {
           model_conformer_ctc(),
           model_conformer_ctc_grow(),
           model_conformer_large(),
+          model_conformer_transducer(),
           model_digits_ctc(),
           model_librispeech_att(),
           model_swb_conformer_hybrid()};

@@ -28,6 +28,10 @@ class EndAtSourceLength {
 /// and lstm-attention's task; `fixed`: the same sequences every epoch (dev).
 emit::PyValue copy_task(int64_t num_seqs, bool fixed);
 
+/// RETURNN's TaskNumberBaseConvertDataset (binary numbers of 8-32 digits to
+/// hexadecimal): conformer-ctc's and conformer-transducer's task; `fixed`:
+/// the same sequences every epoch (dev).
+emit::PyValue number_task(int64_t num_seqs, bool fixed);
 /// Every bundled model, in `retc list` order.
 std::vector<ModelDef> bundled_models();
 
@@ -41,6 +45,8 @@ ModelDef model_conformer_ctc();
 /// conformer-ctc, grown from 2 to 4 blocks by pretraining (ModelDef::stage_epochs).
 ModelDef model_conformer_ctc_grow();
 ModelDef model_conformer_large();
+/// conformer-ctc's task with a transducer (RNA loss, time-synchronous search).
+ModelDef model_conformer_transducer();
 /// Speech: spoken digit strings (tools/make_digits.py) in digits_corpus_dir().
 ModelDef model_digits_ctc();
 /// $RETC_CORPUS_DIR/digits, else $XDG_CACHE_HOME/retc/corpora/digits, else

@@ -120,17 +120,6 @@ void build_large(nn::Builder& b, const ConformerSizes& s, bool weight_norm,
   nn::ctc_loss(logits, y, model->encoder->out_axis(time)).mark_as_loss("ctc");
 }
 
-emit::PyValue number_task(int64_t num_seqs, bool fixed) {
-  emit::PyValue d = emit::PyValue::dict({{"class", "TaskNumberBaseConvertDataset"},
-                                         {"input_base", 2},
-                                         {"output_base", 16},
-                                         {"min_input_seq_len", 8},
-                                         {"max_input_seq_len", 32},
-                                         {"num_seqs", num_seqs}});
-  if (fixed) d.set("fixed_random_seed", 1);
-  return d;
-}
-
 emit::PyValue random_features(int64_t num_seqs) {
   return emit::PyValue::dict(
       {{"class", "DummyGenericDataset"},
@@ -141,6 +130,17 @@ emit::PyValue random_features(int64_t num_seqs) {
 }
 
 }  // namespace
+
+emit::PyValue number_task(int64_t num_seqs, bool fixed) {
+  emit::PyValue d = emit::PyValue::dict({{"class", "TaskNumberBaseConvertDataset"},
+                                         {"input_base", 2},
+                                         {"output_base", 16},
+                                         {"min_input_seq_len", 8},
+                                         {"max_input_seq_len", 32},
+                                         {"num_seqs", num_seqs}});
+  if (fixed) d.set("fixed_random_seed", 1);
+  return d;
+}
 
 ModelDef model_conformer_ctc() {
   ModelDef def;

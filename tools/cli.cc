@@ -496,8 +496,11 @@ class TempDir {
 std::string error_unit(const ModelDef& def) {
   auto g = build_model(def);
   if (!g.ok()) return "frame";
+  // CTC reports a label error; a model's own error as a loss named
+  // "label_error" (e.g. an edit distance over the target length) is one too.
   for (const ir::Mark& m : g->marks()) {
-    if (m.kind == ir::Mark::Kind::kLoss && g->node(m.node).kind == ir::NodeKind::kCtcLoss)
+    if (m.kind == ir::Mark::Kind::kLoss &&
+        (g->node(m.node).kind == ir::NodeKind::kCtcLoss || m.name == "label_error"))
       return "label";
   }
   return "frame";

@@ -279,12 +279,19 @@ class _Search:
         self.lengths = rf.where(self.ended, self.lengths, t + 1)
         self.ended = rf.logical_or(self.ended, done)
 
+    def end_at_length(self, axis, t):
+        """A loop over the existing `axis`: each sequence's hypotheses end after its last frame."""
+        lengths = axis.dyn_size_ext
+        if self.scores is not None and lengths.device != self.scores.device:  # on a GPU
+            lengths = rf.copy_to_device(lengths, self.scores.device)
+        self.end(rf.compare(lengths, "<=", t + 1), t)
+
     def all_ended(self):
         return bool(rf.reduce_all(self.ended, axis=self.ended.dims).raw_tensor)
 
-    def stack(self, frames, *, axis):
+    def stack(self, frames, *, axis, keep_lengths=False):
         """The frames stacked along `axis` (the best hypothesis's, with a beam), and
-        `axis` given their lengths."""
+        `axis` given their lengths (keep_lengths: an existing axis keeps its own)."""
         y, stacked = rf.stack(frames)
         lengths = self.lengths
         if self.beam is not None:
@@ -292,6 +299,8 @@ class _Search:
             y = rf.gather(y, indices=best, axis=self.beam)
             if self.beam in lengths.dims:  # else an end of every hypothesis alike (a length)
                 lengths = rf.gather(lengths, indices=best, axis=self.beam)
+        if keep_lengths:
+            return rf.replace_dim_v2(y, in_dim=stacked, out_dim=axis)
         axis.reset_eager()
         axis.dyn_size_ext = rf.copy_to_device(lengths, "cpu")
         return rf.replace_dim_v2(y, in_dim=stacked, out_dim=axis)

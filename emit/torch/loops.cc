@@ -106,11 +106,12 @@ void write_follow(CodeWriter& w, const ir::Graph& g, const ir::LoopAnalysis& loo
 }
 
 // A loop over a new axis (with its loop_end): at most max_len frames, until
-// every sequence ended (_Search). With a choice, each frame computes what
-// does not depend on the choice, chooses (the beams of this frame's
-// hypotheses), then lets every value of the hypotheses before the choice
-// that is read later follow its hypothesis (the states' next values, the
-// cached frames of cum_concat, stacked frames), and computes the rest.
+// every sequence ended (_Search); a loop with a choice over an existing axis:
+// its frames, each sequence's hypotheses ending after its last one. With a choice, each frame
+// computes what does not depend on the choice, chooses (the beams of this frame's hypotheses), then
+// lets every value of the hypotheses before the choice that is read later follow its hypothesis
+// (the states' next values, the cached frames of cum_concat, stacked frames), and computes the
+// rest.
 void write_search_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                        const ir::LoopAnalysis& loops, size_t id) {
   const ir::Loop& loop = loops.loops[id];
@@ -122,9 +123,12 @@ void write_search_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
   std::vector<std::string> states, nexts;
   write_loop_prologue(w, g, t, loops, loop, states, nexts);
   const ChoiceSplit s = split_at_choice(g, loops, id);
-  const ir::Node& end = g.node(loop.end);
-  auto body =
-      w.block("for ", frame, " in range(int(", g.node(end.inputs[1]).name, ".raw_tensor)):");
+  // Over an existing axis (time-synchronous search): its frames, each
+  // sequence's hypotheses ending with its length.
+  const bool over_axis = !loop.end.valid();
+  auto body = over_axis ? w.block("for ", frame, " in range(_frames(", t.id(*loop.axis), ")):")
+                        : w.block("for ", frame, " in range(int(",
+                                  g.node(g.node(loop.end).inputs[1]).name, ".raw_tensor)):");
   auto emit = [&](const ir::Node& n) {
     if (n.kind != ir::NodeKind::kLoopEnd) write_assignment(w, g, t, n);
   };
@@ -140,7 +144,10 @@ void write_search_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
     const ir::Node& n = g.node(m);
     if (s.after[m.index] && n.kind != ir::NodeKind::kChoice) emit(n);
   }
-  w.line(search, ".end(", g.node(end.inputs[0]).name, ", ", frame, ")");
+  if (over_axis)
+    w.line(search, ".end_at_length(", t.id(*loop.axis), ", ", frame, ")");
+  else
+    w.line(search, ".end(", g.node(g.node(loop.end).inputs[0]).name, ", ", frame, ")");
   for (ir::NodeId m : loop.members) {
     if (!loops.stacked[m.index]) continue;
     const std::string& name = g.node(m).name;
@@ -159,7 +166,7 @@ void write_search_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
 void write_loop(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
                 const ir::LoopAnalysis& loops, size_t id) {
   const ir::Loop& loop = loops.loops[id];
-  if (loop.end.valid()) return write_search_loop(w, g, t, loops, id);
+  if (loop.end.valid() || loop.choice.valid()) return write_search_loop(w, g, t, loops, id);
   w.line("# loop ", id, " over ", t.id(*loop.axis));
   std::vector<std::string> states, nexts;
   write_loop_prologue(w, g, t, loops, loop, states, nexts);

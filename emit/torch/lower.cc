@@ -420,11 +420,17 @@ RETC_LOWER(kLoopNext) { return l.in(1); }
 
 RETC_LOWER(kLoopStack) {
   // Over a new axis: the search picks the best hypothesis and gives the axis its lengths.
+  // Over an existing axis with a choice: the best hypothesis, the axis's own lengths.
   const int64_t loop = l.n.attrs.get<ir::attr::Loop>();
   for (const ir::Node& e : l.g.nodes()) {
     if (e.kind == ir::NodeKind::kLoopEnd && e.attrs.get<ir::attr::Loop>() == loop)
       return absl::StrCat("_search", loop, ".stack(_frames_of_", l.in(0),
                           ", axis=", l.a.dim<ir::attr::Axis>(), ")");
+  }
+  for (const ir::Node& e : l.g.nodes()) {
+    if (e.kind == ir::NodeKind::kChoice && e.attrs.get<ir::attr::Loop>() == loop)
+      return absl::StrCat("_search", loop, ".stack(_frames_of_", l.in(0),
+                          ", axis=", l.a.dim<ir::attr::Axis>(), ", keep_lengths=True)");
   }
   return absl::StrCat("rf.stack(_frames_of_", l.in(0), ", out_dim=", l.a.dim<ir::attr::Axis>(),
                       ")[0]");

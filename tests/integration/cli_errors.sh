@@ -2,7 +2,7 @@
 # Bad input gives one clear line on stderr, a non-zero exit and no output file.
 source "$(dirname "$0")/lib.sh"
 
-expect_error 1 "^retc: error: unknown model 'nope'; known models: 12ax, 12ax-wn, blstm-tagger, lstm-lm, transformer-copy, lstm-attention, conformer-ctc, conformer-ctc-grow, conformer-12x512, digits-ctc, librispeech-att-2019, swb-conformer-hybrid-2021$" -- "$RETC" compile nope -o "$TMP/a.config"
+expect_error 1 "^retc: error: unknown model 'nope'; known models: 12ax, 12ax-wn, blstm-tagger, lstm-lm, transformer-copy, lstm-attention, conformer-ctc, conformer-ctc-grow, conformer-12x512, conformer-transducer, digits-ctc, librispeech-att-2019, swb-conformer-hybrid-2021$" -- "$RETC" compile nope -o "$TMP/a.config"
 [ ! -e "$TMP/a.config" ] || fail "unknown model wrote a file"
 expect_error 1 "unknown model" -- "$RETC" check nope
 expect_error 1 "unknown model" -- "$RETC" train nope --workdir "$TMP/w"

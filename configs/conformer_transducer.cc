@@ -1,0 +1,184 @@
+// conformer-transducer: conformer-ctc's task (a binary number read digit by
+// digit, written in hexadecimal; RETURNN's TaskNumberBaseConvertDataset) with
+// a transducer instead of CTC: a Conformer encoder (time stride 2), a
+// prediction network (an embedding of the previous symbol and an LSTM; blank
+// doubles as its start symbol) and a joint network (tanh of the projected
+// sum, then a linear layer to the 16 digits + blank). It trains on the
+// monotonic transducer loss (one symbol per frame: RNA) and decodes
+// time-synchronously: at each encoder frame a blank or one digit, the
+// prediction network advancing on digits only. `retc search` runs beam
+// search over that loop (`--beam 1`: greedy); training reports the label
+// error of the greedy decoding (edit distance over the target length).
+#include "compiler/nn/modules.h"
+#include "configs/bundled.h"
+
+namespace retc::configs {
+namespace {
+
+using ir::Dim;
+
+struct TransducerSizes {
+  int64_t blocks, model, ff, heads, kernel, pred, joint;
+  double dropout;
+};
+
+class ConformerTransducer : public nn::Module {
+ public:
+  ConformerTransducer(Dim vocab, Dim features, Dim symbols, const TransducerSizes& s,
+                      const nn::ConformerOptions& opts)
+      : Module("conformer_transducer"), symbols_(symbols) {
+    const Dim model = Dim::feature("model", s.model), pred = Dim::feature("pred", s.pred);
+    const Dim pred_embed = Dim::feature("pred_embed", s.pred);
+    const Dim joint = Dim::feature("joint", s.joint);
+    embed = register_module("embed", std::make_shared<nn::Embedding>(vocab, features));
+    encoder = register_module("encoder", std::make_shared<nn::ConformerEncoder>(
+                                             features, model, Dim::feature("ff", s.ff), opts));
+    enc_proj = register_module("enc_proj", std::make_shared<nn::Linear>(model, joint));
+    pred_embed_ =
+        register_module("pred_embed", std::make_shared<nn::Embedding>(symbols, pred_embed));
+    pred_lstm = register_module("pred_lstm", std::make_shared<nn::Lstm>(pred_embed, pred));
+    pred_proj = register_module("pred_proj", std::make_shared<nn::Linear>(pred, joint));
+    joint_out = register_module("joint_out", std::make_shared<nn::Linear>(joint, symbols));
+  }
+  /// The joint network's logits over the symbols for encoder frames `enc`
+  /// (projected) and prediction outputs `pred` (projected); they broadcast.
+  nn::Tensor joint_logits(const nn::Tensor& enc, const nn::Tensor& pred) const {
+    return joint_out->forward(nn::tanh(enc + pred));
+  }
+  int64_t blank() const { return *symbols_.size() - 1; }
+  const Dim& symbols() const { return symbols_; }
+
+  std::shared_ptr<nn::Embedding> embed, pred_embed_;
+  std::shared_ptr<nn::ConformerEncoder> encoder;
+  std::shared_ptr<nn::Linear> enc_proj, pred_proj, joint_out;
+  std::shared_ptr<nn::Lstm> pred_lstm;
+
+ private:
+  Dim symbols_;
+};
+
+// Time-synchronous decoding: a loop over the encoder frames; each frame
+// emits a blank or a digit (`search`: the beam's choice, else the best one),
+// and a digit advances the prediction network. The states hold the previous
+// frame's symbol, the last digit (blank as the start symbol) with the LSTM
+// state before it, and the LSTM state after it; what the previous symbol
+// changes is selected at the start of a frame from states alone, so that in
+// RETURNN's beam search every state follows the previous frame's choice.
+// Returns the emitted digits (blanks removed) along `hyp_time`.
+nn::Tensor decode_transducer(nn::Builder& b, const ConformerTransducer& m, const nn::Tensor& enc,
+                             const Dim& enc_time, const Dim& hyp_time, bool search) {
+  const Dim& symbols = m.symbols();
+  const Dim pred = m.pred_lstm->out_dim();
+  auto blank_label = [&] {
+    return nn::sparse_constant(b, m.blank(), symbols, {Dim::batch()}, {enc});
+  };
+  auto is_blank = [&](const nn::Tensor& sym) {
+    return nn::compare(nn::cast(sym, ir::DType::kInt32),
+                       nn::cast(nn::constant(b, static_cast<double>(m.blank())), ir::DType::kInt32),
+                       "equal");
+  };
+  nn::Loop loop(b, enc_time);
+  nn::Tensor prev_sym = loop.state(blank_label(), {Dim::batch()});
+  nn::Tensor last = loop.state(blank_label(), {Dim::batch()});
+  auto zeros = [&] { return loop.state(nn::constant(b, 0.0, {pred}), {Dim::batch(), pred}); };
+  nn::Tensor before_h = zeros(), before_c = zeros(), after_h = zeros(), after_c = zeros();
+  // A digit in the previous frame becomes the last digit, consumed from the
+  // state after the one before; after a blank all stays.
+  nn::Tensor stay = is_blank(prev_sym);
+  nn::Tensor digit = nn::where(stay, last, prev_sym);
+  nn::LstmState from{nn::where(stay, before_h, after_h), nn::where(stay, before_c, after_c)};
+  nn::LstmState st = m.pred_lstm->step(m.pred_embed_->forward(digit), from);
+  nn::Tensor logits = m.joint_logits(loop.unstack(enc), m.pred_proj->forward(st.h));
+  nn::Tensor sym =
+      search ? loop.choice(nn::log_softmax(logits, symbols), symbols) : nn::argmax(logits, symbols);
+  loop.next(prev_sym, sym);
+  loop.next(last, digit);
+  loop.next(before_h, from.h);
+  loop.next(before_c, from.c);
+  loop.next(after_h, st.h);
+  loop.next(after_c, st.c);
+  loop.end();
+  nn::Tensor all = loop.stack(sym);
+  return nn::masked_select(all, nn::logical_not(is_blank(all)), enc_time, hyp_time);
+}
+
+void build_transducer(nn::Builder& b, const TransducerSizes& s) {
+  const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
+  const Dim digits = Dim::feature("digits", 2), hex = Dim::feature("hex", 16);
+  const Dim symbols = hex + Dim::feature("blank", 1);
+  nn::Tensor x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, digits);
+  nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, hex);
+  const auto opts = nn::ConformerOptions()
+                        .num_layers(s.blocks)
+                        .num_heads(s.heads)
+                        .conv_kernel(s.kernel)
+                        .rel_pos_clipping(8)
+                        .dropout(s.dropout)
+                        .frontend_channels1(8)
+                        .frontend_channels2(16)
+                        .time_stride(2);
+  auto m = b.set_root(std::make_shared<ConformerTransducer>(digits, Dim::feature("features", 16),
+                                                            symbols, s, opts));
+  nn::Tensor enc = m->enc_proj->forward(m->encoder->forward(m->embed->forward(x), time));
+  const Dim enc_time = m->encoder->out_axis(time);
+  // Training: the prediction network over BOS (blank) + the digits, the joint
+  // network at every (frame, position), the monotonic transducer loss.
+  nn::Tensor pred_in =
+      nn::pad(nn::as_indices(y, symbols), label_time, 1, 0, static_cast<double>(m->blank()));
+  const Dim pred_time = pred_in.dims()[1];
+  nn::Tensor pred =
+      m->pred_proj->forward(m->pred_lstm->forward(m->pred_embed_->forward(pred_in), pred_time));
+  nn::Tensor logits = m->joint_logits(enc, pred);
+  nn::Tensor nll =
+      nn::transducer_loss(logits, y, enc_time, label_time, pred_time, {.monotonic = true});
+  nn::custom_loss(nll).mark_as_loss("rnnt");
+  // The label error of the greedy decoding: each sequence's edit distance
+  // spread over its digits, normalized by all digits (a label error rate).
+  const Dim greedy_time = Dim::spatial("greedy_time");
+  nn::Tensor greedy = decode_transducer(b, *m, enc, enc_time, greedy_time, false);
+  nn::Tensor edits =
+      nn::cast(nn::edit_distance(greedy, greedy_time, y, label_time), ir::DType::kFloat32);
+  nn::Tensor n = nn::cast(nn::length(y, label_time), ir::DType::kFloat32);
+  nn::Tensor per_digit = nn::mask_padding(
+      nn::constant(b, 1.0, {Dim::batch(), label_time}, {y}) * (edits / n), label_time);
+  nn::custom_loss(per_digit, {.as_error = true, .normalize = true}).mark_as_loss("label_error");
+  // What `retc search` decodes: the beam search over the same loop.
+  decode_transducer(b, *m, enc, enc_time, Dim::spatial("hyp_time"), true).mark_as_search_output();
+}
+
+}  // namespace
+
+ModelDef model_conformer_transducer() {
+  ModelDef def;
+  def.name = "conformer-transducer";
+  def.description =
+      "small Conformer transducer (RNA loss, time-synchronous beam search): binary numbers to "
+      "hexadecimal digits";
+  emit::TrainingSetup& t = def.training;
+  t.dev = number_task(200, true);
+  t.batch_size = 2000;
+  t.max_seqs = 40;
+  t.learning_rate = 0.001;
+  t.num_epochs = 10;
+  def.options = {int_option("blocks", 2, "conformer blocks", 1),
+                 int_option("model_dim", 64, "model dimension", 1),
+                 int_option("ff_dim", 128, "feed-forward dimension", 1),
+                 int_option("heads", 4, "self-attention heads (they divide model_dim)", 1),
+                 int_option("conv_kernel", 7, "the convolution module's kernel size", 1),
+                 int_option("pred_dim", 64, "the prediction network's LSTM size", 1),
+                 int_option("joint_dim", 64, "the joint network's size", 1),
+                 float_option("dropout", 0.1, "dropout in each block", 0.0, 1.0),
+                 int_option("train_seqs", 2000, "training sequences per epoch", 1)};
+  for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
+  def.configure = [](ModelDef& d, const OptionValues& o) {
+    const TransducerSizes s{o.get_int("blocks"),    o.get_int("model_dim"),   o.get_int("ff_dim"),
+                            o.get_int("heads"),     o.get_int("conv_kernel"), o.get_int("pred_dim"),
+                            o.get_int("joint_dim"), o.get_float("dropout")};
+    d.build = [s](nn::Builder& b) { build_transducer(b, s); };
+    d.training.train = number_task(o.get_int("train_seqs"), false);
+    apply_training_options(o, d.training);
+  };
+  return configured(std::move(def));
+}
+
+}  // namespace retc::configs
