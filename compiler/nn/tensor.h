@@ -515,8 +515,9 @@ struct LossOptions {
 };
 
 /// Any float value as a loss (RETURNN's "as_is" loss): summed over frames
-/// and any other dims; with `as_error`, only reported. Mark the result with
-/// mark_as_loss. Example: `nn::custom_loss(nn::reduce(err, "sum", {feat}))`.
+/// and any other dims; with `as_error`, only reported (marked as
+/// "label_error": `retc train` reports it as the label error). Mark the result
+/// with mark_as_loss. Example: `nn::custom_loss(nn::reduce(err, "sum", {feat}))`.
 Tensor custom_loss(const Tensor& value, LossOptions opts = {},
                    std::source_location loc = std::source_location::current());
 
