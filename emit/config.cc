@@ -1,5 +1,6 @@
 #include "emit/config.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/numbers.h"
@@ -72,6 +73,58 @@ std::vector<double> warmup_learning_rates(double from, double to, int64_t epochs
   return out;
 }
 
+StepSchedule StepSchedule::warmup_then_decay(double start, double peak, double end, int64_t warmup,
+                                             int64_t total) {
+  return {{0, warmup, total}, {start, peak, end}};
+}
+
+absl::Status StepSchedule::check() const {
+  if (steps.empty() || steps.size() != rates.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("a step schedule needs one rate per step, at least one; got ", steps.size(),
+                     " steps and ", rates.size(), " rates"));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i] < 0 || (i > 0 && steps[i] <= steps[i - 1]))
+      return absl::InvalidArgumentError(
+          absl::StrCat("a step schedule's steps must increase from 0 or more, got ", steps[i],
+                       i > 0 ? absl::StrCat(" after ", steps[i - 1]) : std::string()));
+    if (!(rates[i] >= 0))
+      return absl::InvalidArgumentError(
+          absl::StrCat("a step schedule's rates must not be negative, got ", rates[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepSchedule> StepSchedule::parse(absl::string_view text) {
+  StepSchedule s;
+  for (absl::string_view point : absl::StrSplit(text, ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(point, ':');
+    int64_t step = 0;
+    double rate = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &step) ||
+        !absl::SimpleAtod(parts[1], &rate)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a step schedule is \"STEP:RATE,STEP:RATE,...\" (e.g. \"0:1e-5,1000:1e-3,5000:1e-5\"), "
+          "got \"",
+          text, "\""));
+    }
+    s.steps.push_back(step);
+    s.rates.push_back(rate);
+  }
+  if (absl::Status st = s.check(); !st.ok()) return st;
+  return s;
+}
+
+double StepSchedule::at(double step) const {
+  double rate = rates[0];
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    const double f =
+        (step - static_cast<double>(steps[i])) / static_cast<double>(steps[i + 1] - steps[i]);
+    rate += (rates[i + 1] - rates[i]) * std::min(std::max(f, 0.0), 1.0);
+  }
+  return rate;
+}
+
 PyValue epoch_wise_filter(const std::vector<EpochFilter>& filters) {
   std::vector<std::pair<PyValue, PyValue>> entries;
   for (const EpochFilter& f : filters) {
@@ -102,6 +155,14 @@ absl::Status check_training_setup(const TrainingSetup& t, absl::string_view mode
     return bad("gradient_clip, gradient_clip_global_norm and gradient_noise must not be negative");
   if (t.accumulate_gradients < 1)
     return bad("accumulate_gradients must be at least 1, got ", t.accumulate_gradients);
+  if (t.step_schedule) {
+    if (absl::Status s = t.step_schedule->check(); !s.ok()) return bad(s.message());
+    if (!t.learning_rates.empty() || c.kind != LearningRateControl::Kind::kConstant)
+      return bad(
+          "a step schedule (lr_schedule) replaces the epochs' learning rates: not with "
+          "learning_rates (a warm-up over epochs: warmup_epochs=0) or a learning-rate "
+          "control");
+  }
   if (!t.chunking.empty()) {
     std::vector<std::string> parts = absl::StrSplit(t.chunking, ':');
     int64_t size = 0, step = 0;
@@ -192,7 +253,33 @@ namespace {
 
 // The schedule's and the updater's entries that differ from RETURNN's defaults;
 // keeps_every_seq (forward, search): without the training's length limit.
+// The step schedule as RETURNN's dynamic_learning_rate: one function for both
+// targets (TF passes the global train step as a tensor, torch as an int).
+std::string step_schedule_function(const StepSchedule& s) {
+  std::vector<PyValue> steps(s.steps.begin(), s.steps.end()), rates(s.rates.begin(), s.rates.end());
+  return absl::StrCat(
+      "\n\ndef dynamic_learning_rate(*, global_train_step, **_kwargs):\n"
+      "    \"\"\"retc: the learning rate, piecewise linear over the global train step through\n"
+      "    (steps[i], rates[i]); the first rate before, the last one after.\"\"\"\n"
+      "    steps, rates = ",
+      PyValue::list(std::move(steps)).repr(), ", ", PyValue::list(std::move(rates)).repr(),
+      "\n"
+      "    if type(global_train_step).__module__.startswith(\"tensorflow\"):\n"
+      "        import tensorflow as tf\n"
+      "        step = tf.cast(global_train_step, tf.float32)\n"
+      "        clip = lambda v: tf.clip_by_value(v, 0.0, 1.0)  # noqa: E731\n"
+      "    else:\n"
+      "        step, clip = float(global_train_step), lambda v: min(max(v, 0.0), 1.0)  # noqa: "
+      "E731\n"
+      "    rate = rates[0]\n"
+      "    for i in range(len(steps) - 1):\n"
+      "        rate = rate + (rates[i + 1] - rates[i]) * clip((step - steps[i]) / (steps[i + 1] - "
+      "steps[i]))\n"
+      "    return rate\n\n\n");
+}
+
 void schedule_entries(const TrainingSetup& t, bool keeps_every_seq, std::string& out) {
+  if (t.step_schedule) out += step_schedule_function(*t.step_schedule);
   if (!t.learning_rates.empty()) {
     std::vector<PyValue> lrs(t.learning_rates.begin(), t.learning_rates.end());
     out += format_assignment("learning_rates", PyValue::list(std::move(lrs)));

@@ -53,6 +53,26 @@ absl::string_view lr_control_name(LearningRateControl::Kind k);
 /// TrainingSetup::learning_rates, as numpy.linspace in the published setups).
 std::vector<double> warmup_learning_rates(double from, double to, int64_t epochs);
 
+/// A learning rate over the global train step (RETURNN's dynamic_learning_rate,
+/// evaluated at every step on both targets): piecewise linear through the
+/// points (steps[i], rates[i]), rates[0] before the first step and the last
+/// rate after the last one. The rates are the learning rates themselves (as
+/// i6 setups' piecewise-linear schedules), not factors.
+struct StepSchedule {
+  std::vector<int64_t> steps;  ///< increasing global train steps
+  std::vector<double> rates;   ///< non-negative, one per step
+  /// A linear warm-up from `start` to `peak` in `warmup` steps, then a linear
+  /// decay to `end` at step `total` (e.g. a one-cycle schedule's two halves).
+  static StepSchedule warmup_then_decay(double start, double peak, double end, int64_t warmup,
+                                        int64_t total);
+  /// "STEP:RATE,STEP:RATE,..." (the lr_schedule option), checked as check() does.
+  static absl::StatusOr<StepSchedule> parse(absl::string_view text);
+  /// InvalidArgument unless the steps increase from >= 0 and the rates are >= 0, one each.
+  absl::Status check() const;
+  /// The rate at `step` (what the configs' function computes).
+  double at(double step) const;
+};
+
 /// RETURNN's epoch_wise_filter of a dataset dict: for epochs first..last,
 /// keep only sequences such that the mean length is at most max_mean_len
 /// (OggZipDataset, LibriSpeechCorpus: a curriculum of short sequences first).
@@ -113,6 +133,9 @@ struct TrainingSetup {
   /// goes on from the last one (`learning_rate` is the rate without a list).
   std::vector<double> learning_rates;
   LearningRateControl lr_control;
+  /// A learning rate per step instead (not with learning_rates or a
+  /// learning-rate control other than constant).
+  std::optional<StepSchedule> step_schedule;
   /// Each gradient entry clipped to [-c, c] (gradient_clip); 0: off.
   double gradient_clip = 0.0;
   /// The gradients scaled to a global norm of at most this (gradient_clip_global_norm); 0: off.

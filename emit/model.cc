@@ -1,5 +1,6 @@
 #include "emit/model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -65,6 +66,8 @@ absl::StatusOr<ModelDef> with_options(const ModelDef& def,
   if (!def.configure || same) return out;
   try {
     def.configure(out, *values);
+  } catch (const std::invalid_argument& e) {  // a value its type admits but the model does not
+    return absl::InvalidArgumentError(absl::StrCat("model '", def.name, "': ", e.what()));
   } catch (const std::logic_error& e) {
     return absl::InternalError(absl::StrCat("model '", def.name, "': ", e.what()));
   }
@@ -97,7 +100,10 @@ std::vector<ModelOption> training_options(const emit::TrainingSetup& t) {
       float_option("learning_rate", t.learning_rate, "the learning rate (after any warm-up)", 0.0),
       int_option("epochs", t.num_epochs, "epochs to train (--epochs overrides it)", 1),
       int_option("batch_size", t.batch_size, "frames in a batch (RETURNN's batch_size)", 1),
-      int_option("max_seqs", t.max_seqs, "sequences in a batch at most", 1)};
+      int_option("max_seqs", t.max_seqs, "sequences in a batch at most", 1),
+      string_option("lr_schedule", "",
+                    "a learning rate per step, piecewise linear: \"STEP:RATE,STEP:RATE,...\" "
+                    "(replaces learning_rate and any warm-up over epochs)")};
 }
 
 void apply_training_options(const OptionValues& o, emit::TrainingSetup& t) {
@@ -105,6 +111,15 @@ void apply_training_options(const OptionValues& o, emit::TrainingSetup& t) {
   t.num_epochs = o.get_int("epochs");
   t.batch_size = o.get_int("batch_size");
   t.max_seqs = o.get_int("max_seqs");
+  t.step_schedule.reset();
+  if (const std::string& text = o.get_string("lr_schedule"); !text.empty()) {
+    absl::StatusOr<emit::StepSchedule> s = emit::StepSchedule::parse(text);
+    if (!s.ok())
+      throw std::invalid_argument(absl::StrCat("option lr_schedule: ", s.status().message()));
+    t.step_schedule = *s;
+    // The config's learning_rate (RETURNN's base rate, in its logs): the largest rate.
+    t.learning_rate = *std::max_element(s->rates.begin(), s->rates.end());
+  }
 }
 
 ModelOption warmup_option(int64_t epochs, absl::string_view from) {

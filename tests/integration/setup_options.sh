@@ -6,7 +6,8 @@
 # rates for epochs 1 and 2 and the control's rates after them (within its
 # bounds), and chunking makes more steps per epoch than whole sequences
 # would (1000 sequences, at most 10 per batch: 100); forward runs without the
-# length limit. Usage: setup_options.sh [torch]
+# length limit; a bundled model with a learning rate per step (lr_schedule).
+# Usage: setup_options.sh [torch]
 # ctest-variants: tf torch
 # ctest-cost: 70
 source "$(dirname "$0")/lib.sh"
@@ -50,3 +51,18 @@ expect_final_error "$TMP/log1" 0.5 "setup-options, 1 epoch ($backend)"
 "$RETC_TEST_MODELS" forward setup-options --backend "$backend" --workdir "$TMP/w1" -o "$TMP/f.hdf" \
   >"$TMP/fwd" 2>&1 || { tail -n 5 "$TMP/fwd"; fail "retc forward setup-options --backend $backend"; }
 pass "$backend: forward after training with max_seq_length: $(tail -n 1 "$TMP/fwd")"
+
+# A learning rate per step (--set lr_schedule, RETURNN's dynamic_learning_rate):
+# a bundled model trains with it (the rates at each step: test_params*.py
+# step_schedule).
+"$RETC" train 12ax --backend "$backend" --workdir "$TMP/ws" --epochs 1 --set train_seqs=200 --set lr_schedule=0:0.0001,10:0.01,40:0.001 \
+  >"$TMP/logs" 2>"$TMP/errs" || { tail -n 30 "$TMP/logs" "$TMP/errs"; fail "retc train 12ax --set lr_schedule=... ($backend)"; }
+grep -q "^def dynamic_learning_rate(\*, global_train_step, \*\*_kwargs):$" "$TMP/ws/returnn.config" ||
+  fail "no dynamic_learning_rate in the config"
+[ "$backend" = tf ] || grep -q "^Using dynamic learning rate scheduler that updates based on global train steps" "$TMP/logs" ||
+  fail "RETURNN's torch updater did not take the schedule"
+pass "$backend: 12ax trains an epoch with a step schedule: $(tail -n 1 "$TMP/logs")"
+"$RETC" compile 12ax --set lr_schedule=0:1e-4,100 -o "$TMP/bad.config" 2>"$TMP/bad" && fail "a bad lr_schedule compiled"
+grep -q "option lr_schedule: a step schedule is \"STEP:RATE,STEP:RATE,...\"" "$TMP/bad" || fail "the error: $(cat "$TMP/bad")"
+[ ! -e "$TMP/bad.config" ] || fail "a config written for a bad lr_schedule"
+pass "a bad lr_schedule: $(cat "$TMP/bad")"

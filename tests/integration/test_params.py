@@ -121,6 +121,32 @@ def test_lr_multiplier():
     print("measured update ratio %.6f (want 3)" % (numpy.abs(d3).sum() / numpy.abs(d1).sum()))
 
 
+# The learning rate per step of test_step_schedule (test_params_torch.py has a copy: it
+# cannot import TF beside torch).
+SCHEDULE = [(0, 1e-4), (100, 1e-2), (400, 1e-4), (1000, 1e-5)]
+SCHEDULE_STEPS = [0, 1, 50, 100, 250, 399, 400, 700, 1000, 5000]
+
+
+def test_step_schedule():
+    """--set lr_schedule (a learning rate per step, piecewise linear): the rate
+    RETURNN's TF updater applies at each global train step (the step a tensor)
+    equals the schedule's points and the lines between them, before the first
+    and after the last step its end rates (torch: test_params_torch.py)."""
+    import os
+
+    setting = "lr_schedule=" + ",".join("%d:%g" % p for p in SCHEDULE)
+    net = Net(compile_model("12ax", os.environ["RETC"], ["--set", setting]), with_updater=True)
+    with net.graph.as_default():
+        rate = net.updater.get_current_step_learning_rate()
+        # The step as the updater reads it, fed.
+        rates = [float(net.session.run(rate, {net.updater.global_train_step: s})) for s in SCHEDULE_STEPS]
+    for s, r in zip(SCHEDULE_STEPS, rates):
+        want = numpy.interp(s, [p for p, _ in SCHEDULE], [r for _, r in SCHEDULE])
+        # float32: the segments' sum rounds at the scale of the largest rate
+        assert abs(r - want) <= 1e-6 * max(v for _, v in SCHEDULE), ("TF's rate at step %d" % s, r, want)
+    print("%s: TF's rates at steps %s: %s" % (setting, SCHEDULE_STEPS, ["%.4g" % r for r in rates]))
+
+
 def test_gradient_clip():
     """Clipping at c caps each gradient entry: |update| <= lr*c, and the
     update is the plain one clipped entry-wise."""

@@ -20,6 +20,28 @@ def close(a, b, tol, what):
         what, err, tol, a.shape, b.shape)
 
 
+# test_params.py's schedule (that file imports TF, which must not load beside torch).
+SCHEDULE = [(0, 1e-4), (100, 1e-2), (400, 1e-4), (1000, 1e-5)]
+SCHEDULE_STEPS = [0, 1, 50, 100, 250, 399, 400, 700, 1000, 5000]
+
+
+def test_step_schedule():
+    """--set lr_schedule on torch: the effective learning rate RETURNN's torch
+    updater sets at each global train step (an int) is test_params.py's
+    schedule (its points and the lines between them)."""
+    import os
+
+    setting = "lr_schedule=" + ",".join("%d:%g" % p for p in SCHEDULE)
+    net = TorchNet(compile_model("12ax", os.environ["RETC"], ["--set", setting]))
+    rates = []
+    for s in SCHEDULE_STEPS:
+        net.updater.set_current_train_step(global_train_step=s, epoch=1)
+        rates.append(net.updater.get_effective_learning_rate())
+    want = numpy.interp(SCHEDULE_STEPS, [p for p, _ in SCHEDULE], [r for _, r in SCHEDULE])
+    close(rates, want, 1e-12, "torch's rates at steps %s" % SCHEDULE_STEPS)
+    print("%s: torch's rates at steps %s: %s" % (setting, SCHEDULE_STEPS, ["%.4g" % r for r in rates]))
+
+
 def _steps(model, n, lr=0.1, seed=1):
     net = TorchNet(compile_model(model), learning_rate=lr)
     batch = net.batch(seed)
