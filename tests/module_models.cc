@@ -134,6 +134,29 @@ void build_attention(Builder& b) {
   io.finish(m->out_->forward(h));
 }
 
+// Causal self-attention with rotary positions (rf's RotaryPosCausalSelfAttention
+// with with_bias=False: key and value 8, 2 heads, no biases), then a tagger.
+void build_rotary_attention(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("rotary_net") {
+      att = register_module("att", std::make_shared<nn::SelfAttention>(
+                                       nn::SelfAttentionOptions(in, Dim::feature("key", 8),
+                                                                Dim::feature("value", 8), 2)
+                                           .causal(true)
+                                           .rotary(true)
+                                           .proj_bias(false)));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::SelfAttention> att;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  nn::Tensor h = m->att->forward(io.x, io.time);
+  h.mark_as_output("attended");
+  io.finish(m->out_->forward(h));
+}
+
 // A 2-layer Transformer encoder (model dim 8, ff 16, 2 heads) tagger.
 void build_transformer(Builder& b) {
   Io io(b);
@@ -881,7 +904,9 @@ void build_select(Builder& b) {
 // The Transformer decoder over a whole sequence (causal self-attention) and
 // step by step in a loop over its frames (SelfAttention::step: the keys and
 // values of the frames so far cached with cum_concat): the same outputs.
-template <bool kRf>
+enum class DecoderVariant { kFused, kRf, kLlama };
+
+template <DecoderVariant kVariant>
 void build_stepwise_decoder(Builder& b) {
   const Dim tgt_time = Dim::spatial("tgt_time"), src_time = Dim::spatial("src_time");
   const Dim model = Dim::feature("model", 16);
@@ -890,12 +915,22 @@ void build_stepwise_decoder(Builder& b) {
   auto opts = nn::TransformerOptions(model, Dim::feature("ff", 32), 4).num_layers(2).dropout(0.0);
   // rf's layers: a QKV bias (the full decoder's causal attention from
   // primitive ops), a fused cross-attention kv.
-  if (kRf) opts.qkv_bias(true).cross_att_fused_kv(true).att_dropout(0.1);
+  if (kVariant == DecoderVariant::kRf)
+    opts.qkv_bias(true).cross_att_fused_kv(true).att_dropout(0.1);
+  // Llama's: rotary positions (no positional encoding on the input), RMS
+  // norms, SwiGLU, no biases.
+  const bool llama = kVariant == DecoderVariant::kLlama;
+  if (llama) {
+    opts.rotary(true).rms_norm(true).ff_gated(true).ff_activation("swish").proj_bias(false).ff_bias(
+        false);
+  }
   auto dec = b.set_root(std::make_shared<nn::TransformerDecoder>(opts));
-  dec->forward(nn::add_positional_encoding(dec_in, tgt_time), tgt_time, memory, src_time)
+  dec->forward(llama ? dec_in : nn::add_positional_encoding(dec_in, tgt_time), tgt_time, memory,
+               src_time)
       .mark_as_output("full");
   nn::Loop loop(b, tgt_time);
-  Tensor h = dec->step(loop.add_positional_encoding(loop.unstack(dec_in)), loop, memory, src_time);
+  Tensor frame = loop.unstack(dec_in);
+  Tensor h = dec->step(llama ? frame : loop.add_positional_encoding(frame), loop, memory, src_time);
   loop.end();
   loop.stack(h).mark_as_output("stepwise");
 }
@@ -972,6 +1007,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-logic", build_logic),
       def("mod-self-attention", build_attention<false>),
       def("mod-causal-attention", build_attention<true>),
+      def("mod-rotary-attention", build_rotary_attention),
       def("mod-transformer", build_transformer),
       def("mod-conv1d", build_conv),
       def("mod-conv2d", build_conv2d),
@@ -1003,8 +1039,9 @@ std::vector<ModelDef> module_test_models() {
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),
       def("mod-transformer-llama", build_transformer_options<TransformerVariant::kLlama>),
       def("mod-transformer-postnorm", build_transformer_options<TransformerVariant::kPostNorm>),
-      def("mod-stepwise-decoder", build_stepwise_decoder<false>),
-      def("mod-stepwise-decoder-rf", build_stepwise_decoder<true>),
+      def("mod-stepwise-decoder", build_stepwise_decoder<DecoderVariant::kFused>),
+      def("mod-stepwise-decoder-rf", build_stepwise_decoder<DecoderVariant::kRf>),
+      def("mod-stepwise-decoder-llama", build_stepwise_decoder<DecoderVariant::kLlama>),
       def("mod-lstm-state", build_lstm_state),
       def("op-cond", build_cond),
       def("mod-loop", build_loop),

@@ -283,6 +283,17 @@ std::vector<Op> ops() {
       },
       true, true);
   module(
+      "self_attention_rotary",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m",
+              std::make_shared<nn::SelfAttention>(
+                  nn::SelfAttentionOptions(d.feat, d.feat, d.feat, 2).causal(true).rotary(true)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::SelfAttention>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
       "causal_attention_bias",
       [](SweepNet& n, const Dims& d) {
         n.add("m",

@@ -65,6 +65,7 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
       value_dim_(o.value_dim()),
       num_heads_(o.num_heads()),
       causal_(o.causal()),
+      rotary_(o.rotary()),
       clipping_(o.rel_pos_clipping()),
       att_dropout_(o.att_dropout()),
       heads_(ir::Dim::feature("heads", o.num_heads())),
@@ -92,6 +93,10 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
                           "has no QKV bias; RelPosSelfAttention has one)"));
     qkv_bias_ = register_parameter("qkv_bias", {qkv_.dims()[1]}, ir::ParamKind::kBias);
   }
+  if (rotary_ && (clipping_ > 0 || key_per_head_.size().value_or(1) % 2 != 0))
+    reject(absl::StrCat(describe(), ": rotary positions need an even key dim per head (got ",
+                        key_per_head_.size().value_or(0),
+                        ") and no rel_pos_clipping (one kind of positions)"));
   if (clipping_ > 0) {
     rel_pos_ = register_parameter("rel_pos",
                                   {ir::Dim::spatial("rel_offsets", 2 * clipping_ + 1),
@@ -107,14 +112,20 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
   return call(input, loc, [&](const Tensor& x) {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
-    if (qkv_bias_.defined()) {  // from primitive ops: the fused layer has no bias
+    if (qkv_bias_.defined() || rotary_) {  // from primitive ops: the fused layer has neither
       if (!axis.is_dynamic() || ir::index_of(x.dims(), axis) < 0)
         fail(l, absl::StrCat(describe(), ": the axis ", axis.describe(),
                              " must be a dynamic axis of ", ir::describe(x.dims())));
       const int64_t kph = *key_per_head_.size();
       Tensor h = project_qkv(x, loc);
       Tensor q = slice(h, qkv_per_head_, 0, key_per_head_, loc);
-      Tensor k = replace_dim(slice(h, qkv_per_head_, kph, key_per_head_, loc), axis, keys_, loc);
+      Tensor k = slice(h, qkv_per_head_, kph, key_per_head_, loc);
+      if (rotary_) {
+        Tensor pos = cast(range_in_axis(x, axis, loc), ir::DType::kFloat32, loc);
+        q = rotate(q, pos, loc);
+        k = rotate(k, pos, loc);
+      }
+      k = replace_dim(k, axis, keys_, loc);
       Tensor v =
           replace_dim(slice(h, qkv_per_head_, 2 * kph, value_per_head_, loc), axis, keys_, loc);
       return proj->forward(attend(q, k, v, keys_, key_per_head_, heads_, value_per_head_,
@@ -142,13 +153,40 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
     const int64_t kph = *key_per_head_.size();
     Tensor qkv = project_qkv(x, loc);
     Tensor q = slice(qkv, qkv_per_head_, 0, key_per_head_, loc);
-    Tensor k = loop.cum_concat(slice(qkv, qkv_per_head_, kph, key_per_head_, loc), cached_, loc);
+    Tensor k = slice(qkv, qkv_per_head_, kph, key_per_head_, loc);
+    if (rotary_) {
+      // The frame's position: a counter state of the loop.
+      Builder& b = x.builder();
+      Tensor frame = loop.state(constant(b, 0.0, {}, loc), {}, loc);
+      loop.next(frame, add(frame, constant(b, 1.0, {}, loc), loc), loc);
+      q = rotate(q, frame, loc);
+      k = rotate(k, frame, loc);
+    }
+    k = loop.cum_concat(k, cached_, loc);
     Tensor v =
         loop.cum_concat(slice(qkv, qkv_per_head_, 2 * kph, value_per_head_, loc), cached_, loc);
     return proj->forward(attend(q, k, v, cached_, key_per_head_, heads_, value_per_head_,
                                 value_dim_, att_dropout_, nullptr, loc),
                          loc);
   });
+}
+
+Tensor SelfAttention::rotate(const Tensor& x, const Tensor& pos, std::source_location loc) const {
+  Builder& b = x.builder();
+  const int64_t kph = *key_per_head_.size();
+  const ir::Dim half = ir::Dim::feature("rope_half", kph / 2),
+                pair = ir::Dim::feature("rope_pair", 2);
+  std::vector<Tensor> parts = unstack(split_dims(x, key_per_head_, {half, pair}, loc), pair, loc);
+  // The angle of pair i: pos * 10000^(-2i / kph).
+  Tensor freq = activation(
+      mul(cast(range(b, half, loc), ir::DType::kFloat32, loc),
+          constant(b, -2.0 * std::log(10000.0) / static_cast<double>(kph), {}, loc), loc),
+      "exp", loc);
+  Tensor angle = mul(pos, freq, loc);
+  Tensor cos = activation(angle, "cos", loc), sin = activation(angle, "sin", loc);
+  Tensor re = sub(mul(parts[0], cos, loc), mul(parts[1], sin, loc), loc);
+  Tensor im = add(mul(parts[0], sin, loc), mul(parts[1], cos, loc), loc);
+  return merge_dims(stack({re, im}, pair, loc), {half, pair}, key_per_head_, loc);
 }
 
 Tensor SelfAttention::project_qkv(const Tensor& x, std::source_location loc) const {

@@ -29,6 +29,10 @@ struct SelfAttentionOptions {
   /// A bias on the fused QKV projection (rf's with_bias; RETURNN's fused TF
   /// layer has none, so with it the attention is built from primitive ops).
   RETC_ARG(bool, qkv_bias) = false;
+  /// Rotary position embeddings (RoPE, Su et al. 2021; rf's
+  /// RotaryPosCausalSelfAttention): each head's queries and keys rotated by
+  /// their frame's angles before the energies (see SelfAttention).
+  RETC_ARG(bool, rotary) = false;
   /// The output projection's bias.
   RETC_ARG(bool, proj_bias) = true;
   /// The output projection's dim; default: in_dim.
@@ -48,6 +52,12 @@ struct SelfAttentionOptions {
 /// RETURNN's Conformer): a learned table rel_pos [2*clipping + 1, key/heads]
 /// of offsets -clipping..clipping (farther ones clipped) is added to the
 /// keys per query-key offset.
+///
+/// With `rotary`, each head's query and key at frame t have their entry pairs
+/// (2i, 2i + 1) rotated by the angle t * 10000^(-2i / (key/heads)) (the key
+/// dim per head even; rf's RoPE: the same pairs, angles and numbers), so that
+/// the energies depend on the frames' offset; from primitive ops, stepwise
+/// too (the cached keys rotated at their own frame).
 class SelfAttention : public Module {
  public:
   explicit SelfAttention(const SelfAttentionOptions& opts);
@@ -66,9 +76,11 @@ class SelfAttention : public Module {
  private:
   // x . qkv (+ qkv_bias) split into heads: [..., heads, qkv_per_head].
   Tensor project_qkv(const Tensor& x, std::source_location loc) const;
+  // With rotary: x [..., key_per_head] rotated at the frames `pos` (float).
+  Tensor rotate(const Tensor& x, const Tensor& pos, std::source_location loc) const;
   ir::Dim in_dim_, key_dim_, value_dim_;
   int64_t num_heads_;
-  bool causal_;
+  bool causal_, rotary_;
   int64_t clipping_;
   double att_dropout_;
   // The fused QKV's per-head layout [q | k | v] (RETURNN's), the keys' axis

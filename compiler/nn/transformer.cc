@@ -76,6 +76,7 @@ SelfAttentionOptions self_attention_options(const TransformerOptions& o) {
   return SelfAttentionOptions(o.model_dim(), o.model_dim(), o.model_dim(), o.num_heads())
       .att_dropout(o.att_dropout())
       .qkv_bias(o.qkv_bias())
+      .rotary(o.rotary())
       .proj_bias(o.proj_bias());
 }
 

@@ -50,6 +50,9 @@ struct TransformerOptions {
   /// RmsNorm (a scale, no bias) instead of LayerNorm for every norm of the
   /// layers and stacks (rf's norm=rf.RMSNorm; Llama-style decoders).
   RETC_ARG(bool, rms_norm) = false;
+  /// Rotary positions (RoPE) in the self-attention (SelfAttentionOptions::rotary):
+  /// a Llama-style decoder adds no positional encoding to its input.
+  RETC_ARG(bool, rotary) = false;
   /// Pre-norm (each branch normalizes its input) or post-norm (each residual
   /// sum is normalized: Vaswani et al.).
   RETC_ARG(bool, norm_first) = true;

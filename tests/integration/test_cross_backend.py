@@ -47,6 +47,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-group-norm.from_tf mod-group-norm tf
 # ctest-cases: cross_backend.mod-log-mel.from_tf mod-log-mel tf
 # ctest-cases: cross_backend.loss-transducer.from_tf loss-transducer tf
+# ctest-cases: cross_backend.mod-rotary-attention.from_tf mod-rotary-attention tf
 # ctest-cases: cross_backend.mod-conformer-rf.from_tf mod-conformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-rf.from_tf mod-transformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-postnorm.from_tf mod-transformer-postnorm tf

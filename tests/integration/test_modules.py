@@ -893,6 +893,42 @@ def test_log_mel():
               lengths, [int(n) for n in frames], worst["rf"], worst["truth"], worst["rf_truth"]))
 
 
+def test_rotary_attention():
+    """SelfAttentionOptions(...).causal(true).rotary(true) equals RETURNN frontend's own
+    RotaryPosCausalSelfAttention (with_bias=False) with the same params on the same
+    batch (valid frames), within 1e-5: the same pairs, angles and numbers."""
+    import torch
+    import returnn.frontend as rf
+    from returnn.tensor import Dim, Tensor as RfTensor
+
+    net = Net(compile_model("mod-rotary-attention"), train_flag=False)
+    feed = net.feed(3, max_time=9)
+    x, got, lens = net.layer("data:data", feed), net.layer("attended", feed), seq_lens(net, feed)
+    qkv, proj = net.variable("att/qkv/param:0"), net.variable("att/proj/weight/param:0")
+    from returnn.frontend.attention import _apply_rope_real
+    from returnn.torch.frontend._backend import TorchBackend
+
+    # rf's backend-independent RoPE (its reference for the backends): the torch
+    # backend's torch.compile kernel loads an LLVM that clashes with TF's here.
+    TorchBackend.apply_rope = staticmethod(_apply_rope_real)
+    rf.select_backend_torch()
+    batch, time = Dim(x.shape[0], name="batch"), Dim(None, name="time")
+    time.dyn_size_ext = RfTensor("lens", dims=[batch], dtype="int32", raw_tensor=torch.tensor(lens))
+    in_dim = Dim(x.shape[2], name="in")
+    att = rf.RotaryPosCausalSelfAttention(in_dim=in_dim, proj_dim=in_dim, key_dim_total=Dim(8, name="key"),
+                                          value_dim_total=Dim(8, name="value"), num_heads=2, with_bias=False)
+    with torch.no_grad():
+        att.qkv.weight.raw_tensor.copy_(torch.tensor(qkv))
+        att.proj.weight.raw_tensor.copy_(torch.tensor(proj))
+        out, _ = att(RfTensor("x", dims=[batch, time, in_dim], dtype="float32", raw_tensor=torch.tensor(x)),
+                     axis=time)
+    want = out.copy_transpose([batch, time, in_dim]).raw_tensor.numpy()
+    worst = max(float(numpy.abs(got[b, :n] - want[b, :n]).max()) for b, n in enumerate(lens))
+    assert worst <= 1e-5, worst
+    print("rotary causal self-attention = rf's RotaryPosCausalSelfAttention (lengths %s): max |diff| %.3g"
+          % ([int(n) for n in lens], worst))
+
+
 def _levenshtein(a, b):
     d = numpy.arange(len(b) + 1)
     for i, x in enumerate(a, 1):

@@ -4,7 +4,9 @@ outputs of the full-sequence decoder (causal self-attention over the whole
 target) on the same input and params, within 1e-5, on both backends
 (test models mod-stepwise-decoder, RETURNN's fused causal self-attention,
 and mod-stepwise-decoder-rf, rf's layers: a QKV bias, so primitive ops, and a
-fused cross-attention kv; evaluation, random batch).
+fused cross-attention kv; mod-stepwise-decoder-llama, rotary positions (the
+step's keys rotated at their own frame, a frame counter), RMS norms, SwiGLU;
+evaluation, random batch).
 
 Run by ctest as `python test_stepwise.py`.
 """
@@ -18,7 +20,7 @@ import torch_probe
 import returnn_probe
 
 TOL = 1e-5
-MODELS = ("mod-stepwise-decoder", "mod-stepwise-decoder-rf")
+MODELS = ("mod-stepwise-decoder", "mod-stepwise-decoder-rf", "mod-stepwise-decoder-llama")
 
 
 def masked_diff(full, step, lengths):
