@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/nn/conformer.h"
 #include "compiler/nn/loop.h"
 #include "emit/model.h"
 
@@ -32,6 +33,10 @@ emit::PyValue copy_task(int64_t num_seqs, bool fixed);
 /// hexadecimal): conformer-ctc's and conformer-transducer's task; `fixed`:
 /// the same sequences every epoch (dev).
 emit::PyValue number_task(int64_t num_seqs, bool fixed);
+/// The Conformer encoder of that task's models (frontend channels 8 and 16,
+/// time stride 2, relative positions up to 8).
+nn::ConformerOptions number_task_encoder(int64_t blocks, int64_t heads, int64_t kernel,
+                                         double dropout);
 /// Every bundled model, in `retc list` order.
 std::vector<ModelDef> bundled_models();
 

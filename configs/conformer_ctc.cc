@@ -70,15 +70,7 @@ void build_small(nn::Builder& b, const ConformerSizes& s) {
   const Dim digits = Dim::feature("digits", 2), hex = Dim::feature("hex", 16);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, digits);
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, hex);
-  const auto opts = nn::ConformerOptions()
-                        .num_layers(s.blocks)
-                        .num_heads(s.heads)
-                        .conv_kernel(s.kernel)
-                        .rel_pos_clipping(8)
-                        .dropout(s.dropout)
-                        .frontend_channels1(8)
-                        .frontend_channels2(16)
-                        .time_stride(2)
+  const auto opts = number_task_encoder(s.blocks, s.heads, s.kernel, s.dropout)
                         .gradient_checkpoint(s.gradient_checkpoint);
   auto model = b.set_root(std::make_shared<ConformerCtc>(digits, Dim::feature("features", 16),
                                                          Dim::feature("model", s.model),
@@ -130,6 +122,19 @@ emit::PyValue random_features(int64_t num_seqs) {
 }
 
 }  // namespace
+
+nn::ConformerOptions number_task_encoder(int64_t blocks, int64_t heads, int64_t kernel,
+                                         double dropout) {
+  return nn::ConformerOptions()
+      .num_layers(blocks)
+      .num_heads(heads)
+      .conv_kernel(kernel)
+      .rel_pos_clipping(8)
+      .dropout(dropout)
+      .frontend_channels1(8)
+      .frontend_channels2(16)
+      .time_stride(2);
+}
 
 emit::PyValue number_task(int64_t num_seqs, bool fixed) {
   emit::PyValue d = emit::PyValue::dict({{"class", "TaskNumberBaseConvertDataset"},

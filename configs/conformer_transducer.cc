@@ -108,15 +108,7 @@ void build_transducer(nn::Builder& b, const TransducerSizes& s) {
   const Dim symbols = hex + Dim::feature("blank", 1);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, digits);
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, hex);
-  const auto opts = nn::ConformerOptions()
-                        .num_layers(s.blocks)
-                        .num_heads(s.heads)
-                        .conv_kernel(s.kernel)
-                        .rel_pos_clipping(8)
-                        .dropout(s.dropout)
-                        .frontend_channels1(8)
-                        .frontend_channels2(16)
-                        .time_stride(2);
+  const auto opts = number_task_encoder(s.blocks, s.heads, s.kernel, s.dropout);
   auto m = b.set_root(std::make_shared<ConformerTransducer>(digits, Dim::feature("features", 16),
                                                             symbols, s, opts));
   nn::Tensor enc = m->enc_proj->forward(m->encoder->forward(m->embed->forward(x), time));

@@ -113,48 +113,43 @@ void build_logic(Builder& b) {
   io.finish(logits);
 }
 
-// Self-attention (plain or causal) with key dim 8, value dim 6, 2 heads.
-template <bool kCausal>
-void build_attention(Builder& b) {
+// A self-attention tagger: the attention (options from the input dim), its
+// output marked "attended", then a linear layer.
+void build_attention_tagger(Builder& b, const char* name,
+                            const std::function<nn::SelfAttentionOptions(Dim)>& options) {
   Io io(b);
   struct Net : nn::Module {
-    Net(Dim in, Dim out) : Module("att_net") {
-      att = register_module("att", std::make_shared<nn::SelfAttention>(
-                                       nn::SelfAttentionOptions(in, Dim::feature("key", 8),
-                                                                Dim::feature("value", 6), 2)
-                                           .causal(kCausal)));
+    Net(const char* name, const nn::SelfAttentionOptions& o, Dim in, Dim out) : Module(name) {
+      att = register_module("att", std::make_shared<nn::SelfAttention>(o));
       out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
     }
     std::shared_ptr<nn::SelfAttention> att;
     std::shared_ptr<nn::Linear> out_;
   };
-  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  auto m = b.set_root(std::make_shared<Net>(name, options(io.in), io.in, io.classes));
   nn::Tensor h = m->att->forward(io.x, io.time);
   h.mark_as_output("attended");
   io.finish(m->out_->forward(h));
 }
 
+// Self-attention (plain or causal) with key dim 8, value dim 6, 2 heads.
+template <bool kCausal>
+void build_attention(Builder& b) {
+  build_attention_tagger(b, "att_net", [](Dim in) {
+    return nn::SelfAttentionOptions(in, Dim::feature("key", 8), Dim::feature("value", 6), 2)
+        .causal(kCausal);
+  });
+}
+
 // Causal self-attention with rotary positions (rf's RotaryPosCausalSelfAttention
 // with with_bias=False: key and value 8, 2 heads, no biases), then a tagger.
 void build_rotary_attention(Builder& b) {
-  Io io(b);
-  struct Net : nn::Module {
-    Net(Dim in, Dim out) : Module("rotary_net") {
-      att = register_module("att", std::make_shared<nn::SelfAttention>(
-                                       nn::SelfAttentionOptions(in, Dim::feature("key", 8),
-                                                                Dim::feature("value", 8), 2)
-                                           .causal(true)
-                                           .rotary(true)
-                                           .proj_bias(false)));
-      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
-    }
-    std::shared_ptr<nn::SelfAttention> att;
-    std::shared_ptr<nn::Linear> out_;
-  };
-  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
-  nn::Tensor h = m->att->forward(io.x, io.time);
-  h.mark_as_output("attended");
-  io.finish(m->out_->forward(h));
+  build_attention_tagger(b, "rotary_net", [](Dim in) {
+    return nn::SelfAttentionOptions(in, Dim::feature("key", 8), Dim::feature("value", 8), 2)
+        .causal(true)
+        .rotary(true)
+        .proj_bias(false);
+  });
 }
 
 // A 2-layer Transformer encoder (model dim 8, ff 16, 2 heads) tagger.
