@@ -16,7 +16,7 @@ while IFS='|' read -r setting pattern; do
   [ ! -e "$TMP/w" ] || fail "--set $setting made the workdir"
 done <<'EOF'
 blocks=x|--set blocks=x: blocks is an integer \(at least 1\)
-nosuch=1|--set nosuch=1: no option 'nosuch' \(options: blocks, model_dim, ff_dim, heads, conv_kernel, dropout, gradient_checkpoint, train_seqs, learning_rate, epochs, batch_size, max_seqs\)
+nosuch=1|--set nosuch=1: no option 'nosuch' \(options: blocks, model_dim, ff_dim, heads, conv_kernel, dropout, gradient_checkpoint, train_seqs, learning_rate, epochs, batch_size, max_seqs, lr_schedule\)
 blocks=-1|--set blocks=-1: blocks must be at least 1 \(see 'retc list --options conformer-ctc'\)$
 dropout=2|--set dropout=2: dropout must be 0.0 to 1.0 \(see 'retc list --options conformer-ctc'\)$
 learning_rate=fast|--set learning_rate=fast: learning_rate is a finite number \(at least 0.0\)
