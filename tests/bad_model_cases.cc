@@ -10,6 +10,7 @@
 #include "compiler/nn/loop.h"
 #include "compiler/nn/modules.h"
 #include "compiler/nn/parametrize.h"
+#include "compiler/nn/transducer.h"
 #include "tests/test_models.h"
 
 namespace retc::testing {
@@ -609,6 +610,16 @@ const Case kCases[] = {
      [](Builder& b) {
        Setup s(b);
        nn::mel_filterbank(s.x, s.in, s.out, 16000, 9000);  // MISTAKE: bad:mel-filterbank-range
+     }},
+    {"bad:transducer-classes", "transducer_loss: the logits must be float [batch, 'time'(dyn), 'time'(dyn), labels + blank] with 4 classes (blank last)",
+     [](Builder& b) {
+       Setup s(b);
+       nn::transducer_loss(s.x, s.y, s.time, s.time, s.time);  // MISTAKE: bad:transducer-classes
+     }},
+    {"bad:rotary-odd-head", "rotary positions need an even key dim per head (got 3)",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::SelfAttention>(nn::SelfAttentionOptions(s.in, s.out, s.out, 1).rotary(true)));  // MISTAKE: bad:rotary-odd-head
      }},
     {"bad:conv-stride-zero", "strides must be at least 1, got 0",
      [](Builder& b) {

@@ -36,7 +36,7 @@ pass "list --options, compile MODEL --help"
 cmp "$TMP/a" "$TMP/b" || fail "the same options gave other bytes"
 "$RETC" compile conformer-ctc --set learning_rate=0.002 -o "$TMP/lr" || fail "compile learning_rate"
 "$RETC" compile conformer-ctc -o "$TMP/default" || fail "compile"
-grep -Fx "# options: blocks=3 model_dim=64 ff_dim=128 heads=4 conv_kernel=7 dropout=0.1 gradient_checkpoint=false train_seqs=2000 learning_rate=0.001 epochs=10 batch_size=2000 max_seqs=40" "$TMP/a" >/dev/null ||
+grep -Fx "# options: blocks=3 model_dim=64 ff_dim=128 heads=4 conv_kernel=7 dropout=0.1 gradient_checkpoint=false train_seqs=2000 learning_rate=0.001 epochs=10 batch_size=2000 max_seqs=40 lr_schedule=\"\"" "$TMP/a" >/dev/null ||
   fail "header: $(sed -n 4p "$TMP/a")"
 grep -Fx "learning_rate = 0.002" "$TMP/lr" >/dev/null || fail "learning_rate not set"
 [ "$(diff "$TMP/default" "$TMP/lr" | grep -c '^[<>]')" = 4 ] || fail "learning_rate changed more than its line and the header's: $(diff "$TMP/default" "$TMP/lr")"
