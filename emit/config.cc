@@ -1,6 +1,5 @@
 #include "emit/config.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/numbers.h"
@@ -113,16 +112,6 @@ absl::StatusOr<StepSchedule> StepSchedule::parse(absl::string_view text) {
   }
   if (absl::Status st = s.check(); !st.ok()) return st;
   return s;
-}
-
-double StepSchedule::at(double step) const {
-  double rate = rates[0];
-  for (size_t i = 0; i + 1 < steps.size(); ++i) {
-    const double f =
-        (step - static_cast<double>(steps[i])) / static_cast<double>(steps[i + 1] - steps[i]);
-    rate += (rates[i + 1] - rates[i]) * std::min(std::max(f, 0.0), 1.0);
-  }
-  return rate;
 }
 
 PyValue epoch_wise_filter(const std::vector<EpochFilter>& filters) {

@@ -69,8 +69,6 @@ struct StepSchedule {
   static absl::StatusOr<StepSchedule> parse(absl::string_view text);
   /// InvalidArgument unless the steps increase from >= 0 and the rates are >= 0, one each.
   absl::Status check() const;
-  /// The rate at `step` (what the configs' function computes).
-  double at(double step) const;
 };
 
 /// RETURNN's epoch_wise_filter of a dataset dict: for epochs first..last,

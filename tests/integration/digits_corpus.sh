@@ -28,7 +28,7 @@ if [ ! -f "$made/.complete" ]; then
   mkdir -p "$cache"
   partial=$(mktemp -d "$cache/.digits-$key.XXXXXX")
   "$VENV/bin/python" "$RETC_SOURCE_DIR/tools/make_digits.py" "$partial/digits" --train 1200 --dev 200 >/dev/null ||
-    fail "make_digits.py"
+    { rm -rf "$partial"; fail "make_digits.py"; }
   touch "$partial/digits/.complete"
   if ! mv -T "$partial/digits" "$made" 2>/dev/null; then
     [ -f "$made/.complete" ] || fail "could not put the corpus at $made"  # another run made it first
