@@ -33,6 +33,10 @@ emit::PyValue copy_task(int64_t num_seqs, bool fixed);
 /// hexadecimal): conformer-ctc's and conformer-transducer's task; `fixed`:
 /// the same sequences every epoch (dev).
 emit::PyValue number_task(int64_t num_seqs, bool fixed);
+/// Those models' training setup: 200 fixed dev sequences, batches of 2000
+/// frames and at most 40 sequences, learning rate 0.001, 10 epochs (the
+/// training data depends on an option).
+emit::TrainingSetup number_task_setup();
 /// The Conformer encoder of that task's models (frontend channels 8 and 16,
 /// time stride 2, relative positions up to 8).
 nn::ConformerOptions number_task_encoder(int64_t blocks, int64_t heads, int64_t kernel,

@@ -136,6 +136,16 @@ nn::ConformerOptions number_task_encoder(int64_t blocks, int64_t heads, int64_t 
       .time_stride(2);
 }
 
+emit::TrainingSetup number_task_setup() {
+  emit::TrainingSetup t;
+  t.dev = number_task(200, true);
+  t.batch_size = 2000;
+  t.max_seqs = 40;
+  t.learning_rate = 0.001;
+  t.num_epochs = 10;
+  return t;
+}
+
 emit::PyValue number_task(int64_t num_seqs, bool fixed) {
   emit::PyValue d = emit::PyValue::dict({{"class", "TaskNumberBaseConvertDataset"},
                                          {"input_base", 2},
@@ -152,11 +162,7 @@ ModelDef model_conformer_ctc() {
   def.name = "conformer-ctc";
   def.description = "small Conformer with CTC: binary numbers to hexadecimal digits";
   emit::TrainingSetup& t = def.training;
-  t.dev = number_task(200, true);
-  t.batch_size = 2000;
-  t.max_seqs = 40;
-  t.learning_rate = 0.001;
-  t.num_epochs = 10;
+  t = number_task_setup();
   def.options = conformer_options({2, 64, 128, 4, 7, 0.1});
   def.options.push_back(int_option("train_seqs", 2000, "training sequences per epoch", 1));
   for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));

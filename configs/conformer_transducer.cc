@@ -147,11 +147,7 @@ ModelDef model_conformer_transducer() {
       "small Conformer transducer (RNA loss, time-synchronous beam search): binary numbers to "
       "hexadecimal digits";
   emit::TrainingSetup& t = def.training;
-  t.dev = number_task(200, true);
-  t.batch_size = 2000;
-  t.max_seqs = 40;
-  t.learning_rate = 0.001;
-  t.num_epochs = 10;
+  t = number_task_setup();
   def.options = {int_option("blocks", 2, "conformer blocks", 1),
                  int_option("model_dim", 64, "model dimension", 1),
                  int_option("ff_dim", 128, "feed-forward dimension", 1),

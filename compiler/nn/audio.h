@@ -132,8 +132,8 @@ struct LogMel {
   Tensor features;  ///< [..., frames, out_dim]
   ir::Dim frames;
 };
-/// Log-mel features of raw audio `x` [..., axis] (a static feature dim of 1
-/// after the axis, as OggZipDataset's raw features have, is reduced away):
+/// Log-mel features of raw audio `x` [..., axis] (a static feature dim of
+/// size 1, as OggZipDataset's raw features have, is reduced away):
 /// log(max(mel_filterbank(power_spectrum(stft(x))), 1e-10)) / ln(log_base), as
 /// rf's log_mel_filterbank_from_raw.
 LogMel log_mel_filterbank_from_raw(const Tensor& x, const ir::Dim& axis, const ir::Dim& out_dim,
