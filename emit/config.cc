@@ -174,8 +174,8 @@ absl::Status check_training_setup(const TrainingSetup& t, absl::string_view mode
       if (e < 1) return bad("cleanup keep lists epochs, which start at 1; got ", e);
     }
   }
-  if (t.data_loader_workers < 0)
-    return bad("data_loader_workers must not be negative, got ", t.data_loader_workers);
+  if (t.data_loader_workers.value_or(0) < 0)
+    return bad("data_loader_workers must not be negative, got ", *t.data_loader_workers);
   if ((t.reduce == DistributedReduce::kParam) != (t.param_sync_step > 0)) {
     return bad("param_sync_step (", t.param_sync_step,
                ") must be positive exactly when the reduce type is param");
@@ -204,9 +204,9 @@ std::vector<TorchOnlyEntry> torch_only_entries(const ConfigOptions& opts) {
     if (t.amp == Precision::kBfloat16) amp.set("grad_scaler", PyValue::none());
     out.push_back({absl::StrCat("amp ", precision_name(t.amp)), "torch_amp", std::move(amp)});
   }
-  if (t.data_loader_workers > 0) {
-    out.push_back({absl::StrCat("workers ", t.data_loader_workers), "torch_dataloader_opts",
-                   PyValue::dict({{"num_workers", t.data_loader_workers}})});
+  if (t.data_loader_workers) {
+    out.push_back({absl::StrCat("workers ", *t.data_loader_workers), "torch_dataloader_opts",
+                   PyValue::dict({{"num_workers", *t.data_loader_workers}})});
   }
   if (opts.distributed) {
     PyValue d = PyValue::dict();

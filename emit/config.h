@@ -153,8 +153,9 @@ struct TrainingSetup {
   /// Mixed precision (torch target; TF: an error naming the target).
   Precision amp = Precision::kFloat32;
   /// Processes that load batches beside each training process (torch's
-  /// DataLoader num_workers; torch target); 0: the training process does.
-  int64_t data_loader_workers = 0;
+  /// DataLoader num_workers; torch target); 0: the training process does;
+  /// unset: none written, RETURNN's default (one, started anew each epoch).
+  std::optional<int64_t> data_loader_workers;
   /// Several processes (ConfigOptions::distributed): the reduce type, and for
   /// kParam the steps between param averages.
   DistributedReduce reduce = DistributedReduce::kGrad;

@@ -60,7 +60,10 @@ constexpr absl::string_view kProductionHelp =
     "                   epoch (RETURNN's cleanup_old_models: the last N, the best N of each\n"
     "                   score RETURNN records, the listed epochs; torch: their optimizer\n"
     "                   states too). Without them every checkpoint stays.\n"
-    "  --workers N      data-loader processes beside each training process (torch).\n"
+    "  --workers N      data-loader processes beside each training process (torch; 0: the\n"
+    "                   training process loads). Default: 0 where training runs on the CPU\n"
+    "                   (RETURNN's worker is started anew each epoch and competes for the\n"
+    "                   cores), else RETURNN's default (1).\n"
     "  --reduce grad|param, --param-sync-step N  several processes (torch): gradients\n"
     "                   averaged every step (grad, default), or params every N steps.\n"
     "  --dataset-distribution shard|random_seed_offset  several processes (torch): each gets\n"
@@ -405,7 +408,11 @@ absl::Status apply_production_flags(const Args& a, emit::ConfigOptions& opts) {
     }
     t.cleanup = c;
   }
-  if (absl::Status s = int_flag(a, "--workers", 0, t.data_loader_workers); !s.ok()) return s;
+  if (a.flags.contains("--workers")) {
+    int64_t n = 0;
+    if (absl::Status s = int_flag(a, "--workers", 0, n); !s.ok()) return s;
+    t.data_loader_workers = n;
+  }
   if (auto it = a.flags.find("--reduce"); it != a.flags.end()) {
     if (it->second != "grad" && it->second != "param")
       return absl::InvalidArgumentError(
@@ -457,6 +464,18 @@ absl::Status check_several_process_flags(const Args& a, bool several, absl::stri
     }
   }
   return absl::OkStatus();
+}
+
+// Without --workers (or a model's own setting), a torch run on the CPU loads
+// its batches in the training process: RETURNN's default worker process is
+// spawned anew for every epoch and every evaluation (torch and RETURNN
+// imported again: about a second each) and competes with training for the
+// cores (12ax, 5 epochs on this 2-core machine: 13 s instead of 26 s). On a
+// GPU RETURNN's default (one worker) stays: there it overlaps loading with
+// the steps.
+void default_cpu_data_loading(const emit::Target& target, bool on_cpu, emit::ConfigOptions& opts) {
+  if (target.name == "torch" && on_cpu && !opts.training.data_loader_workers)
+    opts.training.data_loader_workers = 0;
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
@@ -620,6 +639,7 @@ int cmd_compile(const std::vector<ModelDef>& models, const Args& a) {
     return usage_error(s.message());
   // For torchrun by hand: gloo on CPU, else RETURNN's default (nccl for CUDA).
   if (distributed) opts.distributed = opts.device == "cpu" ? "gloo" : "";
+  default_cpu_data_loading((*backend)->target, opts.device == "cpu", opts);
   auto task = task_arg(a);
   if (!task.ok()) return usage_error(task.status().message());
   if (absl::Status s = search_args(a, opts.task); !s.ok()) return usage_error(s.message());
@@ -861,12 +881,14 @@ int cmd_train(const std::vector<ModelDef>& models, const Args& a) {
       !s.ok())
     return usage_error(s.message());
   const bool float16 = opts.training.amp == emit::Precision::kFloat16;
+  const bool torch = (*backend)->target.name == "torch";
   int gpus = 0;
-  if (opts.device == "gpu" || ((dist->several() || float16) && opts.device.empty())) {
+  if (opts.device == "gpu" || ((dist->several() || float16 || torch) && opts.device.empty())) {
     auto n = runtime::usable_gpus(std::string((*backend)->target.name), opts.device);
     if (!n.ok()) return error(n.status());
     gpus = *n;
   }
+  default_cpu_data_loading((*backend)->target, opts.device == "cpu" || gpus == 0, opts);
   // RETURNN's torch_distributed. On CPU gloo only: RETURNN's default
   // "cpu:gloo,cuda:nccl" makes torch open NCCL, which needs a CUDA device;
   // with GPUs that default (nccl for CUDA tensors). RETURNN runs several
@@ -982,6 +1004,13 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
   emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
   opts.device = device.device;
+  bool on_cpu = opts.device == "cpu";
+  if (torch && opts.device.empty()) {
+    auto gpus = runtime::usable_gpus(std::string(target.name), opts.device);
+    if (!gpus.ok()) return error(gpus.status());
+    on_cpu = *gpus == 0;
+  }
+  default_cpu_data_loading(target, on_cpu, opts);
   apply_nonfinite_flag(a, opts);
   emit::TaskOptions& t = opts.task;
   t.task = task;
