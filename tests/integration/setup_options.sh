@@ -2,11 +2,12 @@
 # The typed training-setup options in RETURNN (test model setup-options: 12ax
 # with a warm-up, newbob_multi_epoch, gradient clipping and noise, gradient
 # accumulation, chunking and a length limit): the config holds RETURNN's
-# entries, training runs 4 epochs, the learning-rate file shows the warm-up
-# rates for epochs 1 and 2 and the control's rates after them (within its
-# bounds), and chunking makes more steps per epoch than whole sequences
-# would (1000 sequences, at most 10 per batch: 100); forward runs without the
-# length limit; a bundled model with a learning rate per step (lr_schedule).
+# entries; training runs 1 epoch (fewer than the warm-up lists), forward runs
+# without the length limit, training resumes to 4 epochs, the learning-rate
+# file shows the warm-up rates for epochs 1 and 2 and the control's rates
+# after them (within its bounds), and chunking makes more steps per epoch
+# than whole sequences would (1000 sequences, at most 10 per batch: 100); a
+# bundled model with a learning rate per step (lr_schedule).
 # Usage: setup_options.sh [torch]
 # ctest-variants: tf torch
 # ctest-cost: 70
@@ -22,6 +23,21 @@ for line in 'learning_rates = [0.002, 0.006]' 'learning_rate_control = "newbob_m
 done
 pass "$backend config: the setup's entries"
 
+# Fewer epochs than the warm-up lists: RETURNN's learning-rate file has the
+# listed epochs in advance; the final line is the last trained epoch's error.
+"$RETC_TEST_MODELS" train setup-options --backend "$backend" --workdir "$TMP/w" --epochs 1 >"$TMP/log1" 2>"$TMP/err1" ||
+  { tail -n 30 "$TMP/log1" "$TMP/err1"; fail "retc train setup-options --epochs 1"; }
+grep -Fx "retc: finished epoch 1 ($(tail -n 2 "$TMP/log1" | head -n 1 | sed -E 's/.*\((.*)\)$/\1/'))" "$TMP/log1" >/dev/null ||
+  fail "not epoch 1: $(tail -n 2 "$TMP/log1")"
+expect_final_error "$TMP/log1" 0.5 "setup-options, 1 epoch ($backend)"
+
+# Forward keeps every sequence: its config has no length limit (RETURNN's
+# torch engine refuses max_seq_length in forward and search).
+"$RETC_TEST_MODELS" forward setup-options --backend "$backend" --workdir "$TMP/w" -o "$TMP/f.hdf" \
+  >"$TMP/fwd" 2>&1 || { tail -n 5 "$TMP/fwd"; fail "retc forward setup-options --backend $backend"; }
+pass "$backend: forward after training with max_seq_length: $(tail -n 1 "$TMP/fwd")"
+
+# The same workdir on to the setup's 4 epochs (resuming after epoch 1).
 "$RETC_TEST_MODELS" train setup-options --backend "$backend" --workdir "$TMP/w" >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "retc train setup-options --backend $backend"; }
 expect_final_error "$TMP/log" 0.1 "setup-options ($backend)"
@@ -34,23 +50,9 @@ print("learning rates per epoch:", lrs, "steps per epoch:", steps)
 assert sorted(lrs) == [1, 2, 3, 4], lrs
 assert abs(lrs[1] - 0.002) < 1e-9 and abs(lrs[2] - 0.006) < 1e-9, "warm-up: %s" % lrs
 assert all(0.001 <= lrs[e] <= 0.006 + 1e-9 for e in (3, 4)), "the control's rates: %s" % lrs
-assert steps and min(steps) > 150, "chunks: %s steps per epoch" % steps
+assert len(steps) == 4 and min(steps) > 150, "chunks: %s steps per epoch" % steps
 PY
 pass "$backend: warm-up rates, the control's rates within bounds, chunked batches"
-
-# Fewer epochs than the warm-up lists: RETURNN's learning-rate file has the
-# listed epochs in advance; the final line is the last trained epoch's error.
-"$RETC_TEST_MODELS" train setup-options --backend "$backend" --workdir "$TMP/w1" --epochs 1 >"$TMP/log1" 2>"$TMP/err1" ||
-  { tail -n 30 "$TMP/log1" "$TMP/err1"; fail "retc train setup-options --epochs 1"; }
-grep -Fx "retc: finished epoch 1 ($(tail -n 2 "$TMP/log1" | head -n 1 | sed -E 's/.*\((.*)\)$/\1/'))" "$TMP/log1" >/dev/null ||
-  fail "not epoch 1: $(tail -n 2 "$TMP/log1")"
-expect_final_error "$TMP/log1" 0.5 "setup-options, 1 epoch ($backend)"
-
-# Forward keeps every sequence: its config has no length limit (RETURNN's
-# torch engine refuses max_seq_length in forward and search).
-"$RETC_TEST_MODELS" forward setup-options --backend "$backend" --workdir "$TMP/w1" -o "$TMP/f.hdf" \
-  >"$TMP/fwd" 2>&1 || { tail -n 5 "$TMP/fwd"; fail "retc forward setup-options --backend $backend"; }
-pass "$backend: forward after training with max_seq_length: $(tail -n 1 "$TMP/fwd")"
 
 # A learning rate per step (--set lr_schedule, RETURNN's dynamic_learning_rate):
 # a bundled model trains with it (the rates at each step: test_params*.py
