@@ -5,6 +5,7 @@
 # run resumes; RETURNN's own entry point runs the emitted config; a param
 # option the target cannot give (a device of its own) is a one-line
 # build-time error at the user's line naming the target.
+# ctest-cost: 50
 source "$(dirname "$0")/lib.sh"
 
 "$RETC" check 12ax --backend torch >"$TMP/check" 2>"$TMP/err" || { cat "$TMP/err"; fail "retc check 12ax --backend torch"; }

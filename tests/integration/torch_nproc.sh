@@ -13,6 +13,7 @@
 # and --nnodes on the tf target, --nproc 0, --nnodes without --master, a
 # node rank outside the nodes.
 # ctest-serial
+# ctest-cost: 40
 source "$(dirname "$0")/lib.sh"
 
 # A free port on 127.0.0.1 for node 0's rendezvous.
