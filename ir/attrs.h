@@ -96,6 +96,7 @@ using Ints = std::vector<int64_t>;
   X(Stddev, "stddev", double)                       \
   X(Stride, "stride", int64_t)                      \
   X(Strides, "strides", Ints)                       \
+  X(Unmasked, "unmasked", bool)                     \
   X(Value, "value", double)                         \
   X(WindowDim, "window_dim", Dim)
 
@@ -109,7 +110,8 @@ using Ints = std::vector<int64_t>;
   X(LabelSmoothing, 0.0)              \
   X(Normalize, false)                 \
   X(PadValue, 0.0)                    \
-  X(Scale, 1.0)
+  X(Scale, 1.0)                       \
+  X(Unmasked, false)
 // clang-format on
 
 enum class AttrKey {

@@ -178,8 +178,8 @@ struct KindFacts {
     R(Mode) R(Axes) R(OutAxes) R(Size) R(Strides) R(Padding))                                      \
     /* attrs mode, axes, out_axes, size, ... */                                                    \
   X(BatchNorm, "batch_norm", KindFacts(5).step(),                                                  \
-    R(Axis) R(Epsilon) R(Momentum))                                                                \
-    /* x, mean, var, scale, bias; attr axis */                                                     \
+    R(Axis) R(Epsilon) R(Momentum) O(Unmasked))                                                    \
+    /* x, mean, var, scale, bias; attr axis; unmasked: statistics over padding too */             \
   X(CtcLoss, "ctc_loss", KindFacts(2).step().loss(1),                                              \
     O(Normalize) O(Scale) R(Axis))                                                                 \
     /* logits (classes + blank), targets */                                                        \

@@ -41,6 +41,33 @@ void build_normed(Builder& b) {
   io.finish(m->forward(io.x));
 }
 
+// BatchNorm's options side by side: `masked` without a scale and bias (rf's
+// affine=False), `unmasked` with them and statistics over the padded tensor
+// (rf's use_mask=False, torch's batch_norm), epsilon 1e-3 (rf's default).
+class BatchNormOptionsNet : public nn::Module {
+ public:
+  BatchNormOptionsNet(Dim in, Dim out) : Module("batch_norm_options") {
+    masked = register_module(
+        "masked", std::make_shared<nn::BatchNorm>(in, nn::BatchNormOptions().affine(false)));
+    unmasked = register_module(
+        "unmasked", std::make_shared<nn::BatchNorm>(
+                        in, nn::BatchNormOptions().masked(false).epsilon(1e-3).momentum(0.2)));
+    out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+  }
+  std::shared_ptr<nn::BatchNorm> masked, unmasked;
+  std::shared_ptr<nn::Linear> out_;
+};
+
+void build_batch_norm_options(Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<BatchNormOptionsNet>(io.in, io.classes));
+  Tensor a = m->masked->forward(io.x);
+  Tensor u = m->unmasked->forward(io.x);
+  a.mark_as_output("masked_out");
+  u.mark_as_output("unmasked_out");
+  io.finish(m->out_->forward(a + u));
+}
+
 class EmbedNet : public nn::Module {
  public:
   EmbedNet(Dim vocab, Dim dim, Dim out) : Module("embed_net") {
@@ -703,7 +730,9 @@ void build_conformer_rf(Builder& b) {
                             .att_qkv_bias(true)
                             .frontend_channels1(8)
                             .frontend_channels2(8)
-                            .frontend_linear_bias(false);
+                            .frontend_linear_bias(false)
+                            .conv_norm_epsilon(1e-3)
+                            .conv_norm_masked(false);  // rf's BatchNorm before behavior version 29
       encoder = register_module("encoder", std::make_shared<nn::ConformerEncoder>(
                                                in, model, Dim::feature("ff", 64), opts));
       auto other = nn::ConformerOptions(opts).ff_activation("relu_square").ff_bias(false);
@@ -995,6 +1024,7 @@ std::vector<ModelDef> module_test_models() {
   };
   return {
       def("mod-layer-norm", build_normed<nn::LayerNorm>),
+      def("mod-batch-norm-options", build_batch_norm_options),
       def("mod-rms-norm", build_normed<nn::RmsNorm>),
       def("mod-embedding", build_embedding),
       def("mod-blstm", build_blstm),

@@ -221,6 +221,14 @@ std::vector<Op> ops() {
       [](SweepNet& n, const Dims&, T x, OptDim) { return mod<nn::BatchNorm>(n, "m")->forward(x); },
       false, true);
   module(
+      "batch_norm_options",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::BatchNorm>(
+                       d.feat, nn::BatchNormOptions().affine(false).masked(false)));
+      },
+      [](SweepNet& n, const Dims&, T x, OptDim) { return mod<nn::BatchNorm>(n, "m")->forward(x); },
+      false, true);
+  module(
       "lstm",
       [](SweepNet& n, const Dims& d) { n.add("m", std::make_shared<nn::Lstm>(d.feat, d.out)); },
       [](SweepNet& n, const Dims& d, T x, OptDim) {

@@ -51,6 +51,10 @@ Tensor ConformerFeedForward::forward(const Tensor& input, std::source_location l
 
 ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size,
                                          double norm_epsilon)
+    : ConformerConvModule(model_dim, kernel_size, BatchNormOptions().epsilon(norm_epsilon)) {}
+
+ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size,
+                                         const BatchNormOptions& norm_opts)
     : Module("conformer_conv"), model_dim_(model_dim), glu_dim_(2 * model_dim) {
   pointwise_conv1 =
       register_module("pointwise_conv1", std::make_shared<Linear>(model_dim, glu_dim_));
@@ -58,7 +62,7 @@ ConformerConvModule::ConformerConvModule(ir::Dim model_dim, int64_t kernel_size,
       "depthwise_conv",
       std::make_shared<Conv1d>(
           Conv1dOptions(model_dim, model_dim, kernel_size).groups(model_dim.size().value_or(1))));
-  norm = register_module("norm", std::make_shared<BatchNorm>(model_dim, norm_epsilon));
+  norm = register_module("norm", std::make_shared<BatchNorm>(model_dim, norm_opts));
   pointwise_conv2 =
       register_module("pointwise_conv2", std::make_shared<Linear>(model_dim, model_dim));
 }
@@ -100,8 +104,12 @@ ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const Conforme
                             .proj_bias(opts.att_proj_bias())));
   }
   conv_norm = register_module("conv_norm", std::make_shared<LayerNorm>(model_dim));
-  conv = register_module("conv", std::make_shared<ConformerConvModule>(
-                                     model_dim, opts.conv_kernel(), opts.conv_norm_epsilon()));
+  conv = register_module(
+      "conv", std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel(),
+                                                    BatchNormOptions()
+                                                        .epsilon(opts.conv_norm_epsilon())
+                                                        .affine(opts.conv_norm_affine())
+                                                        .masked(opts.conv_norm_masked())));
   ff2_norm = register_module("ff2_norm", std::make_shared<LayerNorm>(model_dim));
   ff2 = register_module("ff2", std::make_shared<ConformerFeedForward>(model_dim, ff_dim, opts));
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(model_dim));

@@ -35,8 +35,12 @@ struct ConformerOptions {
   /// relu_square) and whether their linear layers have biases.
   RETC_ARG(std::string, ff_activation) = "swish";
   RETC_ARG(bool, ff_bias) = true;
-  /// The convolution module's batch norm epsilon.
+  /// The convolution module's batch norm: epsilon, a learned scale and bias
+  /// (BatchNormOptions::affine), statistics without padding frames (masked;
+  /// false: over the padded tensor, as torch's batch_norm).
   RETC_ARG(double, conv_norm_epsilon) = 1e-5;
+  RETC_ARG(bool, conv_norm_affine) = true;
+  RETC_ARG(bool, conv_norm_masked) = true;
   /// The frontend's final Linear has a bias (rf's input_projection has none).
   RETC_ARG(bool, frontend_linear_bias) = true;
   /// Dropout masks vary along the feature dim only, shared over batch and
@@ -72,6 +76,7 @@ class ConformerFeedForward : public Module {
 class ConformerConvModule : public Module {
  public:
   ConformerConvModule(ir::Dim model_dim, int64_t kernel_size, double norm_epsilon = 1e-5);
+  ConformerConvModule(ir::Dim model_dim, int64_t kernel_size, const BatchNormOptions& norm);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<Linear> pointwise_conv1, pointwise_conv2;

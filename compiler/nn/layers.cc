@@ -374,13 +374,19 @@ Tensor TransposedConv::forward(const Tensor& input, const std::vector<ir::Dim>& 
 }
 
 BatchNorm::BatchNorm(ir::Dim dim, double epsilon, double momentum)
-    : Module("batch_norm"), dim_(dim), epsilon_(epsilon), momentum_(momentum) {
+    : BatchNorm(dim, BatchNormOptions().epsilon(epsilon).momentum(momentum)) {}
+
+BatchNorm::BatchNorm(ir::Dim dim, const BatchNormOptions& opts)
+    : Module("batch_norm"), dim_(dim), opts_(opts) {
+  const double momentum = opts.momentum(), epsilon = opts.epsilon();
   if (!(momentum >= 0 && momentum <= 1))
     reject(absl::StrCat(describe(), ": momentum must be in [0, 1], got ", momentum));
   if (!(epsilon >= 0 && std::isfinite(epsilon)))
     reject(absl::StrCat(describe(), ": epsilon must be finite and at least 0, got ", epsilon));
-  scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);
-  bias_ = register_parameter("bias", {dim}, ir::ParamKind::kNormShift);
+  if (opts.affine()) {
+    scale_ = register_parameter("scale", {dim}, ir::ParamKind::kNormScale);
+    bias_ = register_parameter("bias", {dim}, ir::ParamKind::kNormShift);
+  }
   running_mean_ = register_parameter("running_mean", {dim}, ir::ParamKind::kAuxiliary);
   running_var_ = register_parameter("running_var", {dim}, ir::ParamKind::kAuxiliary,
                                     ir::Initializer::constant(1.0));
@@ -393,9 +399,24 @@ Tensor BatchNorm::forward(const Tensor& input, std::source_location loc) const {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, dim_, "dim", l);
     Builder& b = x.builder();
-    return batch_norm(x, b.param(running_mean_), b.param(running_var_), b.param(scale_),
-                      b.param(bias_), dim_, epsilon_, momentum_, loc);
+    // Without affine params, a scale of 1 and a bias of 0: the same op on
+    // both targets (TF: RETURNN's batch_norm layer reads them as its gamma
+    // and beta).
+    Tensor scale = opts_.affine() ? b.param(scale_) : constant(b, 1.0, {dim_}, loc);
+    Tensor bias = opts_.affine() ? b.param(bias_) : constant(b, 0.0, {dim_}, loc);
+    return batch_norm(x, b.param(running_mean_), b.param(running_var_), scale, bias, dim_,
+                      opts_.epsilon(), opts_.momentum(), opts_.masked(), loc);
   });
+}
+
+Parameter& BatchNorm::scale() {
+  if (!opts_.affine()) reject(absl::StrCat(describe(), ": scale(): affine(false) has none"));
+  return scale_;
+}
+
+Parameter& BatchNorm::bias() {
+  if (!opts_.affine()) reject(absl::StrCat(describe(), ": bias(): affine(false) has none"));
+  return bias_;
 }
 
 Tensor Dropout::forward(const Tensor& input, std::source_location loc) const {

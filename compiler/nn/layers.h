@@ -323,22 +323,39 @@ class TransposedConv2d : public TransposedConv {
   }
 };
 
+/// BatchNorm's options: `BatchNormOptions().affine(false).masked(false)`.
+struct BatchNormOptions {
+  RETC_ARG(double, epsilon) = 1e-5;
+  /// Training: running = (1 - momentum) * running + momentum * batch.
+  RETC_ARG(double, momentum) = 0.1;
+  /// A learned scale and bias; false: none (rf's BatchNorm affine=False).
+  RETC_ARG(bool, affine) = true;
+  /// Statistics over all frames but padding (RETURNN's masked_time, rf's
+  /// use_mask=True); false: over the padded tensor, as torch's batch_norm and
+  /// TF's fused op compute them (nn::batch_norm says how).
+  RETC_ARG(bool, masked) = true;
+};
+
 /// Batch normalization over the feature `dim`: statistics over all other
-/// axes but padding frames. Training normalizes with the batch statistics
-/// and updates running ones (new = (1 - momentum) * old + momentum * batch);
-/// evaluation uses the running ones. Params: scale [dim] (1), bias [dim] (0),
-/// running_mean [dim] (0) and running_var [dim] (1), the last two auxiliary
-/// and not trainable (they are saved in checkpoints).
+/// axes (but padding frames, unless masked(false)). Training normalizes with
+/// the batch statistics and updates running ones (new = (1 - momentum) * old
+/// + momentum * batch); evaluation uses the running ones. Params: scale [dim]
+/// (1) and bias [dim] (0) unless affine(false), running_mean [dim] (0) and
+/// running_var [dim] (1), the last two auxiliary and not trainable (they are
+/// saved in checkpoints). As rf's BatchNorm(dim, affine=, use_mask=, eps=,
+/// momentum=) with the same params (test_modules.py batch_norm_options).
 class BatchNorm : public Module {
  public:
   explicit BatchNorm(ir::Dim dim, double epsilon = 1e-5, double momentum = 0.1);
+  BatchNorm(ir::Dim dim, const BatchNormOptions& opts);
   Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) const;
-  Parameter& scale() { return scale_; }
-  Parameter& bias() { return bias_; }
+  /// The learned scale and bias (affine only).
+  Parameter& scale();
+  Parameter& bias();
 
  private:
   ir::Dim dim_;
-  double epsilon_, momentum_;
+  BatchNormOptions opts_;
   Parameter scale_, bias_, running_mean_, running_var_;
 };
 

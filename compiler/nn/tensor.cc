@@ -827,10 +827,12 @@ Tensor conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Con
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& scale, const Tensor& bias, const ir::Dim& axis, double epsilon,
-                  double momentum, std::source_location loc) {
+                  double momentum, bool masked, std::source_location loc) {
+  ir::Attrs attrs = {ir::attr::Axis{axis}, ir::attr::Epsilon{epsilon},
+                     ir::attr::Momentum{momentum}};
+  if (!masked) attrs.set<ir::attr::Unmasked>(true);
   return builder_of(x, "batch_norm", L(loc))
-      .add(ir::NodeKind::kBatchNorm, {x, running_mean, running_var, scale, bias},
-           {ir::attr::Axis{axis}, ir::attr::Epsilon{epsilon}, ir::attr::Momentum{momentum}},
+      .add(ir::NodeKind::kBatchNorm, {x, running_mean, running_var, scale, bias}, std::move(attrs),
            L(loc));
 }
 

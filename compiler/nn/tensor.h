@@ -494,10 +494,16 @@ Tensor replace_dim(const Tensor& x, const ir::Dim& axis, const ir::Dim& new_dim,
                    std::source_location loc = std::source_location::current());
 
 /// Batch normalization over the feature `axis` with running statistics
-/// (updated in training by `momentum`), scale and bias, all [axis].
+/// (updated in training by `momentum`), scale and bias, all [axis]. The batch
+/// statistics are over every other axis: `masked`, all frames but padding
+/// (RETURNN's masked_time, rf's use_mask=True); else the padded tensor as
+/// torch's batch_norm and TF's fused op take it, whose running variance
+/// follows the unbiased batch variance (n / (n - 1) times the one that
+/// normalizes).
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& scale, const Tensor& bias, const ir::Dim& axis, double epsilon,
-                  double momentum, std::source_location loc = std::source_location::current());
+                  double momentum, bool masked = true,
+                  std::source_location loc = std::source_location::current());
 
 /// Options of a loss (RETURNN's loss_scale and loss_opts).
 struct LossOptions {

@@ -610,12 +610,14 @@ PyValue lower_merge_dims(const Lowering& l) {
 }
 
 PyValue lower_batch_norm(const Lowering& l) {
-  // RETURNN's batch_norm (statistics over all frames but padding) on retc's
-  // variables: running mean and variance are non-trainable params that the
-  // layer updates in training.
+  // RETURNN's batch_norm on retc's variables: running mean and variance are
+  // non-trainable params that the layer updates in training. Masked: the
+  // statistics over all frames but padding; unmasked: TF's fused batch norm
+  // over the padded tensor (its running variance from the unbiased batch
+  // variance, as torch's batch_norm keeps it).
   PyValue layer = l.layer_from("batch_norm", 0);
   layer.set("in_dim", l.dim_attr<ir::attr::Axis>());
-  layer.set("masked_time", true);
+  layer.set("masked_time", !l.node().attrs.get<ir::attr::Unmasked>());
   layer.set("epsilon", l.attr<ir::attr::Epsilon>());
   layer.set("momentum", l.attr<ir::attr::Momentum>());
   layer.set("reuse_params", reuse_params({{"batch_norm/v2_mean", l.ref(1)},

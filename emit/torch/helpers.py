@@ -568,17 +568,24 @@ def _self_attention(x, qkv_weight, rel_table, *, axis, in_dim, key_dim, out_dim,
     return rf.merge_dims(y, dims=[heads, value_per_head], out_dim=out_dim)[0]
 
 
-def _batch_norm(x, mean, variance, gamma, beta, *, axis, epsilon, momentum):
-    """RETURNN's TF batch_norm (masked_time, param_version 2): in training the
-    statistics of this batch over all frames but padding, and the running ones
-    move towards them (r += (batch - r) * momentum, after use); in evaluation
-    the running statistics. (x - mean) / sqrt(var + epsilon) * gamma + beta."""
+def _batch_norm(x, mean, variance, gamma, beta, *, axis, epsilon, momentum, masked=True):
+    """RETURNN's TF batch_norm (param_version 2): in training the statistics of
+    this batch, and the running ones move towards them (r += (batch - r) *
+    momentum, after use); in evaluation the running statistics. (x - mean) /
+    sqrt(var + epsilon) * gamma + beta. masked (masked_time): the statistics
+    over all frames but padding; else over the padded tensor, the running
+    variance from the unbiased batch variance (TF's fused op, torch's
+    batch_norm)."""
     if rf.get_run_ctx().train_flag:
         reduce = [d for d in x.dims if d != axis]
-        batch_mean, batch_variance = rf.moments(x, axis=reduce, use_mask=True)
+        batch_mean, batch_variance = rf.moments(x, axis=reduce, use_mask=masked)
+        running_variance = batch_variance
+        if not masked:
+            n = math.prod(x.raw_tensor.shape) // axis.get_dim_value()
+            running_variance = batch_variance * (n / max(n - 1, 1))
         with torch.no_grad():
             mean.assign_add((rf.stop_gradient(batch_mean) - mean) * momentum)
-            variance.assign_add((rf.stop_gradient(batch_variance) - variance) * momentum)
+            variance.assign_add((rf.stop_gradient(running_variance) - variance) * momentum)
         use_mean, use_variance = batch_mean, batch_variance
     else:
         use_mean, use_variance = mean, variance

@@ -356,7 +356,8 @@ RETC_LOWER(kBatchNorm) {
   return absl::StrCat("_batch_norm(", l.in(0), ", ", l.in(1), ", ", l.in(2), ", ", l.in(3), ", ",
                       l.in(4), ", axis=", l.a.dim<ir::attr::Axis>(),
                       ", epsilon=", l.a.num<ir::attr::Epsilon>(),
-                      ", momentum=", l.a.num<ir::attr::Momentum>(), ")");
+                      ", momentum=", l.a.num<ir::attr::Momentum>(),
+                      l.n.attrs.get<ir::attr::Unmasked>() ? ", masked=False" : "", ")");
 }
 
 RETC_LOWER(kCtcLoss) {

@@ -721,6 +721,78 @@ def test_batch_norm():
     print("batch norm: batch statistics over valid frames, running statistics updated, stats not trainable")
 
 
+def test_batch_norm_options():
+    """BatchNormOptions against RETURNN frontend's own BatchNorm with the same
+    options, in training, on the same padded batch: affine(false) (masked
+    statistics: rf's affine=False, use_mask=True) and masked(false) with epsilon
+    1e-3 and momentum 0.2 (statistics over the padded tensor: rf's
+    use_mask=False, torch's batch_norm). The normalized frames and the running
+    statistics after one step agree within 1e-5 (the masked ones also with
+    numpy's over the valid frames); both targets: cross_backend.mod-batch-norm-options."""
+    import torch
+    import returnn.frontend as rf
+    from returnn.tensor import Dim, Tensor as RfTensor
+
+    net = Net(compile_model("mod-batch-norm-options"), train_flag=True, with_updater=True, learning_rate=0.0)
+    feed = net.feed(4)
+    x, lens = net.layer("data:data", feed), seq_lens(net, feed)
+    got = {"masked": net.layer("masked_out", feed), "unmasked": net.layer("unmasked_out", feed)}
+    assert "masked/scale/param:0" not in net.params(), "affine(false) has a scale"
+    net.run(lambda: net.net.get_post_control_dependencies(), feed)
+    frames = numpy.concatenate([x[b, :n] for b, n in enumerate(lens)]).astype("float64")
+    close(net.variable("masked/running_var/param:0"), 0.9 + 0.1 * frames.var(0), 1e-5, "masked running var (numpy)")
+
+    rf.select_backend_torch()
+    rf.init_train_step_run_ctx(train_flag=True)
+    batch, time = Dim(x.shape[0], name="batch"), Dim(None, name="time")
+    time.dyn_size_ext = RfTensor("lens", dims=[batch], dtype="int32", raw_tensor=torch.tensor(lens))
+    in_dim = Dim(x.shape[2], name="in")
+    source = RfTensor("x", dims=[batch, time, in_dim], dtype="float32", raw_tensor=torch.tensor(x))
+    refs = {"masked": rf.BatchNorm(in_dim, affine=False, use_mask=True, eps=1e-5, momentum=0.1),
+            "unmasked": rf.BatchNorm(in_dim, affine=True, use_mask=False, eps=1e-3, momentum=0.2)}
+    worst = 0.0
+    for name, ref in refs.items():
+        with torch.no_grad():
+            want = ref(source).copy_transpose([batch, time, in_dim]).raw_tensor.numpy()
+        for b, n in enumerate(lens):
+            worst = max(worst, float(numpy.abs(got[name][b, :n] - want[b, :n]).max()))
+        for stat in ("mean", "var"):
+            mine = net.variable("%s/running_%s/param:0" % (name, stat))
+            theirs = getattr(ref, "running_" + ("mean" if stat == "mean" else "variance")).raw_tensor.detach().numpy()
+            close(mine, theirs, 1e-5, "%s running %s = rf's" % (name, stat))
+    assert worst <= 1e-5, worst
+
+    # The torch target's training step on a batch of its own, against rf's BatchNorm.
+    from torch_probe import TorchNet, compile_model as torch_config
+    from returnn.torch.data import extern_data as extern_data_util
+
+    tnet = TorchNet(torch_config("mod-batch-norm-options"), with_updater=False)
+    raw, template = tnet.batch(5)
+    extern = extern_data_util.raw_dict_to_extern_data(raw, extern_data_template=template, device="cpu",
+                                                      with_eval_targets=True)
+    rf.init_train_step_run_ctx(train_flag=True)
+    with torch.no_grad():
+        outs = tnet.config.typed_value("train_step")(model=tnet.model, extern_data=extern)
+    data = extern["data"]
+    refs = {"masked": rf.BatchNorm(data.feature_dim, affine=False, use_mask=True, eps=1e-5, momentum=0.1),
+            "unmasked": rf.BatchNorm(data.feature_dim, affine=True, use_mask=False, eps=1e-3, momentum=0.2)}
+    params = None
+    for name, ref in refs.items():
+        with torch.no_grad():
+            want = ref(data).copy_transpose(data.dims).raw_tensor.numpy()
+        mine = outs[name + "_out"].copy_transpose(data.dims).raw_tensor.numpy()
+        worst = max(worst, float(numpy.abs(mine - want).max()))
+        params = params or tnet.params()
+        close(params[name + ".running_mean"], ref.running_mean.raw_tensor.detach().numpy(), 1e-5,
+              "torch target: %s running mean = rf's" % name)
+        close(params[name + ".running_var"], ref.running_variance.raw_tensor.detach().numpy(), 1e-5,
+              "torch target: %s running var = rf's" % name)
+    assert worst <= 1e-5, worst
+    rf.init_train_step_run_ctx(train_flag=False)
+    print("batch norm options = rf's BatchNorm on both targets (affine=False masked; unmasked eps 1e-3 "
+          "momentum 0.2): outputs max |diff| %.3g, running statistics after a step within 1e-5" % worst)
+
+
 def test_shape_ops():
     """slice, split, split_dims, merge_dims, shift_right and mask_padding against numpy."""
     net = Net(compile_model("op-shapes"), train_flag=False)
