@@ -928,7 +928,7 @@ void build_select(Builder& b) {
 // The Transformer decoder over a whole sequence (causal self-attention) and
 // step by step in a loop over its frames (SelfAttention::step: the keys and
 // values of the frames so far cached with cum_concat): the same outputs.
-enum class DecoderVariant { kFused, kRf, kLlama };
+enum class DecoderVariant { kFused, kRf, kLlama, kRelPos };
 
 template <DecoderVariant kVariant>
 void build_stepwise_decoder(Builder& b) {
@@ -943,8 +943,11 @@ void build_stepwise_decoder(Builder& b) {
     opts.qkv_bias(true).cross_att_fused_kv(true).att_dropout(0.1);
   // Llama's: rotary positions (no positional encoding on the input), RMS
   // norms, SwiGLU, no biases.
-  const bool llama = kVariant == DecoderVariant::kLlama;
-  if (llama) {
+  // Learned relative positions (Shaw's, clipped at 3: the table's edge
+  // reached within the test's lengths), causal, no positional encoding.
+  if (kVariant == DecoderVariant::kRelPos) opts.rel_pos_clipping(3);
+  const bool llama = kVariant == DecoderVariant::kLlama || kVariant == DecoderVariant::kRelPos;
+  if (kVariant == DecoderVariant::kLlama) {
     opts.rotary(true).rms_norm(true).ff_gated(true).ff_activation("swish").proj_bias(false).ff_bias(
         false);
   }
@@ -1067,6 +1070,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-stepwise-decoder", build_stepwise_decoder<DecoderVariant::kFused>),
       def("mod-stepwise-decoder-rf", build_stepwise_decoder<DecoderVariant::kRf>),
       def("mod-stepwise-decoder-llama", build_stepwise_decoder<DecoderVariant::kLlama>),
+      def("mod-stepwise-decoder-rel-pos", build_stepwise_decoder<DecoderVariant::kRelPos>),
       def("mod-lstm-state", build_lstm_state),
       def("op-cond", build_cond),
       def("mod-loop", build_loop),

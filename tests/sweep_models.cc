@@ -302,6 +302,18 @@ std::vector<Op> ops() {
       },
       true, true);
   module(
+      "self_attention_rel_pos_causal",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::SelfAttention>(
+                       nn::SelfAttentionOptions(d.feat, d.feat, d.feat, 2)
+                           .causal(true)
+                           .rel_pos_clipping(2)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::SelfAttention>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
       "causal_attention_bias",
       [](SweepNet& n, const Dims& d) {
         n.add("m",

@@ -39,13 +39,17 @@ ir::Dim per_head(const char* name, const ir::Dim& total, int64_t heads) {
 // 1/sqrt(key/heads), softmax of q . k over `keys` (within its lengths; with
 // `causal_axis`, q's axis, keys after the query's frame masked too), dropout
 // on the weights, the values' mix with its heads merged into `value_dim`.
+// `key_shift` [..., keys, key/heads]: added to the keys in the energies (the
+// relative positions of RETURNN's fused layer, its key_shift).
 Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const ir::Dim& keys,
               const ir::Dim& key_per_head, const ir::Dim& heads, const ir::Dim& value_per_head,
               const ir::Dim& value_dim, double att_dropout, const ir::Dim* causal_axis,
-              std::source_location loc) {
+              std::source_location loc, const Tensor* key_shift = nullptr) {
   Builder& b = q.builder();
   const double scale = 1.0 / std::sqrt(static_cast<double>(*key_per_head.size()));
-  Tensor energies = dot(mul(q, constant(b, scale, {}, loc), loc), k, {key_per_head}, loc);
+  Tensor scaled = mul(q, constant(b, scale, {}, loc), loc);
+  Tensor energies = dot(scaled, k, {key_per_head}, loc);
+  if (key_shift) energies = add(energies, dot(scaled, *key_shift, {key_per_head}, loc), loc);
   if (causal_axis) {
     Tensor future =
         compare(range_in_axis(k, keys, loc), range_in_axis(q, *causal_axis, loc), "greater", loc);
@@ -146,28 +150,46 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
   return call(input, loc, [&](const Tensor& x) {
     ir::SourceLoc l = ir::SourceLoc::from(loc);
     check_input_dim(*this, x, in_dim_, "in_dim", l);
-    if (clipping_ > 0) {
-      fail(l, absl::StrCat(describe(),
-                           ".step: relative positions (rel_pos_clipping) are not stepwise yet"));
-    }
     const int64_t kph = *key_per_head_.size();
+    Builder& b = x.builder();
     Tensor qkv = project_qkv(x, loc);
     Tensor q = slice(qkv, qkv_per_head_, 0, key_per_head_, loc);
     Tensor k = slice(qkv, qkv_per_head_, kph, key_per_head_, loc);
-    if (rotary_) {
-      // The frame's position: a counter state of the loop.
-      Builder& b = x.builder();
-      Tensor frame = loop.state(constant(b, 0.0, {}, loc), {}, loc);
+    // The frame's position (rotary or relative positions): a counter state of the loop.
+    Tensor frame;
+    if (rotary_ || clipping_ > 0) {
+      frame = loop.state(constant(b, 0.0, {}, loc), {}, loc);
       loop.next(frame, add(frame, constant(b, 1.0, {}, loc), loc), loc);
+    }
+    if (rotary_) {
       q = rotate(q, frame, loc);
       k = rotate(k, frame, loc);
     }
     k = loop.cum_concat(k, cached_, loc);
     Tensor v =
         loop.cum_concat(slice(qkv, qkv_per_head_, 2 * kph, value_per_head_, loc), cached_, loc);
-    return proj->forward(attend(q, k, v, cached_, key_per_head_, heads_, value_per_head_,
-                                value_dim_, att_dropout_, nullptr, loc),
-                         loc);
+    Tensor key_shift;
+    if (clipping_ > 0) {
+      // Each cached key's offset to this frame, j - t (at most 0), clipped
+      // to -clipping: its row of the learned table, as the whole-sequence
+      // layer's relative_positional_encoding gives it.
+      const ir::Dim& offsets = rel_pos_.dims()[0];
+      const double c = static_cast<double>(clipping_);
+      Tensor offset =
+          sub(cast(range_in_axis(k, cached_, loc), ir::DType::kFloat32, loc), frame, loc);
+      // (Clipped at +clipping too: on TF, the loop's cum_concat moved out of
+      // the loop runs over all frames, those after the query masked later.)
+      offset =
+          minimum(maximum(offset, constant(b, -c, {}, loc), loc), constant(b, c, {}, loc), loc);
+      Tensor index = as_indices(
+          cast(add(offset, constant(b, c, {}, loc), loc), ir::DType::kInt32, loc), offsets, loc);
+      key_shift = replace_dim(gather(b.param(rel_pos_), index, offsets, loc), rel_pos_.dims()[1],
+                              key_per_head_, loc);
+    }
+    return proj->forward(
+        attend(q, k, v, cached_, key_per_head_, heads_, value_per_head_, value_dim_, att_dropout_,
+               nullptr, loc, clipping_ > 0 ? &key_shift : nullptr),
+        loc);
   });
 }
 

@@ -66,7 +66,8 @@ class SelfAttention : public Module {
   /// One frame `x` of `loop` attending to the frames so far (causal; their
   /// keys and values cached with loop.cum_concat): frame t of a causal
   /// forward over the loop's axis, from the same params, for step-by-step
-  /// decoding. Not with relative positions.
+  /// decoding; with relative positions (rel_pos_clipping), each cached key
+  /// shifted by the table's row of its offset to this frame.
   Tensor step(const Tensor& x, Loop& loop,
               std::source_location loc = std::source_location::current()) const;
   Parameter& qkv() { return qkv_; }

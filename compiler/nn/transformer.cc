@@ -77,6 +77,7 @@ SelfAttentionOptions self_attention_options(const TransformerOptions& o) {
       .att_dropout(o.att_dropout())
       .qkv_bias(o.qkv_bias())
       .rotary(o.rotary())
+      .rel_pos_clipping(o.rel_pos_clipping())
       .proj_bias(o.proj_bias());
 }
 

@@ -53,6 +53,10 @@ struct TransformerOptions {
   /// Rotary positions (RoPE) in the self-attention (SelfAttentionOptions::rotary):
   /// a Llama-style decoder adds no positional encoding to its input.
   RETC_ARG(bool, rotary) = false;
+  /// Learned relative positions in the self-attention, offsets up to this
+  /// clipping (SelfAttentionOptions::rel_pos_clipping, Shaw et al.); 0: none.
+  /// In a decoder causal, stepwise too.
+  RETC_ARG(int64_t, rel_pos_clipping) = 0;
   /// Pre-norm (each branch normalizes its input) or post-norm (each residual
   /// sum is normalized: Vaswani et al.).
   RETC_ARG(bool, norm_first) = true;

@@ -6,7 +6,9 @@ target) on the same input and params, within 1e-5, on both backends
 and mod-stepwise-decoder-rf, rf's layers: a QKV bias, so primitive ops, and a
 fused cross-attention kv; mod-stepwise-decoder-llama, rotary positions (the
 step's keys rotated at their own frame, a frame counter), RMS norms, SwiGLU;
-evaluation, random batch).
+mod-stepwise-decoder-rel-pos, learned relative positions clipped at 3: RETURNN's
+fused causal layer with its relative_positional_encoding against the step's
+table rows by offset; evaluation, random batch).
 
 Run by ctest as `python test_stepwise.py`.
 """
@@ -20,7 +22,8 @@ import torch_probe
 import returnn_probe
 
 TOL = 1e-5
-MODELS = ("mod-stepwise-decoder", "mod-stepwise-decoder-rf", "mod-stepwise-decoder-llama")
+MODELS = ("mod-stepwise-decoder", "mod-stepwise-decoder-rf", "mod-stepwise-decoder-llama",
+          "mod-stepwise-decoder-rel-pos")
 
 
 def masked_diff(full, step, lengths):
