@@ -470,7 +470,7 @@ absl::Status check_several_process_flags(const Args& a, bool several, absl::stri
 // its batches in the training process: RETURNN's default worker process is
 // spawned anew for every epoch and every evaluation (torch and RETURNN
 // imported again: about a second each) and competes with training for the
-// cores (12ax, 5 epochs on this 2-core machine: 13 s instead of 26 s). On a
+// cores (12ax, 5 epochs on this 2-core machine: 19 s instead of 31 s). On a
 // GPU RETURNN's default (one worker) stays: there it overlaps loading with
 // the steps.
 void default_cpu_data_loading(const emit::Target& target, bool on_cpu, emit::ConfigOptions& opts) {
