@@ -68,6 +68,26 @@ void build_batch_norm_options(Builder& b) {
   io.finish(m->out_->forward(a + u));
 }
 
+// RelPosEncoding on its own: the [time, keys, 4] encoding of the input's
+// frames against themselves (clipping 2), marked as "enc".
+class RelPosEncodingNet : public nn::Module {
+ public:
+  RelPosEncodingNet(Dim in, Dim out) : Module("rel_pos_encoding_net") {
+    enc = register_module("enc", std::make_shared<nn::RelPosEncoding>(Dim::feature("pos", 4), 2));
+    out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+  }
+  std::shared_ptr<nn::RelPosEncoding> enc;
+  std::shared_ptr<nn::Linear> out_;
+};
+
+void build_rel_pos_encoding(Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<RelPosEncodingNet>(io.in, io.classes));
+  const Dim time = io.x.dims()[1], keys = Dim::spatial("keys");
+  m->enc->forward(io.x, time, nn::replace_dim(io.x, time, keys), keys).mark_as_output("enc");
+  io.finish(m->out_->forward(io.x));
+}
+
 class EmbedNet : public nn::Module {
  public:
   EmbedNet(Dim vocab, Dim dim, Dim out) : Module("embed_net") {
@@ -1028,6 +1048,7 @@ std::vector<ModelDef> module_test_models() {
   return {
       def("mod-layer-norm", build_normed<nn::LayerNorm>),
       def("mod-batch-norm-options", build_batch_norm_options),
+      def("mod-rel-pos-encoding", build_rel_pos_encoding),
       def("mod-rms-norm", build_normed<nn::RmsNorm>),
       def("mod-embedding", build_embedding),
       def("mod-blstm", build_blstm),

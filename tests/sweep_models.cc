@@ -314,6 +314,17 @@ std::vector<Op> ops() {
       },
       true, true);
   module(
+      "rel_pos_encoding",
+      [](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::RelPosEncoding>(d.out, 2));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        const Dim keys = Dim::spatial("keys");
+        return mod<nn::RelPosEncoding>(n, "m")->forward(x, d.time, nn::replace_dim(x, d.time, keys),
+                                                        keys);
+      },
+      true, true);
+  module(
       "causal_attention_bias",
       [](SweepNet& n, const Dims& d) {
         n.add("m",

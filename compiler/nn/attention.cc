@@ -218,6 +218,29 @@ Tensor SelfAttention::project_qkv(const Tensor& x, std::source_location loc) con
   return split_dims(qkv, qkv_.dims()[1], {heads_, qkv_per_head_}, loc);
 }
 
+RelPosEncoding::RelPosEncoding(ir::Dim dim, int64_t clipping)
+    : Module("rel_pos_encoding"), dim_(dim), clipping_(clipping) {
+  if (clipping < 1)
+    reject(absl::StrCat(describe(), ": clipping must be at least 1, got ", clipping));
+  table_ = register_parameter(
+      "table", {ir::Dim::spatial("rel_offsets", 2 * std::max<int64_t>(clipping, 1) + 1), dim},
+      ir::ParamKind::kWeight);
+}
+
+Tensor RelPosEncoding::forward(const Tensor& query, const ir::Dim& query_axis, const Tensor& keys,
+                               const ir::Dim& key_axis, std::source_location loc) const {
+  Builder& b = query.builder();
+  const ir::Dim& offsets = table_.dims()[0];
+  const double c = static_cast<double>(clipping_);
+  // j - i (exact in float32), clipped; its row of the table.
+  Tensor offset = sub(cast(range_in_axis(keys, key_axis, loc), ir::DType::kFloat32, loc),
+                      cast(range_in_axis(query, query_axis, loc), ir::DType::kFloat32, loc), loc);
+  offset = minimum(maximum(offset, constant(b, -c, {}, loc), loc), constant(b, c, {}, loc), loc);
+  Tensor index = as_indices(cast(add(offset, constant(b, c, {}, loc), loc), ir::DType::kInt32, loc),
+                            offsets, loc);
+  return gather(b.param(table_), index, offsets, loc);
+}
+
 RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
     : Module("rel_pos_self_attention"),
       in_dim_(o.in_dim()),

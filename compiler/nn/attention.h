@@ -90,6 +90,27 @@ class SelfAttention : public Module {
   Parameter qkv_, qkv_bias_, rel_pos_;
 };
 
+/// Learned relative positions as a module of their own (Shaw et al. 2018;
+/// RETURNN's relative_positional_encoding layer, which SelfAttention's
+/// rel_pos_clipping gives the fused layer as key_shift): for query frame i of
+/// `query_axis` and key frame j of `key_axis`, row clip(j - i, -clipping,
+/// clipping) + clipping of a learned table. Result over query_axis, key_axis
+/// and dim. Params: table [2*clipping + 1, dim].
+/// Example: `enc->forward(q, time, k, keys)`, then `nn::dot(q, enc, {dim})`.
+class RelPosEncoding : public Module {
+ public:
+  RelPosEncoding(ir::Dim dim, int64_t clipping);
+  Tensor forward(const Tensor& query, const ir::Dim& query_axis, const Tensor& keys,
+                 const ir::Dim& key_axis,
+                 std::source_location loc = std::source_location::current()) const;
+  Parameter& table() { return table_; }
+
+ private:
+  ir::Dim dim_;
+  int64_t clipping_;
+  Parameter table_;
+};
+
 /// Options of RelPosSelfAttention. Example:
 /// `RelPosSelfAttentionOptions(model, model, model, 8).att_dropout(0.1)`.
 struct RelPosSelfAttentionOptions {

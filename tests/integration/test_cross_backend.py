@@ -58,6 +58,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.op-cond.from_tf op-cond tf
 # ctest-cases: cross_backend.mod-batch-norm-options.from_tf mod-batch-norm-options tf
 # ctest-cases: cross_backend.mod-stepwise-decoder-rel-pos.from_tf mod-stepwise-decoder-rel-pos tf
+# ctest-cases: cross_backend.mod-rel-pos-encoding.from_tf mod-rel-pos-encoding tf
 # ctest-cases: cross_backend.12ax.from_torch 12ax torch
 # ctest-cases: cross_backend.transformer-copy.from_torch transformer-copy torch
 # ctest-cases: cross_backend.conformer-ctc.from_torch conformer-ctc torch
@@ -139,7 +140,10 @@ def raw_in_order(out, names, shape):
 
 
 def masked(value, names, lengths):
-    """Frames past a sequence's end set to 0."""
+    """Frames past a sequence's end set to 0 (an output without the batch axis,
+    e.g. a relative-position encoding over the longest sequence's frames: as is)."""
+    if "batch" not in names:
+        return value
     value = value.copy()
     b = names.index("batch")
     for name, lens in lengths.items():

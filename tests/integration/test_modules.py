@@ -793,6 +793,28 @@ def test_batch_norm_options():
           "momentum 0.2): outputs max |diff| %.3g, running statistics after a step within 1e-5" % worst)
 
 
+def test_rel_pos_encoding():
+    """RelPosEncoding (clipping 2) on the input's frames against themselves: entry
+    (i, j) is the table's row clip(j - i, -2, 2) + 2, over the longest sequence's
+    frames (RETURNN's relative_positional_encoding layer indexes so: the stepwise
+    decoder's keys shifted by these rows equal its fused layer's, test_stepwise.py);
+    both targets: cross_backend.mod-rel-pos-encoding."""
+    net = Net(compile_model("mod-rel-pos-encoding"), train_flag=False)
+    feed = net.feed(3)
+    table = net.variable("enc/table/param:0")
+    with net.graph.as_default():
+        out = net.net.get_layer("enc").output
+        names = [tag.description for tag in out.dim_tags]
+        value = net.session.run(out.placeholder, feed_dict=feed)
+    order = [next(i for i, n in enumerate(names) if n.startswith(p)) for p in ("time", "keys", "pos")]
+    got = value.transpose(order)
+    n = got.shape[0]
+    assert got.shape == (n, n, 4) and n == max(seq_lens(net, feed)), (got.shape, names)
+    want = numpy.stack([numpy.stack([table[min(max(j - i, -2), 2) + 2] for j in range(n)]) for i in range(n)])
+    close(got, want, 0, "the table's rows by clipped offset")
+    print("rel pos encoding: [%d queries, %d keys, 4], row clip(j - i) + 2 of the table, dims %s" % (n, n, names))
+
+
 def test_shape_ops():
     """slice, split, split_dims, merge_dims, shift_right and mask_padding against numpy."""
     net = Net(compile_model("op-shapes"), train_flag=False)
