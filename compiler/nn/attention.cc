@@ -34,6 +34,20 @@ ir::Dim per_head(const char* name, const ir::Dim& total, int64_t heads) {
   return ir::Dim::feature(name, total.size().value_or(0) / std::max<int64_t>(heads, 1));
 }
 
+// The rows of a learned relative-position table [2*clipping + 1, dim] for
+// the (float) offsets j - i, clipped to +-clipping: row offset + clipping.
+Tensor table_rows(const Tensor& table, int64_t clipping, const Tensor& offset,
+                  std::source_location loc) {
+  Builder& b = table.builder();
+  const ir::Dim& offsets = table.dims()[0];
+  const double c = static_cast<double>(clipping);
+  Tensor clipped =
+      minimum(maximum(offset, constant(b, -c, {}, loc), loc), constant(b, c, {}, loc), loc);
+  Tensor index = as_indices(
+      cast(add(clipped, constant(b, c, {}, loc), loc), ir::DType::kInt32, loc), offsets, loc);
+  return gather(table, index, offsets, loc);
+}
+
 // Multi-head attention of queries q [..., heads, key/heads] over keys k and
 // values v [..., keys, heads, .../heads] along `keys`: q scaled by
 // 1/sqrt(key/heads), softmax of q . k over `keys` (within its lengths; with
@@ -173,18 +187,12 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
       // Each cached key's offset to this frame, j - t (at most 0), clipped
       // to -clipping: its row of the learned table, as the whole-sequence
       // layer's relative_positional_encoding gives it.
-      const ir::Dim& offsets = rel_pos_.dims()[0];
-      const double c = static_cast<double>(clipping_);
-      Tensor offset =
-          sub(cast(range_in_axis(k, cached_, loc), ir::DType::kFloat32, loc), frame, loc);
       // (Clipped at +clipping too: on TF, the loop's cum_concat moved out of
       // the loop runs over all frames, those after the query masked later.)
-      offset =
-          minimum(maximum(offset, constant(b, -c, {}, loc), loc), constant(b, c, {}, loc), loc);
-      Tensor index = as_indices(
-          cast(add(offset, constant(b, c, {}, loc), loc), ir::DType::kInt32, loc), offsets, loc);
-      key_shift = replace_dim(gather(b.param(rel_pos_), index, offsets, loc), rel_pos_.dims()[1],
-                              key_per_head_, loc);
+      Tensor offset =
+          sub(cast(range_in_axis(k, cached_, loc), ir::DType::kFloat32, loc), frame, loc);
+      key_shift = replace_dim(table_rows(b.param(rel_pos_), clipping_, offset, loc),
+                              rel_pos_.dims()[1], key_per_head_, loc);
     }
     return proj->forward(
         attend(q, k, v, cached_, key_per_head_, heads_, value_per_head_, value_dim_, att_dropout_,
@@ -230,15 +238,10 @@ RelPosEncoding::RelPosEncoding(ir::Dim dim, int64_t clipping)
 Tensor RelPosEncoding::forward(const Tensor& query, const ir::Dim& query_axis, const Tensor& keys,
                                const ir::Dim& key_axis, std::source_location loc) const {
   Builder& b = query.builder();
-  const ir::Dim& offsets = table_.dims()[0];
-  const double c = static_cast<double>(clipping_);
-  // j - i (exact in float32), clipped; its row of the table.
+  // j - i (exact in float32).
   Tensor offset = sub(cast(range_in_axis(keys, key_axis, loc), ir::DType::kFloat32, loc),
                       cast(range_in_axis(query, query_axis, loc), ir::DType::kFloat32, loc), loc);
-  offset = minimum(maximum(offset, constant(b, -c, {}, loc), loc), constant(b, c, {}, loc), loc);
-  Tensor index = as_indices(cast(add(offset, constant(b, c, {}, loc), loc), ir::DType::kInt32, loc),
-                            offsets, loc);
-  return gather(b.param(table_), index, offsets, loc);
+  return table_rows(b.param(table_), clipping_, offset, loc);
 }
 
 RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
