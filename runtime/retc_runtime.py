@@ -393,6 +393,12 @@ def _prepare(config_path):
 
     config = Config()
     config.load_file(config_path)
+    # A run killed after its last save's renames, before it removed that save's (then
+    # empty) scratch directory, left it beside the checkpoints; a resumed run that finds
+    # every epoch saved saves nothing, so it goes here, before RETURNN starts.
+    model = config.value("model", "")
+    if model and os.path.isdir(os.path.dirname(os.path.abspath(model))):
+        _remove_killed_scratch(os.path.dirname(os.path.abspath(model)))
     _remember_batches("torch" if config.value("backend", "") == "torch" else "tf")
     if config.value("backend", "") != "torch":
         _fast_graph_mode_equality()
@@ -426,7 +432,7 @@ def _saved_in_scratch(filename, save, last):
     (".NAME.retc-tmp-PID"), then renames what it wrote there (NAME.*) into place, the
     files for which last(file) holds last; a failure while the disk is full names the
     file (_naming_full_disk). The scratch directory goes on every path; those of killed
-    runs go at the next save."""
+    runs go at the next save or the next run's start (_prepare)."""
     import shutil
 
     filename = os.path.abspath(filename)

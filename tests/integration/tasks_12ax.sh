@@ -4,7 +4,8 @@
 # `retc forward` writes an HDF equal to the model's output computed in
 # forward_check.py on the same sequences; bad input (a missing checkpoint,
 # another model's, no checkpoint in the workdir, --beam 0, a model without
-# a search output) is one line on stderr and writes nothing.
+# a search output) is one line on stderr and writes nothing; a killed
+# training's scratch directory beside the checkpoints goes when it is run again.
 # ctest-variants: tf torch
 # ctest-cost: 60
 source "$(dirname "$0")/lib.sh"
@@ -16,6 +17,16 @@ work="$TMP/work"
 expect_final_error "$TMP/log" 0.5 "12ax on $backend, 2 epochs"
 trained=$FINAL_ERROR
 
+# What a training killed between its last save's renames and its cleanup leaves (the
+# scratch directory of a process that is gone): training again, with every epoch
+# saved, trains nothing, says so, and removes it.
+true & dead=$!
+wait "$dead"
+mkdir "$work/model/.network.002.retc-tmp-$dead"
+"$RETC" train 12ax --backend "$backend" --epochs 2 --workdir "$work" >"$TMP/again" 2>&1 ||
+  { tail -n 30 "$TMP/again"; fail "retc train 12ax on a finished workdir"; }
+[ "$(tail -n 1 "$TMP/again")" = "final dev frame error: $trained" ] || fail "training again: $(tail -n 3 "$TMP/again")"
+[ ! -e "$work/model/.network.002.retc-tmp-$dead" ] || fail "training again left a killed run's scratch directory"
 "$RETC" eval 12ax --backend "$backend" --workdir "$work" >"$TMP/eval" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/eval" "$TMP/err"; fail "retc eval"; }
 grep -E "^Epoch 2 evaluation: dev: |^dev: score " "$TMP/eval" >/dev/null || fail "eval: no RETURNN report: $(tail -n 5 "$TMP/eval")"
