@@ -32,10 +32,10 @@ def _die_with_parent():
 
 # RETURNN's TF network constructs each layer from inside the construction of
 # the layers that read it: the depth of Python's recursion grows with the
-# model's longest chain of layers. The tests' deep-chain model (200 residual
-# steps, 1,411 layers in its net dict) fails in RecursionError with Python's
-# default limit of 1,000 and constructs with 1,500; 450 steps (3,161 layers)
-# need more than 2,000. Python 3.11 runs Python-to-Python calls without C
+# model's longest chain of layers. The tests' deep-chain model (400 residual
+# steps, 814 layers in its net dict, each step's two on its longest chain)
+# fails in RecursionError with Python's default limit of 1,000 and with 1,500,
+# and constructs with 2,500. Python 3.11 runs Python-to-Python calls without C
 # stack, so the limit can be high.
 RECURSION_LIMIT = 100_000
 if sys.getrecursionlimit() < RECURSION_LIMIT:

@@ -6,7 +6,7 @@
 # name the step and the sequence whose input holds it), a checkpoint with a
 # param the model lacks (an error unless --allow-extra-params), a truncated
 # checkpoint, `forward -o DIR`, forward on data without targets; a model
-# 200 residual steps deep checks (TF; extern data marked as an output and data
+# 400 residual steps deep checks (TF; extern data marked as an output and data
 # without a feature dim: the sweep's mask and nofeat situations); a
 # checkpoint converted to the other backend
 # (TF: a prefix without an epoch) evaluates there to the same error. On
@@ -175,7 +175,7 @@ expect_error 2 "--workdir '$TMP/w\\\$HOME': RETURNN cannot write its log" -- \
 [ ! -e "$TMP/w\$HOME" ] || fail "a workdir with a '$' was made"
 pass "$backend: a workdir with a '\$': $(head -c 120 "$TMP/err")"
 
-# A model of 200 residual steps in a chain (RETURNN's TF network constructs
+# A model of 400 residual steps in a chain (RETURNN's TF network constructs
 # layers recursively, through their inputs): check builds and runs it. (The
 # torch target's module has no such recursion.)
 if [ "$backend" = tf ]; then
