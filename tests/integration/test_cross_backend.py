@@ -5,7 +5,8 @@ batch norm on its running statistics) within 1e-4; and a torch checkpoint
 converted back gives TF the torch model's outputs (12ax, transformer-copy,
 conformer-ctc). The other models take TF's values by name in the process
 instead, as the sweep does: the conversion copies each value as it is, so
-what they prove is the layout.
+what they prove is the layout. conformer-12x512's TF variables and param
+count also equal their formula (PARAM_FORMULAS).
 
 The params are not the initial values: every one is perturbed (norm
 variances kept positive), so that a param read in another layout (LSTM gate
@@ -207,6 +208,8 @@ def main(model, src=None):
         return torch_to_tf(model, tf_config, torch_config, rng, tmp)
     net = Net(tf_config, train_flag=False)
     variables, state = perturb_tf(net, rng)
+    if model in PARAM_FORMULAS:
+        check_params(model, variables)
     if model not in CONVERTED:
         tnet = TorchNet(torch_config, with_updater=False)
         tnet.pt_model.load_state_dict(state, strict=True)
@@ -225,6 +228,34 @@ def main(model, src=None):
     assert ckpt["epoch"] == 3, ckpt["epoch"]
     tnet.pt_model.load_state_dict(ckpt["model"], strict=True)
     compare(net, tnet, model + " tf -> torch", model)
+
+
+def conformer_12x512_params():
+    """conformer-12x512's variables and param count by the formulas of test_modules.py."""
+    from test_modules import conformer_block, conformer_frontend
+
+    want, count = conformer_frontend("encoder/frontend", 80, 32, 64, 512)
+    for i in range(12):
+        block, block_count = conformer_block("encoder/layers/%d" % i, 512, 2048, 8, 31, 16)
+        want |= block
+        count += block_count
+    want |= {"out/weight/param:0": [512, 1001], "out/bias/param:0": [1001]}  # 1000 labels + blank
+    return want, count + 512 * 1001 + 1001
+
+
+# The bundled models of realistic size whose TF variables are checked against their
+# formula, here where their TF network is built anyway ({model: () -> (variables, count)}).
+PARAM_FORMULAS = {"conformer-12x512": conformer_12x512_params}
+
+
+def check_params(model, variables):
+    got = {v.name: [int(d) for d in v.shape.as_list()] for v in variables
+           if not returnn_probe._is_random_state(v)}
+    total = sum(int(numpy.prod(shape)) for shape in got.values())
+    want, count = PARAM_FORMULAS[model]()
+    assert got == want, sorted(set(got) ^ set(want))[:5]
+    assert total == count, (total, count)
+    print("%s: %d variables, %d parameters (formula: %d)" % (model, len(got), total, count))
 
 
 def perturb_tf(net, rng):
