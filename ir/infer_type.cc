@@ -817,6 +817,35 @@ absl::StatusOr<TensorType> infer_edit_distance(const Graph& g, const std::vector
   return TensorType{{a.dims[0]}, DType::kInt32, std::nullopt};
 }
 
+absl::StatusOr<TensorType> infer_scatter(const Graph& g, const std::vector<NodeId>& in,
+                                         const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kScatter;
+  const TensorType& x = g.node(in[0]).type;
+  const TensorType& idx = g.node(in[1]).type;
+  const Dim& axis = spec.attrs.get<attr::Axis>();
+  const std::string& mode = spec.attrs.get<attr::Mode>();
+  if (mode != "sum" && mode != "max" && mode != "min")
+    return kind_error(kKind, "mode must be sum, max or min, got '", mode, "'");
+  if (!idx.sparse_dim || (idx.dtype != DType::kInt32 && idx.dtype != DType::kInt64))
+    return kind_error(kKind, "needs int indices sparse over the out dim, got ", idx.describe());
+  const Dim& out_dim = *idx.sparse_dim;
+  if (index_of(idx.dims, axis) < 0 || index_of(x.dims, axis) < 0)
+    return kind_error(kKind, "the values ", x.describe(), " and the indices ", idx.describe(),
+                      " must both have the axis ", axis.describe());
+  if (x.sparse_dim || x.dtype == DType::kBool)
+    return kind_error(kKind, "needs numbers to scatter, got ", x.describe());
+  if (index_of(x.dims, out_dim) >= 0 || index_of(idx.dims, out_dim) >= 0)
+    return kind_error(kKind, "the out dim ", out_dim.describe(), " must be new to ", x.describe(),
+                      " and ", idx.describe());
+  // The indices' dims (the axis becomes the out dim), then x's others.
+  TensorType out{idx.dims, x.dtype, std::nullopt};
+  out.dims[index_of(idx.dims, axis)] = out_dim;
+  for (const Dim& d : x.dims) {
+    if (index_of(idx.dims, d) < 0) out.dims.push_back(d);
+  }
+  return out;
+}
+
 absl::StatusOr<TensorType> infer_top_k(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kTopK;
@@ -1439,6 +1468,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_pool(g, inputs, spec);
     case NodeKind::kSlice:
       return infer_slice(g, inputs, spec);
+    case NodeKind::kScatter:
+      return infer_scatter(g, inputs, spec);
     case NodeKind::kMaskedSelect:
       return infer_masked_select(g, inputs, spec);
     case NodeKind::kRepeat:

@@ -226,6 +226,11 @@ struct KindFacts {
     R(Axis) R(OutDim))                                                                             \
     /* x, mask: the frames along attr axis where mask (within the lengths), packed into attr */    \
     /* out_dim */                                                                                  \
+  X(Scatter, "scatter", KindFacts(2).step(),                                                       \
+    R(Axis) R(Mode) R(Value))                                                                      \
+    /* x, indices sparse over the out dim: x's frames along attr axis added (attr mode sum) or */  \
+    /* their max / min taken into the out dim at the indices; frames past axis's lengths and */   \
+    /* indices outside the out dim write nothing; entries nothing writes are attr value */        \
   X(Length, "length", KindFacts(1).step("read sequence lengths"),                                  \
     R(Axis))                                                                                       \
     /* of x along attr axis: int32 [B] */                                                          \

@@ -697,6 +697,18 @@ const Case kCases[] = {
        loop.end(nn::compare(h, h, "not_equal"), 5);  // MISTAKE: bad:loop-done-feature
        loop.stack(h).mark_as_output();
      }},
+    {"bad:scatter-mode", "scatter: mode must be sum, max or min, got 'median'",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::scatter(s.x, s.y, s.time, "median").mark_as_output();  // MISTAKE: bad:scatter-mode
+     }},
+    {"bad:scatter-dense-indices", "scatter: needs int indices sparse over the out dim, got [B, 'time'(dyn), 'input'(4)] float32",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::scatter(s.x, s.x, s.time).mark_as_output();  // MISTAKE: bad:scatter-dense-indices
+     }},
 };
 // clang-format on
 

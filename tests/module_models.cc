@@ -396,6 +396,33 @@ void build_floor_mod(Builder& b) {
   io.finish(lin->forward(io.x));
 }
 
+// scatter: the frames into their class (the labels as indices over the
+// classes): sum, max (fill -1), min, mean and logsumexp (of 30 x: large
+// magnitudes) of x; the last and first frame of each class (ints, fill -1).
+void build_scatter(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  for (const char* mode : {"sum", "min", "mean"})
+    nn::scatter(io.x, io.y, io.time, mode).mark_as_output(absl::StrCat("x_", mode));
+  nn::scatter(io.x, io.y, io.time, "max", -1.0).mark_as_output("x_max");
+  const Tensor lse = nn::scatter(io.x * nn::constant(b, 30.0), io.y, io.time, "logsumexp");
+  lse.mark_as_output("x_logsumexp");
+  // A loss through the max, the mean and logsumexp: their gradients train the
+  // projection (finite where a class has no frames too).
+  const Tensor h = lin->forward(io.x);
+  const Dim groups = Dim::feature("groups", 3);
+  const Tensor group = nn::as_indices(nn::cast(io.y, ir::DType::kInt32), groups);
+  const Tensor pooled = nn::scatter(h, group, io.time, "max") +
+                        nn::scatter(h, group, io.time, "mean") +
+                        nn::scatter(h, group, io.time, "logsumexp");
+  nn::custom_loss(nn::reduce(nn::activation(pooled, "square"), "mean", {groups, io.classes}))
+      .mark_as_loss("pooled");
+  const Tensor t = nn::range_in_axis(io.x, io.time);
+  nn::scatter(t, io.y, io.time, "max", -1.0).mark_as_output("last_frame");
+  nn::scatter(t, io.y, io.time, "min", -1.0).mark_as_output("first_frame");
+  io.finish(lin->forward(io.x));
+}
+
 // Reversed frames and labels (within each sequence); 4 frames from each
 // sequence's length - 3 (the last 3, then 0); labels 1..3 from a start of 1.
 void build_reverse_slice(Builder& b) {
@@ -1067,6 +1094,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-repeat-const", build_repeat_const),
       def("op-reverse-slice", build_reverse_slice),
       def("op-floor-mod", build_floor_mod),
+      def("op-scatter", build_scatter),
       def("op-raw-layer", build_raw_layer),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),

@@ -138,6 +138,21 @@ std::vector<Op> ops() {
       true);
   unary(
       "shift_right", [](Builder&, const Dims& d, T x) { return nn::shift_right(x, d.time); }, true);
+  // The frames into 2 entries (whether their features sum above 0).
+  for (auto [name, mode] :
+       {std::pair{"scatter_sum", "sum"}, std::pair{"scatter_max", "max"},
+        std::pair{"scatter_mean", "mean"}, std::pair{"scatter_logsumexp", "logsumexp"}}) {
+    std::string m = mode;
+    unary(
+        name,
+        [m](Builder& b, const Dims& d, T x) {
+          const Tensor above =
+              nn::compare(nn::reduce(x, "sum", {d.feat}), nn::constant(b, 0.0), "greater");
+          return nn::scatter(x, nn::as_indices(nn::cast(above, ir::DType::kInt32), d.out), d.time,
+                             m);
+        },
+        true);
+  }
   unary("concat", [](Builder&, const Dims& d, T x) { return nn::concat(x, d.feat, x, d.feat); });
   unary("log_cumsum_exp",
         [](Builder&, const Dims& d, T x) { return nn::log_cumsum_exp(x, d.feat); });

@@ -241,6 +241,42 @@ Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
       .add(ir::NodeKind::kGather, {x, indices}, {ir::attr::Axis{axis}}, L(loc));
 }
 
+Tensor scatter(const Tensor& x, const Tensor& indices, const ir::Dim& axis, const std::string& mode,
+               double fill, std::source_location loc) {
+  Builder& b = builder_of(x, "scatter", L(loc));
+  builder_of(indices, "scatter", L(loc));
+  auto scatter_of = [&](const Tensor& v, const std::string& m, double f) {
+    return b.add(ir::NodeKind::kScatter, {v, indices},
+                 {ir::attr::Axis{axis}, ir::attr::Mode{m}, ir::attr::Value{f}}, L(loc));
+  };
+  if (mode != "mean" && mode != "logsumexp") return scatter_of(x, mode, fill);
+  // How many frames each entry combines: the ones of the indices' dims, added.
+  const Tensor ones = cast(compare(indices, indices, "equal", loc), x.type().dtype, loc);
+  const Tensor count = scatter_of(ones, "sum", 0.0);
+  const Tensor written = compare(count, constant(b, 0.0, {}, loc), "greater", loc);
+  const Tensor fills = constant(b, fill, {}, loc);
+  if (mode == "mean") {
+    const Tensor sum = scatter_of(x, "sum", 0.0);
+    return where(written, div(sum, maximum(count, constant(b, 1.0, {}, loc), loc), loc), fills,
+                 loc);
+  }
+  // logsumexp: m + log(sum(exp(x - m))) with each entry's max m (no gradient
+  // through m: the gradient is the softmax either way).
+  const Tensor m = stop_gradient(scatter_of(x, "max", 0.0), loc);
+  const ir::Dim out_dim = *indices.type().sparse_dim;  // a copy: adding nodes moves types
+  // Padding frames read entry 0 (their indices may lie anywhere; they write nothing).
+  const Tensor in_frames = axis.is_dynamic()
+                               ? where(compare(range_in_axis(indices, axis, loc),
+                                               length(indices, axis, loc), "less", loc),
+                                       indices, sparse_constant(b, 0, out_dim, {}, {}, loc), loc)
+                               : indices;
+  const Tensor at_frames = gather(m, in_frames, out_dim, loc);
+  const Tensor sum = scatter_of(activation(sub(x, at_frames, loc), "exp", loc), "sum", 0.0);
+  const Tensor lse =
+      add(m, activation(where(written, sum, constant(b, 1.0, {}, loc), loc), "log", loc), loc);
+  return where(written, lse, fills, loc);
+}
+
 Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
               std::source_location loc) {
   return builder_of(a, "concat", L(loc))

@@ -205,6 +205,19 @@ Tensor log_softmax(const Tensor& x, const ir::Dim& axis,
 /// Rows of `x` along `axis` picked by the sparse `indices` (sparse over `axis`).
 Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
               std::source_location loc = std::source_location::current());
+/// The inverse of gather: `x`'s frames along `axis` into the dim that the int
+/// `indices` are sparse over (the out dim; `axis` one of their dims, e.g.
+/// nn::as_indices of a word's number per frame): entry o combines the frames
+/// whose index is o by `mode`, "sum", "max", "min", "mean" or "logsumexp"
+/// (rf.scatter's modes). Frames past `axis`'s lengths and indices outside the
+/// out dim write nothing (logsumexp: its indices must lie in the out dim);
+/// entries that nothing writes are `fill`. The result has the indices' dims,
+/// the out dim in place of `axis`, then `x`'s other dims.
+/// Example: `nn::scatter(frames, nn::as_indices(word_of_frame, words), time, "mean")`
+/// averages each word's frames.
+Tensor scatter(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
+               const std::string& mode = "sum", double fill = 0.0,
+               std::source_location loc = std::source_location::current());
 /// Concatenates `a` along `axis_a` and `b` along `axis_b` (all other dims
 /// equal); the new axis is `axis_a + axis_b`.
 Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,

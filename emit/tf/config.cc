@@ -6,6 +6,19 @@
 
 namespace retc::emit::tf {
 
+namespace {
+
+bool stages_use_kind(const std::vector<StageGraph>& stages, ir::NodeKind kind) {
+  for (const StageGraph& s : stages) {
+    for (const ir::Node& n : s.graph->nodes()) {
+      if (n.kind == kind) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> write_config(const ir::Graph& g, const ConfigOptions& opts) {
   return write_config(std::vector<StageGraph>{{1, &g}}, opts);
 }
@@ -42,6 +55,8 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   }
   out += "\n";
   out += format_assignment("extern_data", net.extern_data);
+  if (stages_use_kind(stages, ir::NodeKind::kScatter))
+    out += absl::StrCat(kScatterDefinitions, "\n\n");
   out += format_assignment("network", net.network);
   out += "\n";
   if (!earlier.empty()) {

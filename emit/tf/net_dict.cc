@@ -915,6 +915,22 @@ RETC_LOWER(kLogCumsumExp) {
   return layer;
 }
 
+RETC_LOWER(kScatter) {
+  // RETURNN's scatter_nd layer only adds: TF's unsorted segment ops in the
+  // config's _retc_scatter (kScatterDefinitions), its output dims from the
+  // sources (also when RETURNN moves the layer out of a loop).
+  PyValue layer =
+      PyValue::dict({{"class", "eval"},
+                     {"from", PyValue::list({l.ref(0), l.ref(1)})},
+                     {"eval", "scatter(self, source, axis=axis, mode=mode, fill=fill)"},
+                     {"out_type", PyValue::ref("_retc_scatter_type")},
+                     {"eval_locals", PyValue::dict({{"scatter", PyValue::ref("_retc_scatter")},
+                                                    {"axis", l.dim_attr<ir::attr::Axis>()},
+                                                    {"mode", l.attr<ir::attr::Mode>()},
+                                                    {"fill", l.attr<ir::attr::Value>()}})}});
+  return layer;
+}
+
 RETC_LOWER(kEditDistance) {
   return PyValue::dict({{"class", "edit_distance"},
                         {"a", l.ref(0)},
@@ -1305,5 +1321,62 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
   }
   return out;
 }
+
+}  // namespace retc::emit::tf
+
+namespace retc::emit::tf {
+
+const char kScatterDefinitions[] = R"PY(
+
+def _retc_scatter_type(sources, name, axis, **_kwargs):
+    """retc: the output of a scatter eval layer: the indices' dims (the out dim in place
+    of `axis`), then the other dims of the values."""
+    from returnn.tf.util.data import Data
+
+    x, idx = sources[0].output, sources[1].output
+    dims = [idx.sparse_dim if d == axis else d for d in idx.dim_tags]
+    dims += [d for d in x.dim_tags if d not in idx.dim_tags]
+    return Data(name="%s_output" % name, dims=dims, dtype=x.dtype)
+
+
+def _retc_scatter(self, source, *, axis, mode, fill):
+    """retc: the values source(0) along `axis` combined by `mode` (sum, max, min) into
+    the out dim at the indices source(1) (TF's unsorted segment ops); frames past the
+    axis's lengths and indices outside the out dim write nothing; entries nothing
+    writes are `fill`."""
+    import tensorflow as tf
+    from returnn.tf.util.data import Data
+
+    x, idx = (source(i, auto_convert=False, as_data=True) for i in (0, 1))
+    nd, p = idx.batch_ndim, idx.dim_tags.index(axis)
+    extra = [d for d in x.dim_tags if d not in idx.dim_tags]
+    common = Data(name="scatter_values", dims=list(idx.dim_tags) + extra, dtype=x.dtype)
+    values = x.copy_compatible_to(common, check_sparse=False, check_dtype=False).placeholder
+    iv = tf.cast(idx.placeholder, tf.int64)
+    shape = tf.shape(iv, out_type=tf.int64)
+    feat_shape = tf.shape(values, out_type=tf.int64)[nd:]
+    values = tf.broadcast_to(values, tf.concat([shape, feat_shape], 0))
+    n_out = tf.cast(idx.sparse_dim.get_dim_value(), tf.int64)
+    valid = tf.logical_and(iv >= 0, iv < n_out)
+    if axis.is_dynamic():
+        valid = tf.logical_and(valid, idx.get_sequence_mask_broadcast(axis=p))
+    out_shape = tf.concat([shape[:p], [n_out], shape[p + 1:]], 0)
+    segment, stride = tf.zeros_like(iv), tf.constant(1, tf.int64)
+    for i in reversed(range(nd)):
+        coord = iv if i == p else tf.reshape(tf.range(shape[i]), [1] * i + [-1] + [1] * (nd - i - 1))
+        segment, stride = segment + coord * stride, stride * out_shape[i]
+    segment = tf.reshape(tf.where(valid, segment, -1), [-1])  # -1: dropped
+    num = tf.reduce_prod(out_shape)
+    combine = {"sum": tf.math.unsorted_segment_sum, "max": tf.math.unsorted_segment_max,
+               "min": tf.math.unsorted_segment_min}[mode]
+    out = combine(tf.reshape(values, tf.concat([[-1], feat_shape], 0)), segment, num)
+    count = tf.math.unsorted_segment_sum(tf.ones_like(segment, tf.int32), segment, num)
+    written = tf.reshape(count > 0, tf.concat([[-1], tf.ones_like(feat_shape)], 0))
+    out = tf.where(written, out, tf.cast(fill, out.dtype))
+    out = tf.reshape(out, tf.concat([out_shape, feat_shape], 0))
+    out_dims = [idx.sparse_dim if d == axis else d for d in idx.dim_tags] + extra
+    result = Data(name="scatter_out", dims=out_dims, dtype=x.dtype, placeholder=out)
+    return result.copy_compatible_to(self.output).placeholder
+)PY";
 
 }  // namespace retc::emit::tf

@@ -31,6 +31,10 @@ struct NetDict {
   bool decouple_weight_decay = false;
 };
 
+/// The Python functions that the net dict of a graph with scatter nodes
+/// refers to (kScatter's lowering), to go before it in the config.
+extern const char kScatterDefinitions[];
+
 /// Requires: a graph after pipeline(tf::target()) (legal, every node named).
 /// With a `base` dim table (another stage's): dims take base's identifiers
 /// where they match (ir::DimTable), and `dims` lists only the others.

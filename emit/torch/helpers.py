@@ -372,6 +372,37 @@ def _log_cumsum_exp(x, *, axis):
     return rf.Tensor("log_cumsum_exp", dims=x.dims, dtype=x.dtype, raw_tensor=y)
 
 
+def _scatter(x, indices, *, axis, mode, fill):
+    """x along axis combined by mode (sum, max, min) into the out dim at indices (sparse
+    over it; rf.scatter): frames past axis's lengths and indices outside the out dim
+    write nothing (their index becomes 0, their value the mode's neutral one); entries
+    nothing writes are fill. Dims: the indices' (the out dim in place of axis), then x's."""
+    import numpy
+
+    out_dim = indices.sparse_dim
+    missing = [d for d in indices.dims if d not in x.dims]
+    if missing:
+        x = x + rf.zeros(missing, dtype=x.dtype, device=x.device)
+    valid = rf.logical_and(indices >= 0, indices < out_dim.get_dim_value())
+    if axis.need_masking():
+        valid = rf.logical_and(valid, axis.get_mask(dim_order=indices.dims, device=indices.device))
+    if mode == "sum":
+        neutral = 0
+    elif "int" in x.dtype:
+        info = numpy.iinfo(x.dtype)
+        neutral = info.min if mode == "max" else info.max
+    else:
+        neutral = float("-inf") if mode == "max" else float("inf")
+    index = rf.where(valid, indices, 0)
+    out = rf.scatter(rf.where(valid, x, neutral), indices=index, indices_dim=axis, mode=mode,
+                     fill_value=neutral, out_dim=out_dim, use_mask=False)
+    count = rf.scatter(rf.cast(valid, "int32"), indices=index, indices_dim=axis, mode="sum",
+                       out_dim=out_dim, use_mask=False)
+    out = rf.where(count > 0, out, rf.convert_to_tensor(fill, dtype=x.dtype, device=x.device))
+    dims = [out_dim if d == axis else d for d in indices.dims]
+    return out.copy_transpose(dims + [d for d in out.dims if d not in dims])
+
+
 def _pad(x, *, axis, left, right, value, out_dim):
     """x padded along axis (a dynamic one after each sequence's end, as TF's
     pad with handle_dynamic_dims); the model's out dim, with this batch's

@@ -313,6 +313,12 @@ RETC_LOWER(kLogCumsumExp) {
   return absl::StrCat("_log_cumsum_exp(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(), ")");
 }
 
+RETC_LOWER(kScatter) {
+  return absl::StrCat("_scatter(", l.in(0), ", ", l.in(1), ", axis=", l.a.dim<ir::attr::Axis>(),
+                      ", mode=", emit::PyValue(l.n.attrs.get<ir::attr::Mode>()).repr(),
+                      ", fill=", l.a.num<ir::attr::Value>(), ")");
+}
+
 RETC_LOWER(kEditDistance) {
   return absl::StrCat("rf.edit_distance(", l.in(0), ", ", l.a.dim<ir::attr::AxisA>(), ", ", l.in(1),
                       ", ", l.a.dim<ir::attr::AxisB>(), ")");

@@ -407,6 +407,60 @@ def test_repeat_const():
     print("repeat (3 times; 1 or 2 times per frame), a constant vector and BOS-padded labels match numpy")
 
 
+def test_scatter():
+    """scatter of the frames into their class (the labels as indices): sum, max (fill -1),
+    min, mean, logsumexp (of 30 x) and, on ints, each class's last and first frame (fill
+    -1), against numpy within each sequence's length (classes without frames: the fill)."""
+    net = Net(compile_model("op-scatter"), train_flag=False)
+    feed = net.feed(6)
+    x = net.layer("data:data", feed).astype("float64")
+    labels = net.layer("data:classes", feed)
+    lens = seq_lens(net, feed)
+    got = {name: net.layer(name, feed) for name in (
+        "x_sum", "x_max", "x_min", "x_mean", "x_logsumexp", "last_frame", "first_frame")}
+    assert got["last_frame"].dtype == numpy.int32, got["last_frame"].dtype
+    empty = 0
+    for b, n in enumerate(lens):
+        for c in range(3):
+            frames = [t for t in range(n) if labels[b, t] == c]
+            if not frames:
+                empty += 1
+                want = {"x_sum": 0.0, "x_max": -1.0, "x_min": 0.0, "x_mean": 0.0, "x_logsumexp": 0.0,
+                        "last_frame": -1, "first_frame": -1}
+            else:
+                v = x[b, frames]
+                m = (30 * v).max(axis=0)
+                want = {"x_sum": v.sum(axis=0), "x_max": v.max(axis=0), "x_min": v.min(axis=0),
+                        "x_mean": v.mean(axis=0),
+                        "x_logsumexp": m + numpy.log(numpy.exp(30 * v - m).sum(axis=0)),
+                        "last_frame": frames[-1], "first_frame": frames[0]}
+            for name, value in want.items():
+                close(got[name][b, c], value, 1e-4, "%s seq %d class %d" % (name, b, c))
+    # The gradients of a loss through max, mean and logsumexp (classes without frames
+    # included): finite, and the torch target's on the same batch and params equal TF's.
+    import tensorflow as tf
+    import torch
+    from torch_probe import TorchNet, compile_model as torch_config
+
+    train = Net(compile_model("op-scatter"), train_flag=True)
+    with train.graph.as_default():
+        variables = train.net.get_trainable_params()
+        grads = train.run(lambda: tf.gradients(train.net.get_total_loss(), variables), train.feed(6))
+    tnet = TorchNet(torch_config("op-scatter"), with_updater=False)
+    tnet.pt_model.load_state_dict({k[:-len("/param:0")].replace("/", "."): torch.tensor(v)
+                                   for k, v in train.params().items()})
+    tnet.run(tnet.batch(6)).total_loss().raw_tensor.backward()
+    torch_grads = {n: p.grad.numpy() for n, p in tnet.pt_model.named_parameters()}
+    diff = 0.0
+    for v, g in zip(variables, grads):
+        assert numpy.isfinite(g).all() and numpy.abs(g).max() > 0, (v.name, g)
+        diff = max(diff, float(numpy.abs(g - torch_grads[v.name[:-len("/param:0")].replace("/", ".")]).max()))
+    assert diff < 1e-4, diff
+    print("scatter: sum, max, min, mean, logsumexp and ints' max / min match numpy "
+          "(%d sequences, %d classes without frames); gradients through max, mean and "
+          "logsumexp finite, torch's = TF's within %.2g" % (len(lens), empty, diff))
+
+
 def test_floor_mod():
     """floor_div and mod (Python's // and %) on ints (negative ones too) and floats, pow on floats, against numpy."""
     net = Net(compile_model("op-floor-mod"), train_flag=False)
