@@ -397,8 +397,9 @@ void build_floor_mod(Builder& b) {
 }
 
 // scatter: the frames into their class (the labels as indices over the
-// classes): sum, max (fill -1), min, mean and logsumexp (of 30 x: large
-// magnitudes) of x; the last and first frame of each class (ints, fill -1).
+// classes): sum, max (fill -1), min, mean, logsumexp (of 30 x: large
+// magnitudes) and argmax (fill -1) of x; the last and first frame of each
+// class (ints, fill -1).
 void build_scatter(Builder& b) {
   Io io(b);
   auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
@@ -420,6 +421,7 @@ void build_scatter(Builder& b) {
   const Tensor t = nn::range_in_axis(io.x, io.time);
   nn::scatter(t, io.y, io.time, "max", -1.0).mark_as_output("last_frame");
   nn::scatter(t, io.y, io.time, "min", -1.0).mark_as_output("first_frame");
+  nn::scatter(io.x, io.y, io.time, "argmax", -1.0).mark_as_output("x_argmax");
   io.finish(lin->forward(io.x));
 }
 

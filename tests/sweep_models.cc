@@ -141,7 +141,8 @@ std::vector<Op> ops() {
   // The frames into 2 entries (whether their features sum above 0).
   for (auto [name, mode] :
        {std::pair{"scatter_sum", "sum"}, std::pair{"scatter_max", "max"},
-        std::pair{"scatter_mean", "mean"}, std::pair{"scatter_logsumexp", "logsumexp"}}) {
+        std::pair{"scatter_mean", "mean"}, std::pair{"scatter_logsumexp", "logsumexp"},
+        std::pair{"scatter_argmax", "argmax"}}) {
     std::string m = mode;
     unary(
         name,

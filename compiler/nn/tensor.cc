@@ -249,7 +249,25 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const ir::Dim& axis, cons
     return b.add(ir::NodeKind::kScatter, {v, indices},
                  {ir::attr::Axis{axis}, ir::attr::Mode{m}, ir::attr::Value{f}}, L(loc));
   };
-  if (mode != "mean" && mode != "logsumexp") return scatter_of(x, mode, fill);
+  if (mode != "mean" && mode != "logsumexp" && mode != "argmax") return scatter_of(x, mode, fill);
+  const ir::Dim out_dim = *indices.type().sparse_dim;  // a copy: adding nodes moves types
+  // An entry's value at each frame that writes it; padding frames read entry 0
+  // (their indices may lie anywhere; they write nothing).
+  auto at_frames = [&](const Tensor& entries) {
+    const Tensor in_frames = axis.is_dynamic()
+                                 ? where(compare(range_in_axis(indices, axis, loc),
+                                                 length(indices, axis, loc), "less", loc),
+                                         indices, sparse_constant(b, 0, out_dim, {}, {}, loc), loc)
+                                 : indices;
+    return gather(entries, in_frames, out_dim, loc);
+  };
+  if (mode == "argmax") {
+    // The first of the frames that hold each entry's max: their positions' min.
+    const Tensor pos = range_in_axis(x, axis, loc);
+    const Tensor never = cast(constant(b, 1073741824.0, {}, loc), ir::DType::kInt32, loc);
+    const Tensor is_max = compare(x, at_frames(scatter_of(x, "max", 0.0)), "equal", loc);
+    return scatter_of(where(is_max, pos, never, loc), "min", fill);
+  }
   // How many frames each entry combines: the ones of the indices' dims, added.
   const Tensor ones = cast(compare(indices, indices, "equal", loc), x.type().dtype, loc);
   const Tensor count = scatter_of(ones, "sum", 0.0);
@@ -263,15 +281,7 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const ir::Dim& axis, cons
   // logsumexp: m + log(sum(exp(x - m))) with each entry's max m (no gradient
   // through m: the gradient is the softmax either way).
   const Tensor m = stop_gradient(scatter_of(x, "max", 0.0), loc);
-  const ir::Dim out_dim = *indices.type().sparse_dim;  // a copy: adding nodes moves types
-  // Padding frames read entry 0 (their indices may lie anywhere; they write nothing).
-  const Tensor in_frames = axis.is_dynamic()
-                               ? where(compare(range_in_axis(indices, axis, loc),
-                                               length(indices, axis, loc), "less", loc),
-                                       indices, sparse_constant(b, 0, out_dim, {}, {}, loc), loc)
-                               : indices;
-  const Tensor at_frames = gather(m, in_frames, out_dim, loc);
-  const Tensor sum = scatter_of(activation(sub(x, at_frames, loc), "exp", loc), "sum", 0.0);
+  const Tensor sum = scatter_of(activation(sub(x, at_frames(m), loc), "exp", loc), "sum", 0.0);
   const Tensor lse =
       add(m, activation(where(written, sum, constant(b, 1.0, {}, loc), loc), "log", loc), loc);
   return where(written, lse, fills, loc);

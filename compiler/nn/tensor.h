@@ -208,9 +208,11 @@ Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
 /// The inverse of gather: `x`'s frames along `axis` into the dim that the int
 /// `indices` are sparse over (the out dim; `axis` one of their dims, e.g.
 /// nn::as_indices of a word's number per frame): entry o combines the frames
-/// whose index is o by `mode`, "sum", "max", "min", "mean" or "logsumexp"
-/// (rf.scatter's modes). Frames past `axis`'s lengths and indices outside the
-/// out dim write nothing (logsumexp: its indices must lie in the out dim);
+/// whose index is o by `mode`, "sum", "max", "min", "mean", "logsumexp" or
+/// "argmax" (rf.scatter's modes; argmax: the position along `axis` of the
+/// first frame that holds the max, int32). Frames past `axis`'s lengths and
+/// indices outside the out dim write nothing (logsumexp and argmax: their
+/// indices must lie in the out dim);
 /// entries that nothing writes are `fill`. The result has the indices' dims,
 /// the out dim in place of `axis`, then `x`'s other dims.
 /// Example: `nn::scatter(frames, nn::as_indices(word_of_frame, words), time, "mean")`

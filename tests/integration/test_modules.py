@@ -409,7 +409,7 @@ def test_repeat_const():
 
 def test_scatter():
     """scatter of the frames into their class (the labels as indices): sum, max (fill -1),
-    min, mean, logsumexp (of 30 x) and, on ints, each class's last and first frame (fill
+    min, mean, logsumexp (of 30 x), argmax (fill -1) and, on ints, each class's last and first frame (fill
     -1), against numpy within each sequence's length (classes without frames: the fill)."""
     net = Net(compile_model("op-scatter"), train_flag=False)
     feed = net.feed(6)
@@ -417,7 +417,7 @@ def test_scatter():
     labels = net.layer("data:classes", feed)
     lens = seq_lens(net, feed)
     got = {name: net.layer(name, feed) for name in (
-        "x_sum", "x_max", "x_min", "x_mean", "x_logsumexp", "last_frame", "first_frame")}
+        "x_sum", "x_max", "x_min", "x_mean", "x_logsumexp", "x_argmax", "last_frame", "first_frame")}
     assert got["last_frame"].dtype == numpy.int32, got["last_frame"].dtype
     empty = 0
     for b, n in enumerate(lens):
@@ -426,13 +426,14 @@ def test_scatter():
             if not frames:
                 empty += 1
                 want = {"x_sum": 0.0, "x_max": -1.0, "x_min": 0.0, "x_mean": 0.0, "x_logsumexp": 0.0,
-                        "last_frame": -1, "first_frame": -1}
+                        "x_argmax": -1, "last_frame": -1, "first_frame": -1}
             else:
                 v = x[b, frames]
                 m = (30 * v).max(axis=0)
                 want = {"x_sum": v.sum(axis=0), "x_max": v.max(axis=0), "x_min": v.min(axis=0),
                         "x_mean": v.mean(axis=0),
                         "x_logsumexp": m + numpy.log(numpy.exp(30 * v - m).sum(axis=0)),
+                        "x_argmax": numpy.array(frames)[v.argmax(axis=0)],
                         "last_frame": frames[-1], "first_frame": frames[0]}
             for name, value in want.items():
                 close(got[name][b, c], value, 1e-4, "%s seq %d class %d" % (name, b, c))
@@ -456,7 +457,7 @@ def test_scatter():
         assert numpy.isfinite(g).all() and numpy.abs(g).max() > 0, (v.name, g)
         diff = max(diff, float(numpy.abs(g - torch_grads[v.name[:-len("/param:0")].replace("/", ".")]).max()))
     assert diff < 1e-4, diff
-    print("scatter: sum, max, min, mean, logsumexp and ints' max / min match numpy "
+    print("scatter: sum, max, min, mean, logsumexp, argmax and ints' max / min match numpy "
           "(%d sequences, %d classes without frames); gradients through max, mean and "
           "logsumexp finite, torch's = TF's within %.2g" % (len(lens), empty, diff))
 
