@@ -422,6 +422,12 @@ void build_scatter(Builder& b) {
   nn::scatter(t, io.y, io.time, "max", -1.0).mark_as_output("last_frame");
   nn::scatter(t, io.y, io.time, "min", -1.0).mark_as_output("first_frame");
   nn::scatter(io.x, io.y, io.time, "argmax", -1.0).mark_as_output("x_argmax");
+  // Packed and unpacked: the frames of label 1 through tanh, the others 5.
+  const Tensor label_1 = nn::compare(io.y, nn::sparse_constant(b, 1, io.classes), "equal");
+  const Dim kept = Dim::spatial("kept");
+  nn::masked_scatter(nn::tanh(nn::masked_select(io.x, label_1, io.time, kept)), label_1, kept,
+                     io.time, 5.0)
+      .mark_as_output("unpacked");
   io.finish(lin->forward(io.x));
 }
 

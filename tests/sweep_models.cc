@@ -138,6 +138,21 @@ std::vector<Op> ops() {
       true);
   unary(
       "shift_right", [](Builder&, const Dims& d, T x) { return nn::shift_right(x, d.time); }, true);
+  // The frames whose values sum above 0 packed and put back in place (a mask
+  // over [B, time]: masked_select packs whole frames).
+  unary(
+      "masked_scatter",
+      [](Builder& b, const Dims& d, T x) {
+        std::vector<Dim> rest;
+        for (const Dim& dim : x.dims()) {
+          if (!dim.is_batch() && dim != d.time) rest.push_back(dim);
+        }
+        const Tensor above =
+            nn::compare(nn::reduce(x, "sum", rest), nn::constant(b, 0.0), "greater");
+        const Dim kept = Dim::spatial("kept");
+        return nn::masked_scatter(nn::masked_select(x, above, d.time, kept), above, kept, d.time);
+      },
+      true);
   // The frames into 2 entries (whether their features sum above 0).
   for (auto [name, mode] :
        {std::pair{"scatter_sum", "sum"}, std::pair{"scatter_max", "max"},

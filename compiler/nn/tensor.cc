@@ -508,6 +508,25 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
            {ir::attr::Axis{axis}, ir::attr::OutDim{out_axis}}, L(loc));
 }
 
+Tensor masked_scatter(const Tensor& packed, const Tensor& mask, const ir::Dim& packed_axis,
+                      const ir::Dim& axis, double fill, std::source_location loc) {
+  Builder& b = builder_of(packed, "masked_scatter", L(loc));
+  builder_of(mask, "masked_scatter", L(loc));
+  const Tensor kept =
+      axis.is_dynamic()
+          ? logical_and(
+                mask, compare(range_in_axis(mask, axis, loc), length(mask, axis, loc), "less", loc),
+                loc)
+          : mask;
+  // A kept frame's place in the packed frames: how many kept frames precede it.
+  const Tensor zero = cast(constant(b, 0.0, {}, loc), ir::DType::kInt32, loc);
+  const Tensor ones =
+      where(kept, cast(constant(b, 1.0, {}, loc), ir::DType::kInt32, loc), zero, loc);
+  const Tensor place = where(kept, sub(cumsum(ones, axis, loc), ones, loc), zero, loc);
+  return where(kept, gather(packed, as_indices(place, packed_axis, loc), packed_axis, loc),
+               constant(b, fill, {}, loc), loc);
+}
+
 Tensor repeat(const Tensor& x, const ir::Dim& axis, const Tensor& repetitions,
               const ir::Dim& out_axis, std::source_location loc) {
   return builder_of(x, "repeat", L(loc))

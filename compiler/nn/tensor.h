@@ -326,6 +326,15 @@ Tensor length(const Tensor& x, const ir::Dim& axis,
 Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
                      const ir::Dim& out_axis,
                      std::source_location loc = std::source_location::current());
+/// masked_select's inverse (unpacking): the frames of `packed` along
+/// `packed_axis` put back, in order, at the frames along `axis` where the
+/// bool `mask` holds (within the lengths); the other frames are `fill`. The
+/// result has the mask's dims, then `packed`'s others.
+/// Example: `nn::masked_scatter(f(nn::masked_select(x, m, time, kept)), m, kept, time)`
+/// runs f on the kept frames only.
+Tensor masked_scatter(const Tensor& packed, const Tensor& mask, const ir::Dim& packed_axis,
+                      const ir::Dim& axis, double fill = 0.0,
+                      std::source_location loc = std::source_location::current());
 /// Each frame of `x` along `axis` repeated `repetitions` times (int32: a
 /// scalar, or one count per frame over `axis` and the batch; 0 drops the
 /// frame), along the new dynamic `out_axis` (its lengths: the counts'

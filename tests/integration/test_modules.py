@@ -410,7 +410,8 @@ def test_repeat_const():
 def test_scatter():
     """scatter of the frames into their class (the labels as indices): sum, max (fill -1),
     min, mean, logsumexp (of 30 x), argmax (fill -1) and, on ints, each class's last and first frame (fill
-    -1), against numpy within each sequence's length (classes without frames: the fill)."""
+    -1), against numpy within each sequence's length (classes without frames: the fill);
+    masked_scatter of masked_select's frames (through tanh) back in place (the others 5)."""
     net = Net(compile_model("op-scatter"), train_flag=False)
     feed = net.feed(6)
     x = net.layer("data:data", feed).astype("float64")
@@ -418,6 +419,10 @@ def test_scatter():
     lens = seq_lens(net, feed)
     got = {name: net.layer(name, feed) for name in (
         "x_sum", "x_max", "x_min", "x_mean", "x_logsumexp", "x_argmax", "last_frame", "first_frame")}
+    unpacked = net.layer("unpacked", feed)
+    for b, n in enumerate(lens):
+        want = numpy.where((labels[b, :n] == 1)[:, None], numpy.tanh(x[b, :n]), 5.0)
+        close(unpacked[b, :n], want, 1e-5, "masked_scatter seq %d" % b)
     assert got["last_frame"].dtype == numpy.int32, got["last_frame"].dtype
     empty = 0
     for b, n in enumerate(lens):
@@ -458,7 +463,7 @@ def test_scatter():
         diff = max(diff, float(numpy.abs(g - torch_grads[v.name[:-len("/param:0")].replace("/", ".")]).max()))
     assert diff < 1e-4, diff
     print("scatter: sum, max, min, mean, logsumexp, argmax and ints' max / min match numpy "
-          "(%d sequences, %d classes without frames); gradients through max, mean and "
+          "(%d sequences, %d classes without frames), masked_scatter unpacks; gradients through max, mean and "
           "logsumexp finite, torch's = TF's within %.2g" % (len(lens), empty, diff))
 
 
