@@ -697,6 +697,13 @@ const Case kCases[] = {
        loop.end(nn::compare(h, h, "not_equal"), 5);  // MISTAKE: bad:loop-done-feature
        loop.stack(h).mark_as_output();
      }},
+    {"bad:masked-select-mask-dims", "the tf target packs whole frames (RETURNN's masked_computation): the mask must be over the batch and 'time'(dyn) only, got [B, 'time'(dyn), 'input'(4)] bool; reduce it, or use --backend torch",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       const Tensor mask = nn::compare(s.x, nn::constant(b, 0.0), "greater");
+       nn::masked_select(s.x, mask, s.time, Dim::spatial("kept")).mark_as_output();  // MISTAKE: bad:masked-select-mask-dims
+     }},
     {"bad:scatter-mode", "scatter: mode must be sum, max or min, got 'median'",
      [](Builder& b) {
        Setup s(b);

@@ -150,6 +150,20 @@ absl::Status check_node(const ir::Graph& g, const Uses& u, size_t i) {
   }
   if (n.kind == ir::NodeKind::kCustomLoss && !u.is_loss[i])
     return ir::user_error(n, "the result must be marked as a loss");
+  if (n.kind == ir::NodeKind::kMaskedSelect) {
+    // RETURNN's masked_computation packs whole frames: one flag per sequence and frame.
+    const ir::TensorType& mask = g.node(n.inputs[1]).type;
+    const ir::Dim& axis = n.attrs.get<ir::attr::Axis>();
+    for (const ir::Dim& d : mask.dims) {
+      if (!d.is_batch() && d != axis) {
+        return ir::user_error(
+            n, absl::StrCat("the tf target packs whole frames (RETURNN's masked_computation): "
+                            "the mask must be over the batch and ",
+                            axis.describe(), " only, got ", mask.describe(),
+                            "; reduce it, or use --backend torch"));
+      }
+    }
+  }
   if (n.kind == ir::NodeKind::kPool) {
     // tf.nn.pool refuses windows that skip frames (its CPU and GPU kernels differ).
     const auto& size = n.attrs.get<ir::attr::Size>();
