@@ -951,6 +951,8 @@ void build_loop(Builder& b) {
   Tensor hs = loop.stack(h_new);
   hs.mark_as_output("rnn");
   loop.stack(c_new).mark_as_output("cumsum");
+  loop.last(h_new).mark_as_output("rnn_last");
+  loop.last(c_new).mark_as_output("sum");
   io.finish(m->out_->forward(hs));
 }
 

@@ -132,4 +132,12 @@ Tensor Loop::stack(const Tensor& value, std::source_location loc) {
                 {ir::attr::Loop{int64_t{id_}}, ir::attr::Axis{axis_}}, l);
 }
 
+Tensor Loop::last(const Tensor& value, std::source_location loc) {
+  const Tensor all = stack(value, loc);
+  auto int32 = [&](double v) { return cast(constant(b_, v, {}, loc), ir::DType::kInt32, loc); };
+  const Tensor end = axis_.is_dynamic() ? length(all, axis_, loc) : int32(*axis_.size());
+  const Tensor pos = maximum(sub(end, int32(1.0), loc), int32(0.0), loc);
+  return gather(all, as_indices(pos, axis_, loc), axis_, loc);
+}
+
 }  // namespace retc::nn

@@ -78,6 +78,11 @@ class Loop {
   /// The values of an inner `value` over all frames, with the loop axis
   /// (after the batch dim), for use outside the loop.
   Tensor stack(const Tensor& value, std::source_location loc = std::source_location::current());
+  /// The value of an inner `value` in each sequence's last frame (its final
+  /// state, e.g. an encoder's summary or a decoder's state to hand on), for
+  /// use outside the loop; a sequence of no frames gives its first frame's
+  /// place. Example: `Tensor summary = loop.last(h_new);  // [B, hidden]`
+  Tensor last(const Tensor& value, std::source_location loc = std::source_location::current());
 
   const ir::Dim& axis() const { return axis_; }
 

@@ -1437,7 +1437,8 @@ def test_bundled_options():
 
 def test_loop():
     """A loop over time (RETURNN rec layer with a subnetwork): an Elman RNN
-    and a running sum equal numpy's, frame by frame, within each length."""
+    and a running sum equal numpy's, frame by frame, within each length, and
+    loop.last gives each sequence's last frame of them."""
     net = Net(compile_model("mod-loop"), train_flag=False)
     feed = net.feed(3)
     x = feed[net.net.extern_data.data["data"].placeholder].astype("float64")
@@ -1445,13 +1446,17 @@ def test_loop():
     w, bias = net.variable("in/weight/param:0"), net.variable("in/bias/param:0")
     u = net.variable("rec/weight/param:0")
     rnn, cumsum = net.layer("rnn", feed), net.layer("cumsum", feed)
+    rnn_last, total = net.layer("rnn_last", feed), net.layer("sum", feed)
     for b, n in enumerate(lens):
         h = numpy.zeros(u.shape[0])
         for t in range(n):
             h = numpy.tanh(x[b, t] @ w + bias + h @ u)
             close(rnn[b, t], h, 1e-5, "rnn frame %d" % t)
         close(cumsum[b, :n], numpy.cumsum(x[b, :n], axis=0), 1e-5, "running sum")
-    print("loop: Elman RNN and running sum match numpy over %d sequences" % len(lens))
+        close(rnn_last[b], h, 1e-5, "loop.last of the RNN")
+        close(total[b], x[b, :n].sum(axis=0), 1e-5, "loop.last of the running sum")
+    print("loop: Elman RNN and running sum match numpy over %d sequences; loop.last: each "
+          "sequence's last frame" % len(lens))
 
 
 def test_select():
