@@ -817,6 +817,20 @@ absl::StatusOr<TensorType> infer_edit_distance(const Graph& g, const std::vector
   return TensorType{{a.dims[0]}, DType::kInt32, std::nullopt};
 }
 
+absl::StatusOr<TensorType> infer_range_of_lengths(const Graph& g, const std::vector<NodeId>& in,
+                                                  const NodeSpec& spec) {
+  const TensorType& lengths = g.node(in[0]).type;
+  const Dim& out_dim = spec.attrs.get<attr::OutDim>();
+  if (lengths.dims.size() != 1 || !lengths.dims[0].is_batch() || lengths.dtype != DType::kInt32 ||
+      lengths.sparse_dim)
+    return kind_error(NodeKind::kRangeOfLengths, "the lengths must be int32 [B], got ",
+                      lengths.describe());
+  if (!out_dim.is_dynamic() || out_dim.is_batch())
+    return kind_error(NodeKind::kRangeOfLengths, "the new dim ", out_dim.describe(),
+                      " must be a dynamic spatial dim");
+  return TensorType{{out_dim}, DType::kInt32, std::nullopt};
+}
+
 absl::StatusOr<TensorType> infer_scatter(const Graph& g, const std::vector<NodeId>& in,
                                          const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kScatter;
@@ -1468,6 +1482,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_pool(g, inputs, spec);
     case NodeKind::kSlice:
       return infer_slice(g, inputs, spec);
+    case NodeKind::kRangeOfLengths:
+      return infer_range_of_lengths(g, inputs, spec);
     case NodeKind::kScatter:
       return infer_scatter(g, inputs, spec);
     case NodeKind::kMaskedSelect:

@@ -226,6 +226,10 @@ struct KindFacts {
     R(Axis) R(OutDim))                                                                             \
     /* x, mask: the frames along attr axis where mask (within the lengths), packed into attr */    \
     /* out_dim */                                                                                  \
+  X(RangeOfLengths, "range_of_lengths", KindFacts(1).step(),                                       \
+    R(OutDim))                                                                                     \
+    /* lengths (int32 [B]): the positions 0, 1, ... of the new dynamic attr out_dim, whose */     \
+    /* lengths they are: int32 [out_dim] */                                                        \
   X(Scatter, "scatter", KindFacts(2).step(),                                                       \
     R(Axis) R(Mode) R(Value))                                                                      \
     /* x, indices sparse over the out dim: x's frames along attr axis added (attr mode sum) or */  \

@@ -704,6 +704,13 @@ const Case kCases[] = {
        const Tensor mask = nn::compare(s.x, nn::constant(b, 0.0), "greater");
        nn::masked_select(s.x, mask, s.time, Dim::spatial("kept")).mark_as_output();  // MISTAKE: bad:masked-select-mask-dims
      }},
+    {"bad:range-of-lengths-float", "range_of_lengths: the lengths must be int32 [B], got [B] float32",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       const Tensor n = nn::cast(nn::length(s.x, s.time), ir::DType::kFloat32);
+       nn::range_of_lengths(n, Dim::spatial("new")).mark_as_output();  // MISTAKE: bad:range-of-lengths-float
+     }},
     {"bad:scatter-mode", "scatter: mode must be sum, max or min, got 'median'",
      [](Builder& b) {
        Setup s(b);

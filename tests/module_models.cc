@@ -431,6 +431,23 @@ void build_scatter(Builder& b) {
   io.finish(lin->forward(io.x));
 }
 
+// Dims from computed sizes: the time's and the input's size as tensors; a
+// new dim of ceil(n / 2) frames per sequence, its positions, and x's even
+// frames gathered at twice them.
+void build_dims_from_sizes(Builder& b) {
+  Io io(b);
+  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  auto i32 = [&](double v) { return nn::cast(nn::constant(b, v), ir::DType::kInt32); };
+  nn::dim_value(io.x, io.time).mark_as_output("time_size");
+  nn::dim_value(io.x, io.in).mark_as_output("input_size");
+  const Dim halves = Dim::spatial("halves");
+  const Tensor half = nn::floor_div(nn::length(io.x, io.time) + i32(1.0), i32(2.0));
+  const Tensor pos = nn::range_of_lengths(half, halves);
+  pos.mark_as_output("half_positions");
+  nn::gather(io.x, nn::as_indices(pos * i32(2.0), io.time), io.time).mark_as_output("even_frames");
+  io.finish(lin->forward(io.x));
+}
+
 // Reversed frames and labels (within each sequence); 4 frames from each
 // sequence's length - 3 (the last 3, then 0); labels 1..3 from a start of 1.
 void build_reverse_slice(Builder& b) {
@@ -1105,6 +1122,7 @@ std::vector<ModelDef> module_test_models() {
       def("op-reverse-slice", build_reverse_slice),
       def("op-floor-mod", build_floor_mod),
       def("op-scatter", build_scatter),
+      def("op-dims-from-sizes", build_dims_from_sizes),
       def("op-raw-layer", build_raw_layer),
       def("mod-batch-norm", build_normed<nn::BatchNorm>),
       def("mod-rel-pos-attention", build_rel_pos_attention),

@@ -508,6 +508,19 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
            {ir::attr::Axis{axis}, ir::attr::OutDim{out_axis}}, L(loc));
 }
 
+Tensor dim_value(const Tensor& x, const ir::Dim& dim, std::source_location loc) {
+  Builder& b = builder_of(x, "dim_value", L(loc));
+  if (!dim.is_dynamic() && dim.size())
+    return cast(constant(b, static_cast<double>(*dim.size()), {}, loc), ir::DType::kInt32, loc);
+  const Tensor lengths = cast(length(x, dim, loc), ir::DType::kFloat32, loc);
+  return cast(reduce(lengths, "max", {ir::Dim::batch()}, loc), ir::DType::kInt32, loc);
+}
+
+Tensor range_of_lengths(const Tensor& lengths, const ir::Dim& new_dim, std::source_location loc) {
+  return builder_of(lengths, "range_of_lengths", L(loc))
+      .add(ir::NodeKind::kRangeOfLengths, {lengths}, {ir::attr::OutDim{new_dim}}, L(loc));
+}
+
 Tensor masked_scatter(const Tensor& packed, const Tensor& mask, const ir::Dim& packed_axis,
                       const ir::Dim& axis, double fill, std::source_location loc) {
   Builder& b = builder_of(packed, "masked_scatter", L(loc));

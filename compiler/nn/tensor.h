@@ -326,6 +326,19 @@ Tensor length(const Tensor& x, const ir::Dim& axis,
 Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
                      const ir::Dim& out_axis,
                      std::source_location loc = std::source_location::current());
+/// The size of the non-batch `dim` of `x` in this batch, an int32 scalar: a
+/// static dim's size; a dynamic one's longest sequence (its padded size), as
+/// rf.dim_value. Example: `nn::dim_value(x, time)`.
+Tensor dim_value(const Tensor& x, const ir::Dim& dim,
+                 std::source_location loc = std::source_location::current());
+/// A new dynamic dim from computed lengths: `new_dim` gets `lengths` (int32
+/// [B], each at least 0) as its sequence lengths; the result is its
+/// positions 0, 1, ... (int32 [new_dim], as nn::range_in_axis), from which
+/// values over new_dim follow (nn::gather at positions computed from them,
+/// via nn::as_indices; constants over it, nn::length). Example: every other frame of x,
+/// `nn::gather(x, nn::as_indices(nn::range_of_lengths(half, halves) * two, time), time)`.
+Tensor range_of_lengths(const Tensor& lengths, const ir::Dim& new_dim,
+                        std::source_location loc = std::source_location::current());
 /// masked_select's inverse (unpacking): the frames of `packed` along
 /// `packed_axis` put back, in order, at the frames along `axis` where the
 /// bool `mask` holds (within the lengths); the other frames are `fill`. The

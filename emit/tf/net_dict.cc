@@ -915,6 +915,12 @@ RETC_LOWER(kLogCumsumExp) {
   return layer;
 }
 
+RETC_LOWER(kRangeOfLengths) {
+  PyValue layer = l.layer_from("range_from_length", 0);
+  layer.set("out_spatial_dim", l.dim_attr<ir::attr::OutDim>());
+  return layer;
+}
+
 RETC_LOWER(kScatter) {
   // RETURNN's scatter_nd layer only adds: TF's unsorted segment ops in the
   // config's _retc_scatter (kScatterDefinitions), its output dims from the

@@ -372,6 +372,14 @@ def _log_cumsum_exp(x, *, axis):
     return rf.Tensor("log_cumsum_exp", dims=x.dims, dtype=x.dtype, raw_tensor=y)
 
 
+def _range_of_lengths(lengths, *, out_dim):
+    """The positions 0, 1, ... of the new dynamic out_dim, which gets this batch's
+    `lengths` (int32 [B]) as its sizes (rf.range_over_dim)."""
+    out_dim.reset_eager()
+    out_dim.dyn_size_ext = lengths.copy()
+    return rf.range_over_dim(out_dim, dtype="int32")
+
+
 def _scatter(x, indices, *, axis, mode, fill):
     """x along axis combined by mode (sum, max, min) into the out dim at indices (sparse
     over it; rf.scatter): frames past axis's lengths and indices outside the out dim

@@ -313,6 +313,11 @@ RETC_LOWER(kLogCumsumExp) {
   return absl::StrCat("_log_cumsum_exp(", l.in(0), ", axis=", l.a.dim<ir::attr::Axis>(), ")");
 }
 
+RETC_LOWER(kRangeOfLengths) {
+  return absl::StrCat("_range_of_lengths(", l.in(0), ", out_dim=", l.a.dim<ir::attr::OutDim>(),
+                      ")");
+}
+
 RETC_LOWER(kScatter) {
   return absl::StrCat("_scatter(", l.in(0), ", ", l.in(1), ", axis=", l.a.dim<ir::attr::Axis>(),
                       ", mode=", emit::PyValue(l.n.attrs.get<ir::attr::Mode>()).repr(),

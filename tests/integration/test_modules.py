@@ -467,6 +467,26 @@ def test_scatter():
           "logsumexp finite, torch's = TF's within %.2g" % (len(lens), empty, diff))
 
 
+def test_dims_from_sizes():
+    """dim_value (the time's padded size, the input's 5) and a new dim from computed lengths
+    (range_of_lengths: ceil(n / 2) frames per sequence, its positions; x's even frames
+    gathered at twice them), against numpy within each sequence's length."""
+    net = Net(compile_model("op-dims-from-sizes"), train_flag=False)
+    feed = net.feed(3)
+    x = net.layer("data:data", feed)
+    lens = seq_lens(net, feed)
+    assert int(net.layer("time_size", feed)) == x.shape[1] == max(lens), (net.layer("time_size", feed), lens)
+    assert int(net.layer("input_size", feed)) == 5
+    halves = net.run(lambda: net.net.get_layer("half_positions").output.dim_tags[0].dyn_size_ext.placeholder, feed)
+    assert list(halves) == [(n + 1) // 2 for n in lens], (list(halves), list(lens))
+    assert list(net.layer("half_positions", feed)) == list(range(max(halves)))
+    even = net.layer("even_frames", feed)
+    for b, n in enumerate(lens):
+        close(even[b, :(n + 1) // 2], x[b, :n:2], 1e-6, "even frames of seq %d" % b)
+    print("dim_value %d and 5; range_of_lengths: lengths %s (ceil(n / 2) of %s), x's even frames"
+          % (max(lens), [int(h) for h in halves], [int(n) for n in lens]))
+
+
 def test_floor_mod():
     """floor_div and mod (Python's // and %) on ints (negative ones too) and floats, pow on floats, against numpy."""
     net = Net(compile_model("op-floor-mod"), train_flag=False)
