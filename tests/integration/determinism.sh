@@ -20,9 +20,15 @@ done
 cp "$TMP/all/hostile-names.config" "$TMP/hostile.config"
 grep -q 'hidden_dim.copy(match_priority=1)' "$TMP/all/square.config" || fail "square weight without match_priority"
 [ "$(ls "$TMP/all" | wc -l)" -ge 20 ] || fail "expected at least 20 compiled configs, got $(ls "$TMP/all" | wc -l)"
-"$VENV/bin/python" - "$TMP/hostile.config" "$TMP"/all/*.config <<'PY'
-import ast, sys
+"$VENV/bin/python" - "$RETC_SOURCE_DIR/emit/tf/net_dict.cc" "$TMP/hostile.config" "$TMP"/all/*.config <<'PY'
+import ast, re, sys
 allowed_calls = {"FeatureDim", "SpatialDim"}
+# And a model with scatter nodes: retc's fixed _retc_scatter and _retc_scatter_type, as
+# emit/tf/net_dict.cc writes them (kScatterDefinitions: no part of them comes from the model).
+fixed_src = re.search(r'kScatterDefinitions\[\] = R"PY\((.*?)\)PY"', open(sys.argv.pop(1)).read(), re.S).group(1)
+FIXED = {f.name: ast.get_source_segment(fixed_src, f) for f in ast.parse(fixed_src).body}
+assert set(FIXED) == {"_retc_scatter", "_retc_scatter_type"}, FIXED.keys()
+fixed_seen = 0
 # The one piece of code a TF config may hold: a model with pretraining stages
 # gets retc's fixed _stage_of and a get_network that indexes the stage nets.
 STAGE_OF = '''def _stage_of(epoch):
@@ -43,6 +49,10 @@ for path in sys.argv[1:]:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "_stage_of":
             assert ast.get_source_segment(src, stmt) == STAGE_OF, (path, ast.get_source_segment(src, stmt))
             staged += 1
+            continue
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in FIXED:
+            assert ast.get_source_segment(src, stmt) == FIXED[stmt.name], (path, stmt.name)
+            fixed_seen += 1
             continue
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "get_network":
             ret = stmt.body[-1]
@@ -79,6 +89,8 @@ for path in sys.argv[1:]:
         d = ast.literal_eval(train)
         assert d["comment\"'\\\n"] == "x\"; import os; os.system('true') #", d
 assert staged >= 1, "no config with pretraining stages was checked"
-print("%d configs are plain data (%d with retc's fixed stage selection)" % (len(sys.argv) - 2, staged))
+assert fixed_seen >= 2, "no config with scatter's definitions was checked"
+print("%d configs are plain data (%d with retc's fixed stage selection, %d of retc's fixed scatter "
+      "functions)" % (len(sys.argv) - 2, staged, fixed_seen))
 PY
-pass "emitted configs hold only imports from returnn, assignments, Dim constructions and literals (and a staged model's fixed get_network)"
+pass "emitted configs hold only imports from returnn, assignments, Dim constructions and literals (and a staged model's fixed get_network, scatter's fixed functions)"
