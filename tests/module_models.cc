@@ -422,6 +422,13 @@ void build_scatter(Builder& b) {
   nn::scatter(t, io.y, io.time, "max", -1.0).mark_as_output("last_frame");
   nn::scatter(t, io.y, io.time, "min", -1.0).mark_as_output("first_frame");
   nn::scatter(io.x, io.y, io.time, "argmax", -1.0).mark_as_output("x_argmax");
+  // top_k over two axes together: x times (1, -2, 0.5) over [input, three], k = 4.
+  const Dim three = Dim::feature("three", 3);
+  const Dim k = Dim::feature("k", 4);
+  auto [top, at] = nn::top_k(io.x * nn::constant(b, {1.0, -2.0, 0.5}, three), {io.in, three}, k);
+  top.mark_as_output("joint_top");
+  at[0].mark_as_output("joint_top_input");
+  at[1].mark_as_output("joint_top_three");
   // Packed and unpacked: the frames of label 1 through tanh, the others 5.
   const Tensor label_1 = nn::compare(io.y, nn::sparse_constant(b, 1, io.classes), "equal");
   const Dim kept = Dim::spatial("kept");

@@ -870,6 +870,32 @@ std::pair<Tensor, Tensor> top_k(const Tensor& x, const ir::Dim& axis, const ir::
   return {node(false), node(true)};
 }
 
+std::pair<Tensor, std::vector<Tensor>> top_k(const Tensor& x, const std::vector<ir::Dim>& axes,
+                                             const ir::Dim& k_dim, std::source_location loc) {
+  Builder& b = builder_of(x, "top_k", L(loc));
+  // The axes merged (the first the most significant), and each index from the merged one.
+  std::string name;
+  int64_t size = 1;
+  for (const ir::Dim& a : axes) {
+    absl::StrAppend(&name, name.empty() ? "" : "_x_", a.name());
+    size *= a.size().value_or(0);
+  }
+  const ir::Dim merged = ir::Dim::feature(name, size);
+  auto [values, flat] = top_k(merge_dims(x, axes, merged, loc), merged, k_dim, loc);
+  const Tensor index = cast(flat, ir::DType::kInt32, loc);
+  auto int32 = [&](int64_t v) {
+    return cast(constant(b, static_cast<double>(v), {}, loc), ir::DType::kInt32, loc);
+  };
+  std::vector<Tensor> at;
+  int64_t stride = size;
+  for (const ir::Dim& a : axes) {
+    stride /= std::max<int64_t>(a.size().value_or(1), 1);
+    at.push_back(
+        as_indices(mod(floor_div(index, int32(stride), loc), int32(*a.size()), loc), a, loc));
+  }
+  return {values, at};
+}
+
 Tensor pad(const Tensor& x, const ir::Dim& axis, int64_t left, int64_t right, double value,
            std::optional<ir::Dim> out_dim, std::source_location loc) {
   if (!out_dim) {

@@ -469,6 +469,14 @@ Tensor log_cumsum_exp(const Tensor& x, const ir::Dim& axis,
 /// sparse over `axis`). Example: `auto [v, i] = nn::top_k(logits, vocab, Dim::feature("k", 4));`
 std::pair<Tensor, Tensor> top_k(const Tensor& x, const ir::Dim& axis, const ir::Dim& k_dim,
                                 std::source_location loc = std::source_location::current());
+/// The k = |k_dim| largest entries of `x` over several static `axes` together
+/// (e.g. the hypotheses x the vocab of a beam search), descending along the
+/// new `k_dim`, and for each of `axes` (in their order) the index along it of
+/// each entry (int32, sparse over that axis, for nn::gather).
+/// Example: `auto [v, at] = nn::top_k(scores, {beam, vocab}, k);  // at[0]: the hypothesis`
+std::pair<Tensor, std::vector<Tensor>> top_k(
+    const Tensor& x, const std::vector<ir::Dim>& axes, const ir::Dim& k_dim,
+    std::source_location loc = std::source_location::current());
 /// `x` padded along `axis` by `left` and `right` entries of `value` (sparse
 /// labels: a label, e.g. BOS before each sequence). A static
 /// axis of n entries becomes the static `out_dim` of n + left + right (made

@@ -411,7 +411,8 @@ def test_scatter():
     """scatter of the frames into their class (the labels as indices): sum, max (fill -1),
     min, mean, logsumexp (of 30 x), argmax (fill -1) and, on ints, each class's last and first frame (fill
     -1), against numpy within each sequence's length (classes without frames: the fill);
-    masked_scatter of masked_select's frames (through tanh) back in place (the others 5)."""
+    masked_scatter of masked_select's frames (through tanh) back in place (the others 5);
+    top_k over two axes together (values, each axis's indices)."""
     net = Net(compile_model("op-scatter"), train_flag=False)
     feed = net.feed(6)
     x = net.layer("data:data", feed).astype("float64")
@@ -419,6 +420,15 @@ def test_scatter():
     lens = seq_lens(net, feed)
     got = {name: net.layer(name, feed) for name in (
         "x_sum", "x_max", "x_min", "x_mean", "x_logsumexp", "x_argmax", "last_frame", "first_frame")}
+    # top_k over [input, three] of x * (1, -2, 0.5), k = 4: values and both indices.
+    z = x[:, :, :, None] * numpy.array([1.0, -2.0, 0.5])
+    flat = z.reshape(z.shape[0], z.shape[1], -1)
+    order = numpy.argsort(-flat, axis=-1)[:, :, :4]
+    for b, n in enumerate(lens):
+        close(net.layer("joint_top", feed)[b, :n], numpy.take_along_axis(flat, order, -1)[b, :n], 1e-5,
+              "top_k over two axes, seq %d" % b)
+        assert (net.layer("joint_top_input", feed)[b, :n] == order[b, :n] // 3).all(), b
+        assert (net.layer("joint_top_three", feed)[b, :n] == order[b, :n] % 3).all(), b
     unpacked = net.layer("unpacked", feed)
     for b, n in enumerate(lens):
         want = numpy.where((labels[b, :n] == 1)[:, None], numpy.tanh(x[b, :n]), 5.0)
@@ -463,7 +473,7 @@ def test_scatter():
         diff = max(diff, float(numpy.abs(g - torch_grads[v.name[:-len("/param:0")].replace("/", ".")]).max()))
     assert diff < 1e-4, diff
     print("scatter: sum, max, min, mean, logsumexp, argmax and ints' max / min match numpy "
-          "(%d sequences, %d classes without frames), masked_scatter unpacks; gradients through max, mean and "
+          "(%d sequences, %d classes without frames), masked_scatter unpacks, top_k over two axes; gradients through max, mean and "
           "logsumexp finite, torch's = TF's within %.2g" % (len(lens), empty, diff))
 
 
