@@ -838,10 +838,10 @@ absl::StatusOr<TensorType> infer_scatter(const Graph& g, const std::vector<NodeI
   const TensorType& idx = g.node(in[1]).type;
   const Dim& axis = spec.attrs.get<attr::Axis>();
   const std::string& mode = spec.attrs.get<attr::Mode>();
-  if (mode != "sum" && mode != "max" && mode != "min")
-    return kind_error(kKind, "mode must be sum, max or min, got '", mode, "'");
   if (!idx.sparse_dim || (idx.dtype != DType::kInt32 && idx.dtype != DType::kInt64))
     return kind_error(kKind, "needs int indices sparse over the out dim, got ", idx.describe());
+  if (mode != "sum" && mode != "max" && mode != "min")
+    return kind_error(kKind, "mode must be sum, max or min, got '", mode, "'");
   const Dim& out_dim = *idx.sparse_dim;
   if (index_of(idx.dims, axis) < 0 || index_of(x.dims, axis) < 0)
     return kind_error(kKind, "the values ", x.describe(), " and the indices ", idx.describe(),

@@ -241,52 +241,6 @@ Tensor gather(const Tensor& x, const Tensor& indices, const ir::Dim& axis,
       .add(ir::NodeKind::kGather, {x, indices}, {ir::attr::Axis{axis}}, L(loc));
 }
 
-Tensor scatter(const Tensor& x, const Tensor& indices, const ir::Dim& axis, const std::string& mode,
-               double fill, std::source_location loc) {
-  Builder& b = builder_of(x, "scatter", L(loc));
-  builder_of(indices, "scatter", L(loc));
-  auto scatter_of = [&](const Tensor& v, const std::string& m, double f) {
-    return b.add(ir::NodeKind::kScatter, {v, indices},
-                 {ir::attr::Axis{axis}, ir::attr::Mode{m}, ir::attr::Value{f}}, L(loc));
-  };
-  if (mode != "mean" && mode != "logsumexp" && mode != "argmax") return scatter_of(x, mode, fill);
-  const ir::Dim out_dim = *indices.type().sparse_dim;  // a copy: adding nodes moves types
-  // An entry's value at each frame that writes it; padding frames read entry 0
-  // (their indices may lie anywhere; they write nothing).
-  auto at_frames = [&](const Tensor& entries) {
-    const Tensor in_frames = axis.is_dynamic()
-                                 ? where(compare(range_in_axis(indices, axis, loc),
-                                                 length(indices, axis, loc), "less", loc),
-                                         indices, sparse_constant(b, 0, out_dim, {}, {}, loc), loc)
-                                 : indices;
-    return gather(entries, in_frames, out_dim, loc);
-  };
-  if (mode == "argmax") {
-    // The first of the frames that hold each entry's max: their positions' min.
-    const Tensor pos = range_in_axis(x, axis, loc);
-    const Tensor never = cast(constant(b, 1073741824.0, {}, loc), ir::DType::kInt32, loc);
-    const Tensor is_max = compare(x, at_frames(scatter_of(x, "max", 0.0)), "equal", loc);
-    return scatter_of(where(is_max, pos, never, loc), "min", fill);
-  }
-  // How many frames each entry combines: the ones of the indices' dims, added.
-  const Tensor ones = cast(compare(indices, indices, "equal", loc), x.type().dtype, loc);
-  const Tensor count = scatter_of(ones, "sum", 0.0);
-  const Tensor written = compare(count, constant(b, 0.0, {}, loc), "greater", loc);
-  const Tensor fills = constant(b, fill, {}, loc);
-  if (mode == "mean") {
-    const Tensor sum = scatter_of(x, "sum", 0.0);
-    return where(written, div(sum, maximum(count, constant(b, 1.0, {}, loc), loc), loc), fills,
-                 loc);
-  }
-  // logsumexp: m + log(sum(exp(x - m))) with each entry's max m (no gradient
-  // through m: the gradient is the softmax either way).
-  const Tensor m = stop_gradient(scatter_of(x, "max", 0.0), loc);
-  const Tensor sum = scatter_of(activation(sub(x, at_frames(m), loc), "exp", loc), "sum", 0.0);
-  const Tensor lse =
-      add(m, activation(where(written, sum, constant(b, 1.0, {}, loc), loc), "log", loc), loc);
-  return where(written, lse, fills, loc);
-}
-
 Tensor concat(const Tensor& a, const ir::Dim& axis_a, const Tensor& b, const ir::Dim& axis_b,
               std::source_location loc) {
   return builder_of(a, "concat", L(loc))
@@ -326,7 +280,59 @@ Tensor scalar_like(const Tensor& x, double v, std::source_location loc) {
   return x.type().dtype == ir::DType::kFloat32 ? c : cast(c, x.type().dtype, loc);
 }
 
+// Whether each frame of x along the dynamic `axis` lies within its sequence's length.
+Tensor within_lengths(const Tensor& x, const ir::Dim& axis, std::source_location loc) {
+  return compare(range_in_axis(x, axis, loc), length(x, axis, loc), "less", loc);
+}
+
 }  // namespace
+
+Tensor scatter(const Tensor& x, const Tensor& indices, const ir::Dim& axis, const std::string& mode,
+               double fill, std::source_location loc) {
+  Builder& b = builder_of(x, "scatter", L(loc));
+  builder_of(indices, "scatter", L(loc));
+  auto scatter_of = [&](const Tensor& v, const std::string& m, double f) {
+    return b.add(ir::NodeKind::kScatter, {v, indices},
+                 {ir::attr::Axis{axis}, ir::attr::Mode{m}, ir::attr::Value{f}}, L(loc));
+  };
+  // The primitive modes, and dense indices (the primitive names the mistake).
+  if ((mode != "mean" && mode != "logsumexp" && mode != "argmax") || !indices.type().sparse_dim)
+    return scatter_of(x, mode, fill);
+  const ir::Dim out_dim = *indices.type().sparse_dim;  // a copy: adding nodes moves types
+  // An entry's value at each frame that writes it; padding frames read entry 0
+  // (their indices may lie anywhere; they write nothing).
+  auto at_frames = [&](const Tensor& entries) {
+    const Tensor in_frames = axis.is_dynamic()
+                                 ? where(within_lengths(indices, axis, loc), indices,
+                                         sparse_constant(b, 0, out_dim, {}, {}, loc), loc)
+                                 : indices;
+    return gather(entries, in_frames, out_dim, loc);
+  };
+  if (mode == "argmax") {
+    // The first of the frames that hold each entry's max: their positions' min.
+    const Tensor is_max = compare(x, at_frames(scatter_of(x, "max", 0.0)), "equal", loc);
+    return scatter_of(
+        where(is_max, range_in_axis(x, axis, loc), int32_scalar(b, 1 << 30, loc), loc), "min",
+        fill);
+  }
+  // How many frames each entry combines: the ones of the indices' dims, added.
+  const Tensor ones = cast(compare(indices, indices, "equal", loc), x.type().dtype, loc);
+  const Tensor count = scatter_of(ones, "sum", 0.0);
+  const Tensor written = compare(count, constant(b, 0.0, {}, loc), "greater", loc);
+  const Tensor fills = constant(b, fill, {}, loc);
+  if (mode == "mean") {
+    const Tensor sum = scatter_of(x, "sum", 0.0);
+    return where(written, div(sum, maximum(count, constant(b, 1.0, {}, loc), loc), loc), fills,
+                 loc);
+  }
+  // logsumexp: m + log(sum(exp(x - m))) with each entry's max m (no gradient
+  // through m: the gradient is the softmax either way).
+  const Tensor m = stop_gradient(scatter_of(x, "max", 0.0), loc);
+  const Tensor sum = scatter_of(activation(sub(x, at_frames(m), loc), "exp", loc), "sum", 0.0);
+  const Tensor lse =
+      add(m, activation(where(written, sum, constant(b, 1.0, {}, loc), loc), "log", loc), loc);
+  return where(written, lse, fills, loc);
+}
 
 Tensor sparse_constant(Builder& b, int64_t label, const ir::Dim& vocab, std::vector<ir::Dim> shape,
                        const std::vector<Tensor>& sizes_from, std::source_location loc) {
@@ -510,8 +516,7 @@ Tensor masked_select(const Tensor& x, const Tensor& mask, const ir::Dim& axis,
 
 Tensor dim_value(const Tensor& x, const ir::Dim& dim, std::source_location loc) {
   Builder& b = builder_of(x, "dim_value", L(loc));
-  if (!dim.is_dynamic() && dim.size())
-    return cast(constant(b, static_cast<double>(*dim.size()), {}, loc), ir::DType::kInt32, loc);
+  if (!dim.is_dynamic() && dim.size()) return int32_scalar(b, *dim.size(), loc);
   const Tensor lengths = cast(length(x, dim, loc), ir::DType::kFloat32, loc);
   return cast(reduce(lengths, "max", {ir::Dim::batch()}, loc), ir::DType::kInt32, loc);
 }
@@ -526,15 +531,10 @@ Tensor masked_scatter(const Tensor& packed, const Tensor& mask, const ir::Dim& p
   Builder& b = builder_of(packed, "masked_scatter", L(loc));
   builder_of(mask, "masked_scatter", L(loc));
   const Tensor kept =
-      axis.is_dynamic()
-          ? logical_and(
-                mask, compare(range_in_axis(mask, axis, loc), length(mask, axis, loc), "less", loc),
-                loc)
-          : mask;
+      axis.is_dynamic() ? logical_and(mask, within_lengths(mask, axis, loc), loc) : mask;
   // A kept frame's place in the packed frames: how many kept frames precede it.
-  const Tensor zero = cast(constant(b, 0.0, {}, loc), ir::DType::kInt32, loc);
-  const Tensor ones =
-      where(kept, cast(constant(b, 1.0, {}, loc), ir::DType::kInt32, loc), zero, loc);
+  const Tensor zero = int32_scalar(b, 0, loc);
+  const Tensor ones = where(kept, int32_scalar(b, 1, loc), zero, loc);
   const Tensor place = where(kept, sub(cumsum(ones, axis, loc), ones, loc), zero, loc);
   return where(kept, gather(packed, as_indices(place, packed_axis, loc), packed_axis, loc),
                constant(b, fill, {}, loc), loc);
@@ -883,15 +883,13 @@ std::pair<Tensor, std::vector<Tensor>> top_k(const Tensor& x, const std::vector<
   const ir::Dim merged = ir::Dim::feature(name, size);
   auto [values, flat] = top_k(merge_dims(x, axes, merged, loc), merged, k_dim, loc);
   const Tensor index = cast(flat, ir::DType::kInt32, loc);
-  auto int32 = [&](int64_t v) {
-    return cast(constant(b, static_cast<double>(v), {}, loc), ir::DType::kInt32, loc);
-  };
   std::vector<Tensor> at;
   int64_t stride = size;
   for (const ir::Dim& a : axes) {
     stride /= std::max<int64_t>(a.size().value_or(1), 1);
-    at.push_back(
-        as_indices(mod(floor_div(index, int32(stride), loc), int32(*a.size()), loc), a, loc));
+    at.push_back(as_indices(mod(floor_div(index, int32_scalar(b, stride, loc), loc),
+                                int32_scalar(b, *a.size(), loc), loc),
+                            a, loc));
   }
   return {values, at};
 }
