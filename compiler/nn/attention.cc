@@ -256,6 +256,7 @@ RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
       qkv_per_head_(
           ir::Dim::feature("qkv_per_head", 2 * *key_per_head_.size() + *value_per_head_.size())),
       keys_(ir::Dim::spatial("keys")),
+      pos_emb_(ir::Dim::feature("pos_emb", o.in_dim().size().value_or(0))),
       half_(ir::Dim::feature("pos_half", o.in_dim().size().value_or(0) / 2)),
       half_s_(ir::Dim::feature("pos_half_sin", *half_.size())),
       half_c_(ir::Dim::feature("pos_half_cos", *half_.size())),
@@ -263,7 +264,9 @@ RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
   check_heads(*this, o.num_heads(), o.key_dim(), o.value_dim(), o.att_dropout());
   qkv = register_module("qkv",
                         std::make_shared<Linear>(in_dim_, 2 * key_dim_ + value_dim_, o.qkv_bias()));
-  linear_pos = register_module("linear_pos", std::make_shared<Linear>(in_dim_, key_dim_, false));
+  // The encoding's own feature dim (of in_dim's size), so that the weight's
+  // two axes stay apart when key_dim is in_dim (as in a Conformer).
+  linear_pos = register_module("linear_pos", std::make_shared<Linear>(pos_emb_, key_dim_, false));
   pos_bias_u_ = register_parameter("pos_bias_u", {heads_, key_per_head_}, ir::ParamKind::kWeight);
   pos_bias_v_ = register_parameter("pos_bias_v", {heads_, key_per_head_}, ir::ParamKind::kWeight);
   proj = register_module(
@@ -296,7 +299,7 @@ Tensor RelPosSelfAttention::forward(const Tensor& input, const ir::Dim& axis,
     // A = cos(i w) qw_sin + sin(i w) qw_cos, B = cos(i w) qw_cos - sin(i w) qw_sin.
     Tensor w = split_dims(b.param(linear_pos->weight()), key_dim_, {heads_, key_per_head_}, loc);
     Tensor qw = dot(add(q, b.param(pos_bias_v_), loc), w, {key_per_head_}, loc);  // [.., heads, in]
-    std::vector<Tensor> halves = split(qw, in_dim_, {half_s_, half_c_}, loc);
+    std::vector<Tensor> halves = split(qw, pos_emb_, {half_s_, half_c_}, loc);
     Tensor qw_s = replace_dim(halves[0], half_s_, half_, loc);
     Tensor qw_c = replace_dim(halves[1], half_c_, half_, loc);
     const double step = -2.0 * std::log(1e4) / static_cast<double>(*in_dim_.size());

@@ -152,7 +152,7 @@ class RelPosSelfAttention : public Module {
 
  private:
   ir::Dim in_dim_, key_dim_, value_dim_, heads_, key_per_head_, key_per_head_k_, value_per_head_,
-      qkv_per_head_, keys_, half_, half_s_, half_c_;
+      qkv_per_head_, keys_, pos_emb_, half_, half_s_, half_c_;
   double att_dropout_;
   Parameter pos_bias_u_, pos_bias_v_;
 };
