@@ -711,7 +711,7 @@ const Case kCases[] = {
        const Tensor n = nn::cast(nn::length(s.x, s.time), ir::DType::kFloat32);
        nn::range_of_lengths(n, Dim::spatial("new")).mark_as_output();  // MISTAKE: bad:range-of-lengths-float
      }},
-    {"bad:scatter-mode", "scatter: mode must be sum, max or min, got 'median'",
+    {"bad:scatter-mode", "scatter: mode must be sum, max, min, mean, logsumexp or argmax, got 'median'",
      [](Builder& b) {
        Setup s(b);
        b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
@@ -722,6 +722,24 @@ const Case kCases[] = {
        Setup s(b);
        b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
        nn::scatter(s.x, s.x, s.time).mark_as_output();  // MISTAKE: bad:scatter-dense-indices
+     }},
+    {"bad:conformer-block-module", "conformer_block '<root>': block_modules entry \"attention\" is not \"ff\", \"mhsa\" or \"conv\"",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::ConformerBlock>(  // MISTAKE: bad:conformer-block-module
+           s.in, Dim::feature("ff", 8), nn::ConformerOptions().num_heads(2).block_modules({"ff", "attention"})));
+     }},
+    {"bad:conformer-block-scales", "block_scales has 1 entries for 4 block_modules",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::ConformerBlock>(  // MISTAKE: bad:conformer-block-scales
+           s.in, Dim::feature("ff", 8), nn::ConformerOptions().num_heads(2).block_scales({0.5})));
+     }},
+    {"bad:conformer-frontend", "frontend \"vgg4\" is not \"vgg\", \"conv1d\" or \"linear\"",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::ConformerFrontend>(  // MISTAKE: bad:conformer-frontend
+           s.in, s.in, nn::ConformerOptions().frontend("vgg4")));
      }},
 };
 // clang-format on

@@ -790,6 +790,81 @@ void build_conformer_ctc(Builder& b) {
   io.finish(m->out_->forward(m->encoder->forward(io.x, io.time)), m->encoder->out_axis(io.time));
 }
 
+// Configurable Conformer blocks (#26), on features of the model dim 8:
+// "block" is one ConformerBlock in another order, {"mhsa", "ff", "conv"}
+// (no macaron) with scales {1, 0.5, 1}, plain self-attention with a QKV bias
+// and per-module dropouts (test_modules.py compares it with i6_models'
+// ConformerBlockV2 of that order); the encoder under the CTC loss has the
+// "linear" frontend and the convolution first, {"ff", "conv", "mhsa", "ff"}.
+void build_conformer_order(Builder& b) {
+  CtcIo io(b, 8);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("conformer_order") {
+      Dim model = Dim::feature("model", 8), ff = Dim::feature("ff", 16);
+      const auto opts = nn::ConformerOptions()
+                            .num_layers(1)
+                            .num_heads(2)
+                            .conv_kernel(3)
+                            .rel_pos_clipping(0)
+                            .att_qkv_bias(true)
+                            .ff_dropout(0.2)
+                            .mhsa_dropout(0.05)
+                            .conv_dropout(0.0);
+      block = register_module(
+          "block", std::make_shared<nn::ConformerBlock>(in, ff,
+                                                        nn::ConformerOptions(opts)
+                                                            .block_modules({"mhsa", "ff", "conv"})
+                                                            .block_scales({1.0, 0.5, 1.0})));
+      encoder = register_module("encoder",
+                                std::make_shared<nn::ConformerEncoder>(
+                                    in, model, ff,
+                                    nn::ConformerOptions(opts).frontend("linear").block_modules(
+                                        {"ff", "conv", "mhsa", "ff"})));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
+    }
+    std::shared_ptr<nn::ConformerBlock> block;
+    std::shared_ptr<nn::ConformerEncoder> encoder;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.with_blank));
+  m->block->forward(io.x, io.time).mark_as_output("block");
+  io.finish(m->out_->forward(m->encoder->forward(io.x, io.time)), m->encoder->out_axis(io.time));
+}
+
+// E-Branchformer (#26), on features of the model dim 8: "block" is one
+// EBranchformerBlock as rf's EBranchformerLayer (Transformer-XL relative
+// positions with a QKV bias, ff 16, cgMLP 12, kernels 3; test_modules.py
+// compares it with rf's own layer); the encoder under the CTC loss has the
+// "conv1d" frontend (kernel 3, time stride 2) and one E-Branchformer block.
+void build_e_branchformer(Builder& b) {
+  CtcIo io(b, 8);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("e_branchformer") {
+      Dim model = Dim::feature("model", 8), ff = Dim::feature("ff", 16);
+      Dim cgmlp = Dim::feature("cgmlp", 12);
+      const auto opts = nn::ConformerOptions()
+                            .num_layers(1)
+                            .num_heads(2)
+                            .conv_kernel(3)
+                            .rel_pos_xl(true)
+                            .att_qkv_bias(true);
+      block =
+          register_module("block", std::make_shared<nn::EBranchformerBlock>(in, ff, cgmlp, opts));
+      encoder = register_module(
+          "encoder", std::make_shared<nn::ConformerEncoder>(
+                         in, model, ff,
+                         nn::ConformerOptions(opts).frontend("conv1d").frontend_kernel(3), cgmlp));
+      out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
+    }
+    std::shared_ptr<nn::EBranchformerBlock> block;
+    std::shared_ptr<nn::ConformerEncoder> encoder;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.with_blank));
+  m->block->forward(io.x, io.time).mark_as_output("block");
+  io.finish(m->out_->forward(m->encoder->forward(io.x, io.time)), m->encoder->out_axis(io.time));
+}
+
 // The Conformer with RETURNN frontend's ConformerEncoder defaults (Transformer-XL
 // relative positions with a QKV bias, depthwise kernel 32, ff 4 x model,
 // swish; its frontend two 3x3 convs of 8 channels, features pooled by 2, time
@@ -1147,6 +1222,8 @@ std::vector<ModelDef> module_test_models() {
       def("mod-log-mel", build_log_mel),
       def("loss-transducer", build_transducer),
       def("mod-conformer-rf", build_conformer_rf),
+      def("mod-conformer-order", build_conformer_order),
+      def("mod-e-branchformer", build_e_branchformer),
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),
       def("mod-transformer-llama", build_transformer_options<TransformerVariant::kLlama>),

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
+#include <vector>
 
 #include "compiler/nn/attention.h"
 #include "compiler/nn/layers.h"
@@ -17,10 +19,27 @@ namespace retc::nn {
 struct ConformerOptions {
   /// Blocks of a ConformerEncoder.
   RETC_ARG(int64_t, num_layers) = 12;
+  /// The E-Branchformer's merge convolution kernel (EBranchformerBlock).
+  RETC_ARG(int64_t, merge_kernel) = 3;
   RETC_ARG(int64_t, num_heads) = 4;
   RETC_ARG(int64_t, conv_kernel) = 31;
   RETC_ARG(int64_t, rel_pos_clipping) = 16;
   RETC_ARG(double, dropout) = 0.1;
+  /// A block's modules in order, each a residual branch after its own layer
+  /// norm: "ff" (ConformerFeedForward), "mhsa" (self-attention), "conv"
+  /// (ConformerConvModule). Default: the macaron Conformer {"ff", "mhsa",
+  /// "conv", "ff"}; e.g. {"mhsa", "conv", "ff"}: without the macaron's first
+  /// feed-forward; {"ff", "conv", "mhsa", "ff"}: convolution first.
+  RETC_ARG(std::vector<std::string>, block_modules) = {"ff", "mhsa", "conv", "ff"};
+  /// The residual scale of each module (x += scale * module(ln(x))), one per
+  /// block_modules entry (i6_models' ConformerBlockV2 `scales`). Empty (the
+  /// default): 0.5 for each "ff" of a block with two or more (macaron), else 1.
+  RETC_ARG(std::vector<double>, block_scales);
+  /// Dropout of each module kind (its output, and the feed-forward's hidden
+  /// activations); unset: `dropout`.
+  RETC_ARG(std::optional<double>, ff_dropout);
+  RETC_ARG(std::optional<double>, mhsa_dropout);
+  RETC_ARG(std::optional<double>, conv_dropout);
   /// Dropout on the self-attention weights (SelfAttentionOptions::att_dropout).
   RETC_ARG(double, att_dropout) = 0.0;
   /// The self-attention's output projection has a bias.
@@ -47,7 +66,17 @@ struct ConformerOptions {
   /// time (RETURNN's historical default, rf's `rf_dropout_broadcast`);
   /// false: elementwise, as PyTorch.
   RETC_ARG(bool, dropout_broadcast) = false;
-  /// Frontend: channels of its two Conv2d and the time subsampling factor.
+  /// The frontend (ConformerFrontend): "vgg" (two Conv2d and a max pool over
+  /// the features, RETURNN's 2021 Conformer; rf's ConformerConvSubsample),
+  /// "conv1d" (one Conv1d over time from the features to the model dim,
+  /// kernel frontend_kernel, stride time_stride, then swish: i6_models'
+  /// WindowConvolutionFrontendV1), "linear" (a Linear to the model dim, no
+  /// subsampling: the input already subsampled, or a Conformer on top of
+  /// another encoder).
+  RETC_ARG(std::string, frontend) = "vgg";
+  RETC_ARG(int64_t, frontend_kernel) = 5;
+  /// "vgg" frontend: channels of its two Conv2d; time_stride: the time
+  /// subsampling factor ("vgg" and "conv1d").
   RETC_ARG(int64_t, frontend_channels1) = 32;
   RETC_ARG(int64_t, frontend_channels2) = 64;
   RETC_ARG(int64_t, time_stride) = 2;
@@ -87,15 +116,20 @@ class ConformerConvModule : public Module {
   ir::Dim model_dim_, glu_dim_;
 };
 
-/// One block:  x += ½·ff1(ln(x));  x += mhsa(ln(x));  x += conv(ln(x));
-/// x += ½·ff2(ln(x));  y = ln(x)   (each branch with dropout). mhsa is
-/// self_att, or rel_pos_att with rel_pos_xl(true) (its params under
-/// "self_att" too).
+/// One block: each module of block_modules as a residual branch after its
+/// own layer norm, x += scale·dropout(module(ln(x))), then y = ln(x). The
+/// default (macaron): x += ½·ff1(ln(x)); x += mhsa(ln(x)); x += conv(ln(x));
+/// x += ½·ff2(ln(x)); y = ln(x). Params: the feed-forward modules ff1, ff2,
+/// ... (their norms ff1_norm, ...), the self-attention self_att (norm
+/// att_norm; a second one self_att2, att2_norm), the convolution module conv
+/// (conv_norm; conv2, conv2_norm), final_norm. mhsa is SelfAttention, or
+/// RelPosSelfAttention with rel_pos_xl(true) (also named "self_att").
 class ConformerBlock : public Module {
  public:
   ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const ConformerOptions& opts);
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
+  /// The default block's modules (null where block_modules has none).
   std::shared_ptr<LayerNorm> ff1_norm, att_norm, conv_norm, ff2_norm, final_norm;
   std::shared_ptr<ConformerFeedForward> ff1, ff2;
   std::shared_ptr<SelfAttention> self_att;
@@ -103,33 +137,108 @@ class ConformerBlock : public Module {
   std::shared_ptr<ConformerConvModule> conv;
 
  private:
+  struct Branch {
+    std::shared_ptr<LayerNorm> norm;
+    std::shared_ptr<ConformerFeedForward> ff;
+    std::shared_ptr<SelfAttention> att;
+    std::shared_ptr<RelPosSelfAttention> rel_pos_att;
+    std::shared_ptr<ConformerConvModule> conv;
+    double scale, dropout;
+  };
+  std::vector<Branch> branches_;
+  bool dropout_broadcast_;
+};
+
+/// E-Branchformer's convolutional gating MLP (cgMLP; Kim et al. 2022, rf's
+/// FeedForwardConvGated): Linear(model, 2*ff) -> gelu -> split into halves g
+/// and r; g = depthwise Conv1d(LayerNorm(g)) (kernel, groups = ff, "same");
+/// g·r -> dropout -> Linear(ff, model). Params: linear_ff, norm, conv,
+/// linear_out.
+class ConvGatedFeedForward : public Module {
+ public:
+  ConvGatedFeedForward(ir::Dim model_dim, ir::Dim ff_dim, int64_t kernel_size,
+                       const ConformerOptions& opts = {});
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<Linear> linear_ff, linear_out;
+  std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<Conv1d> conv;
+
+ private:
+  ir::Dim ff_dim_, gated_dim_;
   double dropout_;
   bool dropout_broadcast_;
 };
 
-/// VGG-style frontend: the features become a spatial axis with one channel;
-/// Conv2d 3x3 (frontend_channels1) -> swish -> max pool 1x2 over features ->
-/// Conv2d 3x3 (frontend_channels2) with time stride `time_stride` -> swish ->
-/// merge features and channels -> Linear to the model dim. out_axis(time) is
-/// the new time.
+/// E-Branchformer's merge of its two branches (rf's Merge): c = concat(a, b)
+/// over their feature dims; Linear(2*model, model)(c + depthwise Conv1d(c))
+/// (kernel merge_kernel, "same"). Params: depthwise_conv, proj.
+class BranchMerge : public Module {
+ public:
+  BranchMerge(ir::Dim model_dim, int64_t kernel_size);
+  Tensor forward(const Tensor& a, const Tensor& b, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<Conv1d> depthwise_conv;
+  std::shared_ptr<Linear> proj;
+
+ private:
+  ir::Dim model_dim_, concat_dim_;
+};
+
+/// One E-Branchformer block (Kim et al. 2022; rf's EBranchformerLayer,
+/// param for param): x += ½·dropout(ff1(ln(x)));  a = dropout(mhsa(ln(x)));
+/// b = dropout(cgmlp(ln(x)));  x += dropout(merge(a, b));
+/// x += ½·dropout(ff2(ln(x)));  y = ln(x). mhsa as ConformerBlock's (rf's
+/// default: rel_pos_xl(true) with att_qkv_bias(true)); cgmlp's kernel is
+/// conv_kernel, the merge's merge_kernel. Params: ff1_norm, ff1, att_norm,
+/// self_att, cgmlp_norm, cgmlp, merge, ff2_norm, ff2, final_norm.
+class EBranchformerBlock : public Module {
+ public:
+  EBranchformerBlock(ir::Dim model_dim, ir::Dim ff_dim, ir::Dim cgmlp_dim,
+                     const ConformerOptions& opts);
+  Tensor forward(const Tensor& x, const ir::Dim& axis,
+                 std::source_location loc = std::source_location::current()) const;
+  std::shared_ptr<LayerNorm> ff1_norm, att_norm, cgmlp_norm, ff2_norm, final_norm;
+  std::shared_ptr<ConformerFeedForward> ff1, ff2;
+  std::shared_ptr<SelfAttention> self_att;
+  std::shared_ptr<RelPosSelfAttention> rel_pos_att;
+  std::shared_ptr<ConvGatedFeedForward> cgmlp;
+  std::shared_ptr<BranchMerge> merge;
+
+ private:
+  double dropout_;
+  bool dropout_broadcast_;
+};
+
+/// The frontend of ConformerOptions::frontend. "vgg": the features become a
+/// spatial axis with one channel; Conv2d 3x3 (frontend_channels1) -> swish ->
+/// max pool 1x2 over features -> Conv2d 3x3 (frontend_channels2) with time
+/// stride `time_stride` -> swish -> merge features and channels -> Linear to
+/// the model dim (params conv1, conv2, linear). "conv1d": Conv1d(in, model,
+/// frontend_kernel) with stride time_stride -> swish (param conv). "linear":
+/// Linear(in, model) (param linear). out_axis(time) is the new time.
 class ConformerFrontend : public Module {
  public:
   ConformerFrontend(ir::Dim in_dim, ir::Dim model_dim, const ConformerOptions& opts = {});
   Tensor forward(const Tensor& x, const ir::Dim& time,
                  std::source_location loc = std::source_location::current()) const;
-  ir::Dim out_axis(const ir::Dim& time) const { return conv2->out_axis(time, 0); }
+  ir::Dim out_axis(const ir::Dim& time) const;
   std::shared_ptr<Conv2d> conv1, conv2;
+  std::shared_ptr<Conv1d> conv;
   std::shared_ptr<Linear> linear;
 
  private:
   ir::Dim in_dim_, feat_, chan0_, pooled_, merged_;
 };
 
-/// Frontend -> dropout -> `num_layers` ConformerBlocks ("layers.0", ...).
+/// Frontend -> dropout -> `num_layers` ConformerBlocks ("layers.0", ...),
+/// or with a cgmlp_dim, EBranchformerBlocks (rf's ConformerEncoder with
+/// encoder_layer EBranchformerLayer; cgmlp_dim is rf's cgmlp_ff_dim).
 class ConformerEncoder : public Module {
  public:
   ConformerEncoder(ir::Dim in_dim, ir::Dim model_dim, ir::Dim ff_dim,
-                   const ConformerOptions& opts = {});
+                   const ConformerOptions& opts = {},
+                   std::optional<ir::Dim> cgmlp_dim = std::nullopt);
   /// The encoder output over out_axis(time).
   Tensor forward(const Tensor& x, const ir::Dim& time,
                  std::source_location loc = std::source_location::current()) const;
@@ -140,6 +249,7 @@ class ConformerEncoder : public Module {
  private:
   double dropout_;
   bool dropout_broadcast_;
+  bool e_branchformer_;
 };
 
 }  // namespace retc::nn

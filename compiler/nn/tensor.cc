@@ -295,6 +295,13 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const ir::Dim& axis, cons
     return b.add(ir::NodeKind::kScatter, {v, indices},
                  {ir::attr::Axis{axis}, ir::attr::Mode{m}, ir::attr::Value{f}}, L(loc));
   };
+  static const std::vector<std::string> kModes = {"sum",  "max",       "min",
+                                                  "mean", "logsumexp", "argmax"};
+  if (std::find(kModes.begin(), kModes.end(), mode) == kModes.end()) {
+    fail(L(loc),
+         absl::StrCat("scatter: mode must be sum, max, min, mean, logsumexp or argmax, got '", mode,
+                      "'"));
+  }
   // The primitive modes, and dense indices (the primitive names the mistake).
   if ((mode != "mean" && mode != "logsumexp" && mode != "argmax") || !indices.type().sparse_dim)
     return scatter_of(x, mode, fill);

@@ -51,6 +51,8 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-rotary-attention.from_tf mod-rotary-attention tf
 # ctest-cases: cross_backend.mod-conformer-rf.from_tf mod-conformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-rf.from_tf mod-transformer-rf tf
+# ctest-cases: cross_backend.mod-conformer-order.from_tf mod-conformer-order tf
+# ctest-cases: cross_backend.mod-e-branchformer.from_tf mod-e-branchformer tf
 # ctest-cases: cross_backend.mod-transformer-postnorm.from_tf mod-transformer-postnorm tf
 # ctest-cases: cross_backend.mod-transformer-llama.from_tf mod-transformer-llama tf
 # ctest-cases: cross_backend.mod-conformer-ctc.from_tf mod-conformer-ctc tf

@@ -1113,6 +1113,140 @@ def test_rotary_attention():
           % ([int(n) for n in lens], worst))
 
 
+def _retc_block_output(model, seed=3, max_time=9):
+    """TF's run of MODEL's marked "block" (an encoder block on the input
+    features) after every param was perturbed: (input, output, lengths,
+    {variable path under block/: value})."""
+    net = Net(compile_model(model), train_flag=False)
+    rng = numpy.random.RandomState(seed)
+    with net.graph.as_default():
+        for v in net.net.get_params_list():
+            value = net.session.run(v)
+            value = rng.uniform(0.5, 1.5, value.shape) if "running_var" in v.name else \
+                value + rng.normal(0.0, 0.1, value.shape)
+            v.load(value.astype(v.dtype.as_numpy_dtype), net.session)
+    feed = net.feed(seed, max_time=max_time)
+    x, got, lens = net.layer("data:data", feed), net.layer("block", feed), seq_lens(net, feed)
+    params = {k[len("block/"):-len("/param:0")]: v for k, v in net.params().items() if k.startswith("block/")}
+    net.close()
+    return x, got, lens, params
+
+
+def _worst_valid_frame_diff(got, want, lens):
+    return max(float(numpy.abs(got[b, :n] - want[b, :n]).max()) for b, n in enumerate(lens))
+
+
+def test_e_branchformer():
+    """nn::EBranchformerBlock equals RETURNN frontend's own EBranchformerLayer
+    (rf.encoder.e_branchformer: Transformer-XL relative positions, cgMLP,
+    merge) param for param: the same names up to renaming, the same shapes
+    (conv filters transposed), and with retc's (perturbed) params copied into
+    rf's layer, the same outputs on the same batch (valid frames) within 1e-5."""
+    import torch
+    import returnn.frontend as rf
+    from returnn.frontend.encoder.e_branchformer import EBranchformerLayer
+    from returnn.tensor import Dim, Tensor as RfTensor
+
+    x, got, lens, params = _retc_block_output("mod-e-branchformer")
+    rf.select_backend_torch()
+    rf.set_random_seed(1)
+    model = Dim(8, name="model")
+    layer = EBranchformerLayer(model, ff_dim=Dim(16, name="ff"), num_heads=2, cgmlp_ff_dim=Dim(12, name="cgmlp"),
+                               cgmlp_conv_kernel=3, merge_conv_kernel=3)
+    renames = [("ffn1_layer_norm", "ff1_norm"), ("ffn2_layer_norm", "ff2_norm"), ("ffn1", "ff1"), ("ffn2", "ff2"),
+               ("self_att_layer_norm", "att_norm"), ("cgmlp_layer_norm", "cgmlp_norm"),
+               ("final_layer_norm", "final_norm"), ("depthwise_conv_fusion", "depthwise_conv"),
+               ("merge_proj", "proj"), ("filter", "weight")]
+    copied = set()
+    with torch.no_grad():
+        for name, p in layer.named_parameters():
+            ours = name
+            for a, b in renames:
+                ours = ours.replace(a, b)
+            value = params[ours.replace(".", "/")]
+            if name.endswith("filter"):  # rf: [out, in / groups, kernel]; retc: [kernel, in / groups, out]
+                value = value.transpose(2, 1, 0)
+            assert list(value.shape) == [d.dimension for d in p.dims], (name, value.shape, p.dims)
+            p.raw_tensor.copy_(torch.tensor(value))
+            copied.add(ours.replace(".", "/"))
+    assert copied == set(params), "retc params rf's layer lacks: %s" % sorted(set(params) - copied)
+    batch, time = Dim(x.shape[0], name="batch"), Dim(None, name="time")
+    time.dyn_size_ext = RfTensor("lens", dims=[batch], dtype="int32", raw_tensor=torch.tensor(lens))
+    rf.init_forward_step_run_ctx()
+    with torch.no_grad():
+        out = layer(RfTensor("x", dims=[batch, time, model], dtype="float32", raw_tensor=torch.tensor(x)),
+                    spatial_dim=time)
+    want = out.copy_transpose([batch, time, model]).raw_tensor.numpy()
+    worst = _worst_valid_frame_diff(got, want, lens)
+    assert worst <= 1e-5, worst
+    print("EBranchformerBlock = rf's EBranchformerLayer (%d params, lengths %s): max |diff| %.3g"
+          % (len(params), [int(n) for n in lens], worst))
+
+
+def test_conformer_order():
+    """A ConformerBlock of another module order (mod-conformer-order's "block":
+    {"mhsa", "ff", "conv"}, scales {1, 0.5, 1}, plain self-attention with a QKV
+    bias) equals i6_models' ConformerBlockV2 of that order and scales (torch's
+    MultiheadAttention, BatchNorm1d in the conv module) with retc's (perturbed)
+    params copied in, on the same batch (valid frames) within 1e-5. (Its
+    LayerNorms' epsilon set to retc's 1e-6, torch's default being 1e-5; and
+    its depthwise convolution sees zeros past each sequence's end, as
+    RETURNN's on both targets: i6_models convolves the padding frames' values,
+    so a shorter sequence's last frames would depend on its batch.)"""
+    import torch
+    from i6_models.assemblies.conformer.conformer_v2 import ConformerBlockV2, ConformerBlockV2Config
+    from i6_models.parts.conformer import (ConformerConvolutionV1Config, ConformerMHSAV1Config,
+                                           ConformerPositionwiseFeedForwardV1Config)
+
+    x, got, lens, params = _retc_block_output("mod-conformer-order")
+    d, heads = 8, 2
+    cfg = ConformerBlockV2Config(
+        ff_cfg=ConformerPositionwiseFeedForwardV1Config(input_dim=d, hidden_dim=16, dropout=0.2,
+                                                        activation=torch.nn.functional.silu),
+        mhsa_cfg=ConformerMHSAV1Config(input_dim=d, num_att_heads=heads, att_weights_dropout=0.0, dropout=0.05),
+        conv_cfg=ConformerConvolutionV1Config(channels=d, kernel_size=3, dropout=0.0,
+                                              activation=torch.nn.functional.silu, norm=torch.nn.BatchNorm1d(d)),
+        modules=["mhsa", "ff", "conv"], scales=[1.0, 0.5, 1.0])
+    block = ConformerBlockV2(cfg).eval()
+    for m in block.modules():
+        if isinstance(m, torch.nn.LayerNorm):
+            m.eps = 1e-6
+    mhsa, ff, conv = block.module_list
+    mask = torch.arange(x.shape[1])[None, :] < torch.tensor(lens)[:, None]
+    conv.depthwise_conv.register_forward_pre_hook(lambda _, args: (args[0] * mask[:, None, :],))
+    p = lambda name: torch.tensor(params[name])  # noqa: E731
+    dh = d // heads
+    # retc's fused QKV columns are per head [q | k | v]; torch's rows are [q; k; v], heads inside each.
+    order = [h * 3 * dh + part * dh + j for part in range(3) for h in range(heads) for j in range(dh)]
+    with torch.no_grad():
+        for module, norm in ((mhsa.layernorm, "att_norm"), (ff.layer_norm, "ff1_norm"),
+                             (conv.layer_norm, "conv_norm"), (block.final_layer_norm, "final_norm")):
+            module.weight.copy_(p(norm + "/scale"))
+            module.bias.copy_(p(norm + "/bias"))
+        mhsa.mhsa.in_proj_weight.copy_(p("self_att/qkv").T[order])
+        mhsa.mhsa.in_proj_bias.copy_(p("self_att/qkv_bias")[order])
+        mhsa.mhsa.out_proj.weight.copy_(p("self_att/proj/weight").T)
+        mhsa.mhsa.out_proj.bias.copy_(p("self_att/proj/bias"))
+        for linear, name in ((ff.linear_ff, "ff1/linear_ff"), (ff.linear_out, "ff1/linear_out"),
+                             (conv.pointwise_conv1, "conv/pointwise_conv1"),
+                             (conv.pointwise_conv2, "conv/pointwise_conv2")):
+            linear.weight.copy_(p(name + "/weight").T)
+            linear.bias.copy_(p(name + "/bias"))
+        conv.depthwise_conv.weight.copy_(p("conv/depthwise_conv/weight").permute(2, 1, 0))
+        conv.depthwise_conv.bias.copy_(p("conv/depthwise_conv/bias"))
+        conv.norm.weight.copy_(p("conv/norm/scale"))
+        conv.norm.bias.copy_(p("conv/norm/bias"))
+        conv.norm.running_mean.copy_(p("conv/norm/running_mean").reshape(-1))
+        conv.norm.running_var.copy_(p("conv/norm/running_var").reshape(-1))
+        want = block(torch.tensor(x), mask).numpy()
+    n_params = sum(v.size for v in params.values())
+    assert n_params == sum(t.numel() for t in block.state_dict().values() if t.dtype.is_floating_point), n_params
+    worst = _worst_valid_frame_diff(got, want, lens)
+    assert worst <= 1e-5, worst
+    print("ConformerBlock {mhsa, ff, conv} x {1, 0.5, 1} = i6_models' ConformerBlockV2 (%d values, lengths %s): "
+          "max |diff| %.3g" % (n_params, [int(n) for n in lens], worst))
+
+
 def _levenshtein(a, b):
     d = numpy.arange(len(b) + 1)
     for i, x in enumerate(a, 1):
