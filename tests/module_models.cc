@@ -593,7 +593,13 @@ void build_zoneout_lstm(Builder& b) {
   auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
   Tensor h = m->lstm->forward(io.x, io.time);
   h.mark_as_output("zoneout_h");
-  io.finish(m->out_->forward(h));
+  // The state handed from one call to the next (x again, as a second chunk).
+  auto [h1, state] = m->lstm->forward_with_state(io.x, io.time);
+  auto [h2, final] = m->lstm->forward_with_state(io.x, io.time, state);
+  state.h.mark_as_output("zoneout_state_h");
+  state.c.mark_as_output("zoneout_state_c");
+  h2.mark_as_output("zoneout_h2");
+  io.finish(m->out_->forward(nn::add(h, nn::mul(h1, h2))));
 }
 
 // Transformer-XL-style relative-positional self-attention: a Linear to 6

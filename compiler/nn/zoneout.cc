@@ -48,17 +48,34 @@ LstmState ZoneoutLstm::step(const Tensor& input, const LstmState& state,
 
 Tensor ZoneoutLstm::forward(const Tensor& input, const ir::Dim& axis,
                             std::source_location loc) const {
-  return call(input, loc, [&](const Tensor& x) {
-    Builder& b = x.builder();
-    Loop loop(b, axis, loc);
-    LstmState state{loop.state(constant(b, 0.0, {}, loc), {ir::Dim::batch(), out_dim_}, loc),
-                    loop.state(constant(b, 0.0, {}, loc), {ir::Dim::batch(), out_dim_}, loc)};
-    LstmState next = step(loop.unstack(x, loc), state, loc);
-    loop.next(state.h, next.h, loc);
-    loop.next(state.c, next.c, loc);
-    loop.end(loc);
-    return loop.stack(next.h, loc);
-  });
+  return call(input, loc, [&](const Tensor& x) { return run(x, axis, {}, nullptr, loc); });
+}
+
+std::pair<Tensor, LstmState> ZoneoutLstm::forward_with_state(const Tensor& input,
+                                                             const ir::Dim& axis,
+                                                             const LstmState& initial,
+                                                             std::source_location loc) const {
+  if (initial.h.defined() != initial.c.defined())
+    fail(ir::SourceLoc::from(loc),
+         absl::StrCat(describe(), ": the initial state needs both h and c"));
+  LstmState final;
+  Tensor y = call(input, loc, [&](const Tensor& x) { return run(x, axis, initial, &final, loc); });
+  return {y, final};
+}
+
+Tensor ZoneoutLstm::run(const Tensor& x, const ir::Dim& axis, const LstmState& initial,
+                        LstmState* final, std::source_location loc) const {
+  Builder& b = x.builder();
+  Loop loop(b, axis, loc);
+  auto init = [&](const Tensor& t) { return t.defined() ? t : constant(b, 0.0, {}, loc); };
+  LstmState state{loop.state(init(initial.h), {ir::Dim::batch(), out_dim_}, loc),
+                  loop.state(init(initial.c), {ir::Dim::batch(), out_dim_}, loc)};
+  LstmState next = step(loop.unstack(x, loc), state, loc);
+  loop.next(state.h, next.h, loc);
+  loop.next(state.c, next.c, loc);
+  loop.end(loc);
+  if (final) *final = {loop.last(next.h, loc), loop.last(next.c, loc)};
+  return loop.stack(next.h, loc);
 }
 
 }  // namespace retc::nn

@@ -24,12 +24,21 @@ class ZoneoutLstm : public Module {
   /// Over the frames of `axis` from a zero state: the outputs [..., axis, out].
   Tensor forward(const Tensor& x, const ir::Dim& axis,
                  std::source_location loc = std::source_location::current()) const;
+  /// Over the frames of `axis` from the state `initial` (undefined h and c:
+  /// zeros): the outputs, and each sequence's state after its last frame, to
+  /// hand to the next call (a stream in chunks: the second chunk's call from
+  /// the first's state continues it as one call over both would).
+  std::pair<Tensor, LstmState> forward_with_state(
+      const Tensor& x, const ir::Dim& axis, const LstmState& initial = {},
+      std::source_location loc = std::source_location::current()) const;
   /// One frame `x` of a loop and the state before it; the state after.
   LstmState step(const Tensor& x, const LstmState& state,
                  std::source_location loc = std::source_location::current()) const;
   std::shared_ptr<Lstm> cell;
 
  private:
+  Tensor run(const Tensor& x, const ir::Dim& axis, const LstmState& initial, LstmState* final,
+             std::source_location loc) const;
   ir::Dim out_dim_;
   double zoneout_cell_, zoneout_output_;
 };

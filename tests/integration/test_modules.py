@@ -563,7 +563,9 @@ def test_raw_layer():
 
 def test_zoneout_lstm():
     """ZoneoutLstm in evaluation: NativeLstm2's step (gates j, i, f, o), then each state the
-    expectation z * previous + (1 - z) * new (cell 0.15, output 0.05), against numpy; in training
+    expectation z * previous + (1 - z) * new (cell 0.15, output 0.05), against numpy, and its
+    state handed from one call to the next (forward_with_state: the final h and c, and a
+    second call from them continuing as one call over both chunks would); in training
     its outputs differ from evaluation's (the random masks)."""
     net = Net(compile_model("mod-zoneout-lstm"), train_flag=False)
     feed = net.feed(7)
@@ -572,19 +574,26 @@ def test_zoneout_lstm():
     w = net.variable("lstm/cell/ff_weight/param:0").astype("float64")
     r = net.variable("lstm/cell/rec_weight/param:0").astype("float64")
     bias = net.variable("lstm/cell/bias/param:0").astype("float64")
-    got = net.layer("zoneout_h", feed)
+    got, got2 = net.layer("zoneout_h", feed), net.layer("zoneout_h2", feed)
+    state_h, state_c = net.layer("zoneout_state_h", feed), net.layer("zoneout_state_c", feed)
     sig = lambda v: 1 / (1 + numpy.exp(-v))  # noqa: E731
     n_out = r.shape[0]
     for b, n in enumerate(lens):
         h, c = numpy.zeros(n_out), numpy.zeros(n_out)
-        for t in range(n):
-            z = x[b, t] @ w + h @ r + bias
-            j, i, f, o = (z[k * n_out:(k + 1) * n_out] for k in range(4))
-            c_new = sig(f) * c + sig(i) * numpy.tanh(j)
-            h_new = sig(o) * numpy.tanh(c_new)
-            c = 0.15 * c + 0.85 * c_new
-            h = 0.05 * h + 0.95 * h_new
-            close(got[b, t], h, 1e-5, "zoneout LSTM, sequence %d frame %d" % (b, t))
+        # Two calls over the sequence, the second from the first's final state
+        # (forward_with_state's handoff): as one call over it twice.
+        for call, out in enumerate((got, got2)):
+            for t in range(n):
+                z = x[b, t] @ w + h @ r + bias
+                j, i, f, o = (z[k * n_out:(k + 1) * n_out] for k in range(4))
+                c_new = sig(f) * c + sig(i) * numpy.tanh(j)
+                h_new = sig(o) * numpy.tanh(c_new)
+                c = 0.15 * c + 0.85 * c_new
+                h = 0.05 * h + 0.95 * h_new
+                close(out[b, t], h, 1e-5, "zoneout LSTM, call %d, sequence %d frame %d" % (call + 1, b, t))
+            if call == 0:
+                close(state_h[b], h, 1e-5, "the handed-on h of sequence %d" % b)
+                close(state_c[b], c, 1e-5, "the handed-on c of sequence %d" % b)
     trained = Net(compile_model("mod-zoneout-lstm"), train_flag=True)
     with trained.graph.as_default():
         for v in trained.net.get_params_list():
@@ -594,7 +603,8 @@ def test_zoneout_lstm():
     assert numpy.allclose(trained.layer("data:data", train_feed), x)
     got_train = trained.layer("zoneout_h", train_feed)
     assert not numpy.allclose(got_train[0, :lens[0]], got[0, :lens[0]]), "training equals evaluation"
-    print("zoneout LSTM (evaluation) matches numpy over %s frames; training differs" % list(lens))
+    print("zoneout LSTM (evaluation) matches numpy over %s frames, also a second call from the first's "
+          "final state (forward_with_state); training differs" % list(lens))
 
 
 def test_rel_pos_xl():
