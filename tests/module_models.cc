@@ -85,6 +85,9 @@ void build_rel_pos_encoding(Builder& b) {
   auto m = b.set_root(std::make_shared<RelPosEncodingNet>(io.in, io.classes));
   const Dim time = io.x.dims()[1], keys = Dim::spatial("keys");
   m->enc->forward(io.x, time, nn::replace_dim(io.x, time, keys), keys).mark_as_output("enc");
+  nn::sinusoidal_rel_pos_encoding(io.x, time, nn::replace_dim(io.x, time, keys), keys,
+                                  Dim::feature("pos", 6))
+      .mark_as_output("sin_enc");
   io.finish(m->out_->forward(io.x));
 }
 
@@ -515,7 +518,8 @@ void build_rel_pos_attention(Builder& b) {
       att = register_module("att", std::make_shared<nn::SelfAttention>(
                                        nn::SelfAttentionOptions(in, Dim::feature("key", 8),
                                                                 Dim::feature("value", 6), 2)
-                                           .rel_pos_clipping(2)));
+                                           .rel_pos_clipping(2)
+                                           .rel_pos_dropout(0.5)));
       out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
     }
     std::shared_ptr<nn::SelfAttention> att;

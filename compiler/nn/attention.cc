@@ -93,8 +93,11 @@ SelfAttention::SelfAttention(const SelfAttentionOptions& o)
           "qkv_per_head", (2 * o.key_dim().size().value_or(0) + o.value_dim().size().value_or(0)) /
                               std::max<int64_t>(o.num_heads(), 1))),
       keys_(ir::Dim::spatial("keys")),
-      cached_(ir::Dim::spatial("cached_frames")) {
+      cached_(ir::Dim::spatial("cached_frames")),
+      rel_pos_dropout_(o.rel_pos_dropout()) {
   check_heads(*this, o.num_heads(), o.key_dim(), o.value_dim(), o.att_dropout());
+  if (rel_pos_dropout_ != 0.0 && o.rel_pos_clipping() == 0)
+    reject(absl::StrCat(describe(), ": rel_pos_dropout without rel_pos_clipping (no table)"));
   if (o.rel_pos_clipping() < 0) {
     reject(absl::StrCat(describe(), ": rel_pos_clipping must be at least 0, got ",
                         o.rel_pos_clipping()));
@@ -152,12 +155,17 @@ Tensor SelfAttention::forward(const Tensor& input, const ir::Dim& axis,
     }
     Builder& b = x.builder();
     Tensor rel_pos;
-    if (clipping_ > 0) rel_pos = b.param(rel_pos_);
+    if (clipping_ > 0) rel_pos = rel_pos_table(b, loc);
     Tensor att = fused_self_attention(
         x, b.param(qkv_), clipping_ > 0 ? &rel_pos : nullptr, axis,
         {num_heads_, key_dim_, value_dim_, causal_, clipping_, att_dropout_}, loc);
     return proj->forward(att, loc);
   });
+}
+
+Tensor SelfAttention::rel_pos_table(Builder& b, std::source_location loc) const {
+  Tensor table = b.param(rel_pos_);
+  return rel_pos_dropout_ != 0.0 ? dropout(table, rel_pos_dropout_, {}, loc) : table;
 }
 
 Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location loc) const {
@@ -191,7 +199,7 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
       // the loop runs over all frames, those after the query masked later.)
       Tensor offset =
           sub(cast(range_in_axis(k, cached_, loc), ir::DType::kFloat32, loc), frame, loc);
-      key_shift = replace_dim(table_rows(b.param(rel_pos_), clipping_, offset, loc),
+      key_shift = replace_dim(table_rows(rel_pos_table(b, loc), clipping_, offset, loc),
                               rel_pos_.dims()[1], key_per_head_, loc);
     }
     return proj->forward(
@@ -242,6 +250,31 @@ Tensor RelPosEncoding::forward(const Tensor& query, const ir::Dim& query_axis, c
   Tensor offset = sub(cast(range_in_axis(keys, key_axis, loc), ir::DType::kFloat32, loc),
                       cast(range_in_axis(query, query_axis, loc), ir::DType::kFloat32, loc), loc);
   return table_rows(b.param(table_), clipping_, offset, loc);
+}
+
+Tensor sinusoidal_rel_pos_encoding(const Tensor& query, const ir::Dim& query_axis,
+                                   const Tensor& keys, const ir::Dim& key_axis, const ir::Dim& dim,
+                                   std::source_location loc) {
+  Builder& b = query.builder();
+  if (!dim.is_feature_like() || !dim.size() || *dim.size() % 2 != 0 || *dim.size() <= 0) {
+    fail(ir::SourceLoc::from(loc),
+         absl::StrCat("sinusoidal_rel_pos_encoding: the dim ", dim.describe(),
+                      " must be a static feature dim of even size (sines, then cosines)"));
+  }
+  const int64_t half = *dim.size() / 2;
+  const ir::Dim h = ir::Dim::feature(dim.name() + "_half", half);
+  const ir::Dim h_sin = ir::Dim::feature(dim.name() + "_sin", half);
+  const ir::Dim h_cos = ir::Dim::feature(dim.name() + "_cos", half);
+  const double step = -2.0 * std::log(1e4) / static_cast<double>(*dim.size());
+  Tensor freq = activation(
+      mul(cast(range(b, h, loc), ir::DType::kFloat32, loc), constant(b, step, {}, loc), loc), "exp",
+      loc);
+  Tensor offset = sub(cast(range_in_axis(keys, key_axis, loc), ir::DType::kFloat32, loc),
+                      cast(range_in_axis(query, query_axis, loc), ir::DType::kFloat32, loc), loc);
+  Tensor angle = mul(offset, freq, loc);  // [query, key, half]
+  Tensor enc = concat(replace_dim(activation(angle, "sin", loc), h, h_sin, loc), h_sin,
+                      replace_dim(activation(angle, "cos", loc), h, h_cos, loc), h_cos, loc);
+  return replace_dim(enc, h_sin + h_cos, dim, loc);
 }
 
 RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)

@@ -26,6 +26,11 @@ struct SelfAttentionOptions {
   RETC_ARG(int64_t, rel_pos_clipping) = 0;
   /// Dropout on the attention weights in training (elementwise).
   RETC_ARG(double, att_dropout) = 0.0;
+  /// Dropout on the learned relative-position table (rel_pos_clipping > 0)
+  /// in training: each entry of each offset's row, shared by every
+  /// query-key pair of that offset (as ESPnet's and rf's dropout on their
+  /// encodings per offset).
+  RETC_ARG(double, rel_pos_dropout) = 0.0;
   /// A bias on the fused QKV projection (rf's with_bias; RETURNN's fused TF
   /// layer has none, so with it the attention is built from primitive ops).
   RETC_ARG(bool, qkv_bias) = false;
@@ -88,6 +93,9 @@ class SelfAttention : public Module {
   // (forward with qkv_bias), and the cache's dim.
   ir::Dim heads_, key_per_head_, value_per_head_, qkv_per_head_, keys_, cached_;
   Parameter qkv_, qkv_bias_, rel_pos_;
+  double rel_pos_dropout_;
+  // The table, with rel_pos_dropout.
+  Tensor rel_pos_table(Builder& b, std::source_location loc) const;
 };
 
 /// Learned relative positions as a module of their own (Shaw et al. 2018;
@@ -110,6 +118,18 @@ class RelPosEncoding : public Module {
   int64_t clipping_;
   Parameter table_;
 };
+
+/// The sinusoidal relative-position encoding (Transformer-XL's; rf's
+/// relative_positional_encoding, ESPnet's RelPositionalEncoding) per
+/// query-key pair, without params: for query frame i of `query_axis` and
+/// key frame j of `key_axis`, [sin((j - i) w_f) | cos((j - i) w_f)] over
+/// `dim` (even; the sines first), w_f = 10000^(-2f / dim). Result over
+/// query_axis, key_axis and dim. Example (a relative-position term of your
+/// own attention): `nn::sinusoidal_rel_pos_encoding(q, time, k, keys,
+/// Dim::feature("pos", 64))`, then a Linear and `nn::dot` with the queries.
+Tensor sinusoidal_rel_pos_encoding(const Tensor& query, const ir::Dim& query_axis,
+                                   const Tensor& keys, const ir::Dim& key_axis, const ir::Dim& dim,
+                                   std::source_location loc = std::source_location::current());
 
 /// Options of RelPosSelfAttention. Example:
 /// `RelPosSelfAttentionOptions(model, model, model, 8).att_dropout(0.1)`.

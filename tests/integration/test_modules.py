@@ -913,6 +913,31 @@ def test_rel_pos_encoding():
     want = numpy.stack([numpy.stack([table[min(max(j - i, -2), 2) + 2] for j in range(n)]) for i in range(n)])
     close(got, want, 0, "the table's rows by clipped offset")
     print("rel pos encoding: [%d queries, %d keys, 4], row clip(j - i) + 2 of the table, dims %s" % (n, n, names))
+    # nn::sinusoidal_rel_pos_encoding (dim 6) against RETURNN frontend's own
+    # relative_positional_encoding: its table has one row per offset (its
+    # _make_indices gives each row's offset), ours the row of j - i per pair.
+    import torch
+    import returnn.frontend as rf
+    from returnn.frontend.attention import _make_indices, relative_positional_encoding
+    from returnn.tensor import Dim
+
+    with net.graph.as_default():
+        out = net.net.get_layer("sin_enc").output
+        names = [tag.description for tag in out.dim_tags]
+        value = net.session.run(out.placeholder, feed_dict=feed)
+    order = [next(i for i, n in enumerate(names) if n.startswith(p)) for p in ("time", "keys", "pos")]
+    got = value.transpose(order)
+    rf.select_backend_torch()
+    time = Dim(n, name="time")
+    table, rows = relative_positional_encoding(query_spatial_dim=time, key_value_spatial_dim=time,
+                                               feat_dim=Dim(6, name="pos"))
+    offsets, _ = _make_indices(time, time, 0, device="cpu")
+    table = table.copy_transpose([rows, table.feature_dim]).raw_tensor.numpy()
+    offsets = offsets.raw_tensor.numpy()
+    want = numpy.stack([numpy.stack([table[list(offsets).index(j - i)] for j in range(n)]) for i in range(n)])
+    close(got, want, 1e-6, "sinusoidal encoding of j - i as rf's relative_positional_encoding")
+    print("sinusoidal rel pos encoding: [%d, %d, 6] = rf's relative_positional_encoding's row of j - i"
+          % (n, n))
 
 
 def test_shape_ops():
@@ -1523,16 +1548,32 @@ def test_lstm_state():
 
 def test_rel_pos_attention():
     """The relative-position table is used: zeroing it changes the output;
-    its effect depends on offsets only (attention stays length-masked)."""
-    net = Net(compile_model("mod-rel-pos-attention"), train_flag=False)
+    its effect depends on offsets only (attention stays length-masked). Its
+    rel_pos_dropout (0.5) acts in training on the table alone: training's
+    output differs from evaluation's, and with the table zeroed they are equal."""
+    config = compile_model("mod-rel-pos-attention")
+    net = Net(config, train_flag=False)
+    trained = Net(config, train_flag=True)
     feed = net.feed(8)
-    before = net.layer("attended", feed)
-    with net.graph.as_default():
-        table = [v for v in net.net.get_params_list() if v.name == "att/rel_pos/param:0"][0]
-        net.session.run(table.assign(numpy.zeros(table.shape.as_list(), "float32")))
-    after = net.layer("attended", feed)
+    train_feed = trained.feed(8)
+
+    def attended(zero_table):
+        for n in (net, trained):
+            with n.graph.as_default():
+                table = [v for v in n.net.get_params_list() if v.name == "att/rel_pos/param:0"][0]
+                if zero_table:
+                    n.session.run(table.assign(numpy.zeros(table.shape.as_list(), "float32")))
+        return net.layer("attended", feed), trained.layer("attended", train_feed)
+
+    with trained.graph.as_default():
+        for v in trained.net.get_params_list():
+            v.load(net.params()[v.name], trained.session)
+    before, before_train = attended(False)
+    after, after_train = attended(True)
     assert not numpy.allclose(before, after), "the relative position table has no effect"
-    print("relative-positional attention uses its table")
+    assert not numpy.allclose(before, before_train), "rel_pos_dropout has no effect in training"
+    close(after_train, after, 0, "training with a zero table (dropout on the table alone)")
+    print("relative-positional attention uses its table; its dropout acts on the table in training only")
 
 
 def test_conformer_ctc():
