@@ -355,6 +355,14 @@ std::vector<Op> ops() {
                                                         keys);
       },
       true, true);
+  unary(
+      "sinusoidal_rel_pos_encoding",
+      [](Builder&, const Dims& d, T x) {
+        const Dim keys = Dim::spatial("keys");
+        return nn::sinusoidal_rel_pos_encoding(x, d.time, nn::replace_dim(x, d.time, keys), keys,
+                                               Dim::feature("pos", 4));
+      },
+      true, true);
   module(
       "causal_attention_bias",
       [](SweepNet& n, const Dims& d) {
