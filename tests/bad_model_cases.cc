@@ -735,6 +735,12 @@ const Case kCases[] = {
        b.set_root(std::make_shared<nn::ConformerBlock>(  // MISTAKE: bad:conformer-block-scales
            s.in, Dim::feature("ff", 8), nn::ConformerOptions().num_heads(2).block_scales({0.5})));
      }},
+    {"bad:rel-pos-dropout-xl", "rel_pos_dropout is for Shaw's learned table",
+     [](Builder& b) {
+       Setup s(b);
+       b.set_root(std::make_shared<nn::ConformerBlock>(  // MISTAKE: bad:rel-pos-dropout-xl
+           s.in, Dim::feature("ff", 8), nn::ConformerOptions().num_heads(2).rel_pos_xl(true).rel_pos_dropout(0.1)));
+     }},
     {"bad:conformer-frontend", "frontend \"vgg4\" is not \"vgg\", \"conv1d\" or \"linear\"",
      [](Builder& b) {
        Setup s(b);
