@@ -6,9 +6,13 @@
 // sum, then a linear layer to the 16 digits + blank). It trains on the
 // monotonic transducer loss (one symbol per frame: RNA) and decodes
 // time-synchronously: at each encoder frame a blank or one digit, the
-// prediction network advancing on digits only. `retc search` runs beam
-// search over that loop (`--beam 1`: greedy); training reports the label
-// error of the greedy decoding (edit distance over the target length).
+// prediction network advancing on digits only. With `--set topology=rnnt` it
+// trains on the standard RNN-T loss (any number of digits per frame, a blank
+// ends the frame) and decodes alignment-length synchronously (Saon et al.
+// 2020): each step emits a blank, which moves on to the next frame, or a
+// digit, which stays at the frame. `retc search` runs beam search over that
+// loop (`--beam 1`: greedy); training reports the label error of the greedy
+// decoding (edit distance over the target length).
 #include "compiler/nn/modules.h"
 #include "configs/bundled.h"
 
@@ -20,6 +24,8 @@ using ir::Dim;
 struct TransducerSizes {
   int64_t blocks, model, ff, heads, kernel, pred, joint;
   double dropout;
+  bool rnnt;  // the standard RNN-T topology, else RNA (one symbol per frame)
+  int64_t time_stride;
 };
 
 class ConformerTransducer : public nn::Module {
@@ -102,19 +108,80 @@ nn::Tensor decode_transducer(nn::Builder& b, const ConformerTransducer& m, const
   return nn::masked_select(all, nn::logical_not(is_blank(all)), enc_time, hyp_time);
 }
 
+// Standard RNN-T decoding, alignment-length synchronous: a loop over
+// alignment steps, each a choice of a blank or a digit at the current frame
+// (a state per hypothesis): a blank moves to the next frame, a digit stays
+// and advances the prediction network (the same states as
+// decode_transducer's, selected from states alone). A sequence ends when a
+// blank leaves its last frame, at the latest after (1 + max_per_frame) steps
+// per frame of the longest sequence. Returns the digits along `hyp_time`.
+nn::Tensor decode_rnnt(nn::Builder& b, const ConformerTransducer& m, const nn::Tensor& enc,
+                       const Dim& enc_time, const Dim& hyp_time, bool search,
+                       int64_t max_per_frame = 3) {
+  const Dim& symbols = m.symbols();
+  const Dim pred = m.pred_lstm->out_dim();
+  auto blank_label = [&] {
+    return nn::sparse_constant(b, m.blank(), symbols, {Dim::batch()}, {enc});
+  };
+  auto is_blank = [&](const nn::Tensor& sym) {
+    return nn::compare(nn::cast(sym, ir::DType::kInt32),
+                       nn::cast(nn::constant(b, static_cast<double>(m.blank())), ir::DType::kInt32),
+                       "equal");
+  };
+  const nn::Tensor frames = nn::cast(nn::length(enc, enc_time), ir::DType::kFloat32);
+  const nn::Tensor max_steps =
+      nn::cast(nn::mul(nn::reduce(frames, "max", {Dim::batch()}),
+                       nn::constant(b, static_cast<double>(1 + max_per_frame))),
+               ir::DType::kInt32);
+  const Dim align_time = Dim::spatial("align_time");
+  nn::Loop loop(b, align_time);
+  nn::Tensor frame = loop.state(nn::constant(b, 0.0), {Dim::batch()});
+  nn::Tensor prev_sym = loop.state(blank_label(), {Dim::batch()});
+  nn::Tensor last = loop.state(blank_label(), {Dim::batch()});
+  auto zeros = [&] { return loop.state(nn::constant(b, 0.0, {pred}), {Dim::batch(), pred}); };
+  nn::Tensor before_h = zeros(), before_c = zeros(), after_h = zeros(), after_c = zeros();
+  nn::Tensor stay = is_blank(prev_sym);
+  nn::Tensor digit = nn::where(stay, last, prev_sym);
+  nn::LstmState from{nn::where(stay, before_h, after_h), nn::where(stay, before_c, after_c)};
+  nn::LstmState st = m.pred_lstm->step(m.pred_embed_->forward(digit), from);
+  // The current frame (a finished hypothesis reads its last one).
+  const nn::Tensor at =
+      nn::cast(nn::minimum(frame, nn::sub(frames, nn::constant(b, 1.0))), ir::DType::kInt32);
+  const nn::Tensor enc_t = nn::gather(enc, nn::as_indices(at, enc_time), enc_time);
+  nn::Tensor logits = m.joint_logits(enc_t, m.pred_proj->forward(st.h));
+  nn::Tensor sym =
+      search ? loop.choice(nn::log_softmax(logits, symbols), symbols) : nn::argmax(logits, symbols);
+  const nn::Tensor next_frame = nn::add(frame, nn::cast(is_blank(sym), ir::DType::kFloat32));
+  loop.next(frame, next_frame);
+  loop.next(prev_sym, sym);
+  loop.next(last, digit);
+  loop.next(before_h, from.h);
+  loop.next(before_c, from.c);
+  loop.next(after_h, st.h);
+  loop.next(after_c, st.c);
+  loop.end(nn::compare(next_frame, frames, "greater_equal"), max_steps);
+  nn::Tensor all = loop.stack(sym);
+  return nn::masked_select(all, nn::logical_not(is_blank(all)), align_time, hyp_time);
+}
+
 void build_transducer(nn::Builder& b, const TransducerSizes& s) {
   const Dim time = Dim::spatial("time"), label_time = Dim::spatial("label_time");
   const Dim digits = Dim::feature("digits", 2), hex = Dim::feature("hex", 16);
   const Dim symbols = hex + Dim::feature("blank", 1);
   nn::Tensor x = b.extern_data("data", {Dim::batch(), time}, ir::DType::kInt32, digits);
   nn::Tensor y = b.extern_data("classes", {Dim::batch(), label_time}, ir::DType::kInt32, hex);
-  const auto opts = number_task_encoder(s.blocks, s.heads, s.kernel, s.dropout);
+  auto opts = number_task_encoder(s.blocks, s.heads, s.kernel, s.dropout);
+  // A stride above 2: a Conv1d frontend whose kernel spans its stride (the
+  // VGG frontend's 3x3 kernel would skip frames).
+  if (s.time_stride != 2)
+    opts.frontend("conv1d").frontend_kernel(s.time_stride).time_stride(s.time_stride);
   auto m = b.set_root(std::make_shared<ConformerTransducer>(digits, Dim::feature("features", 16),
                                                             symbols, s, opts));
   nn::Tensor enc = m->enc_proj->forward(m->encoder->forward(m->embed->forward(x), time));
   const Dim enc_time = m->encoder->out_axis(time);
   // Training: the prediction network over BOS (blank) + the digits, the joint
-  // network at every (frame, position), the monotonic transducer loss.
+  // network at every (frame, position), the monotonic transducer loss (RNA),
+  // or with topology rnnt the standard one.
   nn::Tensor pred_in =
       nn::pad(nn::as_indices(y, symbols), label_time, 1, 0, static_cast<double>(m->blank()));
   const Dim pred_time = pred_in.dims()[1];
@@ -122,12 +189,13 @@ void build_transducer(nn::Builder& b, const TransducerSizes& s) {
       m->pred_proj->forward(m->pred_lstm->forward(m->pred_embed_->forward(pred_in), pred_time));
   nn::Tensor logits = m->joint_logits(enc, pred);
   nn::Tensor nll =
-      nn::transducer_loss(logits, y, enc_time, label_time, pred_time, {.monotonic = true});
+      nn::transducer_loss(logits, y, enc_time, label_time, pred_time, {.monotonic = !s.rnnt});
   nn::custom_loss(nll).mark_as_loss("rnnt");
   // The label error of the greedy decoding: each sequence's edit distance
   // spread over its digits, normalized by all digits (a label error rate).
   const Dim greedy_time = Dim::spatial("greedy_time");
-  nn::Tensor greedy = decode_transducer(b, *m, enc, enc_time, greedy_time, false);
+  nn::Tensor greedy = s.rnnt ? decode_rnnt(b, *m, enc, enc_time, greedy_time, false)
+                             : decode_transducer(b, *m, enc, enc_time, greedy_time, false);
   nn::Tensor edits =
       nn::cast(nn::edit_distance(greedy, greedy_time, y, label_time), ir::DType::kFloat32);
   nn::Tensor n = nn::cast(nn::length(y, label_time), ir::DType::kFloat32);
@@ -135,7 +203,10 @@ void build_transducer(nn::Builder& b, const TransducerSizes& s) {
       nn::constant(b, 1.0, {Dim::batch(), label_time}, {y}) * (edits / n), label_time);
   nn::custom_loss(per_digit, {.as_error = true, .normalize = true}).mark_as_loss("label_error");
   // What `retc search` decodes: the beam search over the same loop.
-  decode_transducer(b, *m, enc, enc_time, Dim::spatial("hyp_time"), true).mark_as_search_output();
+  const Dim hyp_time = Dim::spatial("hyp_time");
+  (s.rnnt ? decode_rnnt(b, *m, enc, enc_time, hyp_time, true)
+          : decode_transducer(b, *m, enc, enc_time, hyp_time, true))
+      .mark_as_search_output();
 }
 
 }  // namespace
@@ -156,12 +227,23 @@ ModelDef model_conformer_transducer() {
                  int_option("pred_dim", 64, "the prediction network's LSTM size", 1),
                  int_option("joint_dim", 64, "the joint network's size", 1),
                  float_option("dropout", 0.1, "dropout in each block", 0.0, 1.0),
+                 enum_option("topology", "rna", {"rna", "rnnt"},
+                             "rna: one symbol per frame (monotonic loss, time-synchronous "
+                             "decoding); rnnt: any number of digits per frame (the standard "
+                             "RNN-T loss, alignment-length synchronous decoding)"),
+                 int_option("time_stride", 2,
+                            "the encoder's time subsampling (2: the VGG frontend; else a Conv1d "
+                            "frontend of that kernel and stride; 8 leaves about half a frame "
+                            "per hex digit: only rnnt can align)",
+                            1),
                  int_option("train_seqs", 2000, "training sequences per epoch", 1)};
   for (ModelOption& o : training_options(t)) def.options.push_back(std::move(o));
   def.configure = [](ModelDef& d, const OptionValues& o) {
-    const TransducerSizes s{o.get_int("blocks"),    o.get_int("model_dim"),   o.get_int("ff_dim"),
-                            o.get_int("heads"),     o.get_int("conv_kernel"), o.get_int("pred_dim"),
-                            o.get_int("joint_dim"), o.get_float("dropout")};
+    const TransducerSizes s{
+        o.get_int("blocks"),     o.get_int("model_dim"),   o.get_int("ff_dim"),
+        o.get_int("heads"),      o.get_int("conv_kernel"), o.get_int("pred_dim"),
+        o.get_int("joint_dim"),  o.get_float("dropout"),   o.get_string("topology") == "rnnt",
+        o.get_int("time_stride")};
     d.build = [s](nn::Builder& b) { build_transducer(b, s); };
     d.training.train = number_task(o.get_int("train_seqs"), false);
     apply_training_options(o, d.training);
