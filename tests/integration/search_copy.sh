@@ -7,7 +7,11 @@
 # step: the Transformer's cached keys and values, the LSTM's state; its own
 # labels fed back): sequence accuracy at least 90% with --beam 4 and with
 # --beam 1. The checkpoint converted to the other backend decodes there to
-# the same best hypothesis for at least 99% of the dev sequences.
+# the same best hypothesis for at least 99% of the dev sequences. And an
+# undertrained checkpoint (epoch 2's: most hypotheses wrong, so the beam's
+# choices matter) decodes to exactly the same hypotheses on both targets
+# (RETURNN's own search on TF: its choice and decide layers; retc's beam
+# search on torch) with --length-norm on and off (beam 4).
 # Each model trains once, on one backend, and decodes on both (a full
 # training is minutes; that each trains on the other backend too is the short
 # run of train_bundled.sh for transformer-copy on TF, and of
@@ -62,3 +66,26 @@ print("same best hypothesis on both backends: %d of %d dev sequences" % (same, l
 assert same >= 0.99 * len(a)
 PY
 pass "the $backend checkpoint converted to $other decodes to the same hypotheses"
+
+# Epoch 2's checkpoint, converted: the same hypotheses on both targets.
+if [ "$backend" = torch ]; then
+  early="$TMP/work/model/network.002.pt"; early_conv="$TMP/conv/network.002"
+else
+  early="$TMP/work/model/network.002"; early_conv="$TMP/conv/network.002.pt"
+fi
+"$RETC" convert-checkpoint $model --from "$backend" "$early" "$early_conv" >/dev/null || fail "convert-checkpoint epoch 2"
+for norm in on off; do
+  "$RETC" search $model --backend "$backend" --checkpoint "$early" --beam 4 --length-norm $norm \
+    -o "$TMP/early_$backend.py" >"$TMP/search" 2>&1 || { tail -n 20 "$TMP/search"; fail "search epoch 2 on $backend"; }
+  "$RETC" search $model --backend "$other" --checkpoint "$early_conv" --beam 4 --length-norm $norm \
+    -o "$TMP/early_$other.py" >"$TMP/search" 2>&1 || { tail -n 20 "$TMP/search"; fail "search epoch 2 on $other"; }
+  "$VENV/bin/python" - "$TMP/early_$backend.py" "$TMP/early_$other.py" "$norm" <<'PY' || fail "epoch 2, --length-norm $norm: the targets' hypotheses differ"
+import sys
+a, b = (eval(open(p).read()) for p in sys.argv[1:3])
+assert sorted(a) == sorted(b), "different sequences"
+differ = [k for k in a if a[k] != b[k]]
+assert not differ, "%d differ, e.g. %s: %r vs %r" % (len(differ), differ[0], a[differ[0]], b[differ[0]])
+print("epoch 2, --length-norm %s: the same %d hypotheses on both targets" % (sys.argv[3], len(a)))
+PY
+done
+pass "an undertrained checkpoint (epoch 2) decodes to the same hypotheses on both targets, length norm on and off"
