@@ -11,6 +11,40 @@
 
 namespace retc::configs {
 
+/// lstm-lm's network (configs/lstm_lm.cc): symbols one-hot -> embed (a Linear
+/// without bias) -> Lstm -> dropout -> out (a Linear to the symbols' logits).
+/// Also a module of other models: a language model for shallow fusion, its
+/// params loaded from lstm-lm's own checkpoint (`--preload lm=CKPT`).
+class LstmLm : public nn::Module {
+ public:
+  LstmLm(ir::Dim vocab, ir::Dim embed, ir::Dim hidden, double dropout)
+      : Module("lstm_lm"), vocab_(vocab), dropout_(dropout) {
+    this->embed = register_module("embed", std::make_shared<nn::Linear>(vocab, embed, false));
+    lstm = register_module("lstm", std::make_shared<nn::Lstm>(embed, hidden));
+    out = register_module("out", std::make_shared<nn::Linear>(hidden, vocab));
+  }
+  /// The next symbol's logits at each frame of one-hot symbols `x` over `time`.
+  nn::Tensor forward(const nn::Tensor& input, const ir::Dim& time) const {
+    return call(input, std::source_location::current(), [&](const nn::Tensor& x) {
+      return out->forward(nn::dropout(lstm->forward(embed->forward(x), time), dropout_));
+    });
+  }
+  /// One frame of a loop: the next symbol's log-probs after the sparse symbol
+  /// `prev` from the LSTM state `state` (updated), as forward computes them.
+  nn::Tensor step(const nn::Tensor& prev, nn::LstmState& state) const {
+    nn::Builder& b = prev.builder();
+    const nn::Tensor x = nn::gather(b.param(embed->weight()), prev, vocab_);
+    state = lstm->step(x, state);
+    return nn::log_softmax(out->forward(state.h), vocab_);
+  }
+  std::shared_ptr<nn::Linear> embed, out;
+  std::shared_ptr<nn::Lstm> lstm;
+
+ private:
+  ir::Dim vocab_;
+  double dropout_;
+};
+
 /// The end of a copy-task decoder's loop (the task has no end symbol): after
 /// as many frames as each sequence of `memory` has along `src_time`, at most
 /// the longest's. Made before the loop's body (its frame count is a state);

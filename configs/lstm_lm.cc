@@ -9,26 +9,6 @@ namespace {
 
 using ir::Dim;
 
-class LstmLm : public nn::Module {
- public:
-  LstmLm(Dim vocab, Dim embed, Dim hidden, double dropout) : Module("lstm_lm"), dropout_(dropout) {
-    // The dataset gives one-hot input vectors: a Linear is the embedding.
-    this->embed = register_module("embed", std::make_shared<nn::Linear>(vocab, embed, false));
-    lstm = register_module("lstm", std::make_shared<nn::Lstm>(embed, hidden));
-    out = register_module("out", std::make_shared<nn::Linear>(hidden, vocab));
-  }
-  nn::Tensor forward(const nn::Tensor& input, const Dim& time) const {
-    return call(input, std::source_location::current(), [&](const nn::Tensor& x) {
-      return out->forward(nn::dropout(lstm->forward(embed->forward(x), time), dropout_));
-    });
-  }
-  std::shared_ptr<nn::Linear> embed, out;
-  std::shared_ptr<nn::Lstm> lstm;
-
- private:
-  double dropout_;
-};
-
 void build_lstm_lm(nn::Builder& b, int64_t embed, int64_t hidden, double dropout) {
   const Dim time = Dim::spatial("time");
   const Dim vocab = Dim::feature("vocab", 12);  // " <>/abcdefgh"

@@ -1277,7 +1277,21 @@ def _stop_on_nonfinite_eval():
     torch_engine._print_process = print_process
 
 
-def run_task(config_path, task, mapping, allow_extra, output_path):
+def _preload(config_path, backend, mapping, module, path):
+    """--preload MODULE=PATH: checks that PATH holds exactly the params of `mapping`
+    under the module (named without its prefix), then has RETURNN load them from
+    it after the checkpoint (its preload_from_files, for recognition) by adding
+    that to the config."""
+    tf_prefix, torch_prefix = module.replace(".", "/") + "/", module + "."
+    sub = [(name[len(tf_prefix):], key[len(torch_prefix):], shape)
+           for name, key, shape in mapping if key.startswith(torch_prefix)]
+    _check_checkpoint(backend, path, sub)
+    prefix = tf_prefix if backend == "tf" else torch_prefix
+    with open(config_path, "a") as f:
+        f.write("\npreload_from_files = %r\n" % {"retc_preload": {"filename": path, "prefix": prefix}})
+
+
+def run_task(config_path, task, mapping, allow_extra, output_path, preload_module="", preload_path=""):
     """RETURNN's eval, forward or search `task` (the torch config's is "forward" for search) on the checkpoint in
     `load`, checked first against the model's params (`mapping`, as for
     convert_checkpoint). Forward writes the config's HDF file; search writes the
@@ -1292,6 +1306,8 @@ def run_task(config_path, task, mapping, allow_extra, output_path):
     probe = _prepare(config_path)
     backend = "torch" if probe.value("backend", "") == "torch" else "tf"
     _check_checkpoint(backend, probe.value("load", ""), mapping, allow_extra)
+    if preload_module:
+        _preload(config_path, backend, mapping, preload_module, preload_path)
     if backend == "tf":
         _epoch_for_unnumbered_load()
     if output_path:

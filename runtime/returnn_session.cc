@@ -240,7 +240,8 @@ absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, cons
                                             const std::string& log_path) {
   return call_logged<TrainResult>("RETURNN failed", log_path, to_train_result, "run_task",
                                   config_path, task, checkpoint_mapping(params),
-                                  check.allow_extra_params, output);
+                                  check.allow_extra_params, output, check.preload_module,
+                                  check.preload_path);
 }
 
 absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,

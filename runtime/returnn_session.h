@@ -79,6 +79,12 @@ struct CheckpointParam {
 /// error unless `allow_extra_params` (--allow-extra-params).
 struct CheckpointCheck {
   bool allow_extra_params = false;
+  /// --preload MODULE=CKPT (forward and search): the params under the module
+  /// path come from CKPT, a checkpoint of a model whose root is that module
+  /// (e.g. a language model of its own, for shallow fusion): it must hold
+  /// exactly those params, named without the module's prefix, with their
+  /// shapes (RETURNN's preload_from_files with a prefix).
+  std::string preload_module, preload_path;
 };
 
 /// The payload of a Cancelled status of a run stopped by a signal: its number

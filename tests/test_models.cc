@@ -12,6 +12,53 @@ namespace {
 
 using ir::Dim;
 
+// Shallow fusion with lstm-lm (#26): a bigram tagger of lstm-lm's task (a
+// Linear from the one-hot symbol to the next symbol's logits, trained on its
+// cross-entropy) fused with a language model "lm" of lstm-lm's network, its
+// params frozen (loaded with `--preload lm=CKPT` from lstm-lm's checkpoint).
+// Output: the fused log-probs of each frame's next symbol, teacher-forced,
+// log_softmax(tagger) + lm_scale * log_softmax(lm); the search decodes
+// time-synchronously, one symbol per frame, the LM fed its own choices.
+void build_lm_fusion(nn::Builder& b, double lm_scale) {
+  const Dim time = Dim::spatial("time"), vocab = Dim::feature("vocab", 12);
+  nn::Tensor x = b.extern_data("data", {Dim::batch(), time, vocab});
+  nn::Tensor y = b.extern_data("classes", {Dim::batch(), time}, ir::DType::kInt32, vocab);
+  struct Net : nn::Module {
+    explicit Net(Dim vocab) : Module("lm_fusion") {
+      tagger = register_module("tagger", std::make_shared<nn::Linear>(vocab, vocab));
+      lm =
+          register_module("lm", std::make_shared<configs::LstmLm>(vocab, Dim::feature("embed", 32),
+                                                                  Dim::feature("hidden", 64), 0.1));
+      lm->apply_params({}, [](const std::string&, nn::ParamSetter& p) { p.set_trainable(false); });
+    }
+    std::shared_ptr<nn::Linear> tagger;
+    std::shared_ptr<configs::LstmLm> lm;
+  };
+  auto m = b.set_root(std::make_shared<Net>(vocab));
+  const nn::Tensor scale = nn::constant(b, lm_scale);
+  nn::Tensor logits = m->tagger->forward(x);
+  nn::softmax_cross_entropy(logits, y).mark_as_loss("ce");
+  nn::add(nn::log_softmax(logits, vocab),
+          nn::mul(scale, nn::log_softmax(m->lm->forward(x, time), vocab)))
+      .mark_as_output("output");
+  nn::Loop loop(b, time);
+  nn::Tensor prev =
+      loop.state(nn::sparse_constant(b, 0, vocab, {Dim::batch()}, {x}), {Dim::batch()});
+  const Dim hidden = m->lm->lstm->out_dim();
+  nn::LstmState state{loop.state(nn::constant(b, 0.0, {hidden}), {Dim::batch(), hidden}),
+                      loop.state(nn::constant(b, 0.0, {hidden}), {Dim::batch(), hidden})};
+  nn::LstmState before = state;
+  nn::Tensor lm_log_probs = m->lm->step(prev, state);
+  nn::Tensor fused = nn::add(nn::log_softmax(m->tagger->forward(loop.unstack(x)), vocab),
+                             nn::mul(scale, lm_log_probs));
+  nn::Tensor label = loop.choice(fused, vocab);
+  loop.next(prev, label);
+  loop.next(before.h, state.h);
+  loop.next(before.c, state.c);
+  loop.end();
+  loop.stack(label).mark_as_search_output();
+}
+
 std::map<std::string, int>& lines() {
   static std::map<std::string, int> kLines;
   return kLines;
@@ -302,6 +349,15 @@ std::vector<ModelDef> test_models() {
         d.training.learning_rates = {0.001, 0.001, 0.0};
       });
   models.push_back(std::move(frozen));
+  ModelDef fusion = configs::model_lstm_lm();  // its data: TaskXmlModelingDataset
+  fusion.name = "lm-fusion";
+  fusion.description = "a bigram tagger fused with lstm-lm's network (--preload lm=CKPT)";
+  fusion.options = {
+      float_option("lm_scale", 0.5, "the LM's weight in the fused log-probs", 0.0, 10.0)};
+  fusion.configure = [](ModelDef& d, const OptionValues& o) {
+    d.build = [s = o.get_float("lm_scale")](nn::Builder& b) { build_lm_fusion(b, s); };
+  };
+  models.push_back(configured(std::move(fusion)));
   for (ModelDef& m : param_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : module_test_models()) models.push_back(std::move(m));
   for (ModelDef& m : rq_test_models()) models.push_back(std::move(m));

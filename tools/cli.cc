@@ -156,16 +156,20 @@ const std::vector<Command>& commands() {
       {"forward",
        "forward MODEL -o OUT.hdf [--backend NAME] [--checkpoint CKPT] [--workdir DIR]\n"
        "                  [--data SET] [--device auto|cpu|gpu] [--allow-extra-params]\n"
-       "                  [--set NAME=VALUE]",
+       "                  [--preload MODULE=CKPT2] [--set NAME=VALUE]",
        "Runs MODEL's output (mark_as_output; the one named 'output' if several) on every\n"
        "sequence of a dataset and writes it to OUT.hdf as RETURNN's forward task does\n"
        "(SimpleHDFWriter: RETURNN's HDFDataset reads it; written in a directory of its own\n"
        "beside OUT.hdf, then renamed: nothing half-written, nothing left on failure). CKPT,\n"
-       "DIR and SET as for eval."},
+       "DIR and SET as for eval. --preload MODULE=CKPT2: the params under the module path\n"
+       "MODULE (e.g. 'lm') come from CKPT2 instead, a checkpoint of a model whose root is that\n"
+       "module (e.g. a language model trained on its own, for shallow fusion); it must hold\n"
+       "exactly those params, named without 'MODULE.', with their shapes (RETURNN's\n"
+       "preload_from_files with a prefix)."},
       {"search",
        "search MODEL [--backend NAME] [--checkpoint CKPT] [--workdir DIR] [--data SET]\n"
        "                  [--beam K] [--length-norm on|off] [-o HYPS] [--device auto|cpu|gpu]\n"
-       "                  [--allow-extra-params] [--set NAME=VALUE]",
+       "                  [--allow-extra-params] [--preload MODULE=CKPT2] [--set NAME=VALUE]",
        "Decodes a dataset with MODEL's search output (mark_as_search_output: a loop's\n"
        "choices, kept in beams of K hypotheses (default 12), or a CTC decoding), writes the\n"
        "best hypothesis of each sequence to HYPS in RETURNN's search output format (\"py\":\n"
@@ -173,7 +177,7 @@ const std::vector<Command>& commands() {
        "(edit distance per reference label) against the dataset's 'classes'; the last line\n"
        "is the label error. --length-norm on (the default, RETURNN's): hypotheses are ranked\n"
        "by their log-probs' sum divided by their length (the end label included); off: by\n"
-       "the sum. CKPT, DIR and SET as for eval."},
+       "the sum. CKPT, DIR and SET as for eval; --preload as for forward."},
       {"convert-checkpoint",
        "convert-checkpoint MODEL --from tf|torch IN OUT [--allow-extra-params] [--set NAME=VALUE]",
        "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
@@ -1059,8 +1063,29 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
             << checkpoint << " on " << t.data_name << std::endl;
   runtime::CheckpointCheck check;
   check.allow_extra_params = a.flags.contains("--allow-extra-params");
-  auto r =
-      runtime::run_task_config(path, name, checkpoint_params(*graph), check, t.output_file, log);
+  const std::vector<runtime::CheckpointParam> params = checkpoint_params(*graph);
+  if (auto it = a.flags.find("--preload"); it != a.flags.end()) {
+    const std::string& spec = it->second;
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return usage_error(absl::StrCat("--preload wants MODULE=CHECKPOINT, got '", spec, "'"));
+    check.preload_module = spec.substr(0, eq);
+    check.preload_path = spec.substr(eq + 1);
+    const bool any = std::any_of(params.begin(), params.end(), [&](const auto& p) {
+      return p.torch_key.starts_with(check.preload_module + ".");
+    });
+    if (!any) {
+      return usage_error(absl::StrCat("--preload: '", m->name, "' has no params under '",
+                                      check.preload_module, "' for its ", name, " task"));
+    }
+    if (!std::filesystem::exists(torch ? check.preload_path : check.preload_path + ".index", ec)) {
+      return error(absl::NotFoundError(absl::StrCat("--preload: no ", target.name, " checkpoint '",
+                                                    check.preload_path, "'")));
+    }
+    check.preload_path =
+        std::filesystem::absolute(check.preload_path, ec).lexically_normal().string();
+  }
+  auto r = runtime::run_task_config(path, name, params, check, t.output_file, log);
   std::cout.flush();
   if (!r.ok()) return error(r.status());
   if (scratch) {
@@ -1304,7 +1329,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "eval" || cmd == "forward" || cmd == "search" || cmd == "convert-checkpoint")
     boolean = {"--allow-extra-params"};
   if (cmd == "eval" || cmd == "train") boolean.push_back("--allow-nonfinite");
-  if (cmd == "forward" || cmd == "search") valued.push_back("-o");
+  if (cmd == "forward" || cmd == "search") valued.insert(valued.end(), {"-o", "--preload"});
   if (cmd == "search") valued.insert(valued.end(), {"--beam", "--length-norm"});
   if (cmd == "dump-ir") {
     valued = {"--format", "--stage", "--after", "--task", "--epoch", "-o"};
