@@ -800,6 +800,22 @@ void build_conformer_ctc(Builder& b) {
   io.finish(m->out_->forward(m->encoder->forward(io.x, io.time)), m->encoder->out_axis(io.time));
 }
 
+// CTC's best path with durations (#26): logits of a Linear over labels +
+// blank at each frame; the path's labels and each one's frames, and the
+// greedy decoding (the same labels).
+void build_ctc_durations(Builder& b) {
+  CtcIo io(b, 5);
+  auto m = b.set_root(std::make_shared<nn::Linear>(io.in, io.with_blank));
+  Tensor logits = m->forward(io.x);
+  logits.mark_as_output("logits");
+  const Dim path = Dim::spatial("path");
+  auto [labels, frames] = nn::ctc_best_path_durations(logits, io.time, path);
+  labels.mark_as_output("path_labels");
+  frames.mark_as_output("path_frames");
+  nn::ctc_greedy_decode(logits, io.time, Dim::spatial("greedy")).mark_as_output("greedy");
+  nn::ctc_loss(logits, io.y, io.time).mark_as_loss("ctc");
+}
+
 // Configurable Conformer blocks (#26), on features of the model dim 8:
 // "block" is one ConformerBlock in another order, {"mhsa", "ff", "conv"}
 // (no macaron) with scales {1, 0.5, 1}, plain self-attention with a QKV bias
@@ -1233,6 +1249,7 @@ std::vector<ModelDef> module_test_models() {
       def("loss-transducer", build_transducer),
       def("mod-conformer-rf", build_conformer_rf),
       def("mod-conformer-order", build_conformer_order),
+      def("op-ctc-durations", build_ctc_durations),
       def("mod-e-branchformer", build_e_branchformer),
       def("mod-transformer-rf", build_transformer_options<TransformerVariant::kRf>),
       def("mod-transformer-rf-nobias", build_transformer_options<TransformerVariant::kRfNoBias>),

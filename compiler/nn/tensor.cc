@@ -563,29 +563,75 @@ Tensor repeat(const Tensor& x, const ir::Dim& axis, int64_t repetitions, const i
   return repeat(x, axis, reps, out_axis, loc);
 }
 
-Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,
-                         std::source_location loc) {
-  Builder& b = builder_of(logits, "ctc_greedy_decode", L(loc));
+namespace {
+
+// The best class of each frame of CTC logits over `axis` (class dim classes +
+// blank, blank last), the frame before's (a blank before the first), and the
+// blank's index.
+struct BestPath {
+  Tensor best, before;
+  double blank;
+};
+
+BestPath ctc_best_path(const Tensor& logits, const ir::Dim& axis, absl::string_view op,
+                       std::source_location loc) {
+  builder_of(logits, op, L(loc));
   std::vector<ir::Dim> classes;
   for (const ir::Dim& d : logits.dims()) {
     if (!d.is_batch() && d != axis) classes.push_back(d);
   }
   if (classes.size() != 1 || !classes[0].size() || ir::index_of(logits.dims(), axis) < 0) {
-    fail(L(loc), absl::StrCat("ctc_greedy_decode: the logits ", logits.type().describe(),
-                              " need the batch, the axis ", axis.describe(),
-                              " and one static class dim (classes + blank)"));
+    fail(L(loc),
+         absl::StrCat(op, ": the logits ", logits.type().describe(), " need the batch, the axis ",
+                      axis.describe(), " and one static class dim (classes + blank)"));
   }
-  const ir::Dim& cls = classes[0];
+  const ir::Dim cls = classes[0];  // a copy: adding nodes moves types
   const double blank = static_cast<double>(*cls.size() - 1);
+  Tensor best = argmax(logits, cls, loc);
+  return {best, shift_right(best, axis, 1, blank, loc), blank};
+}
+
+Tensor not_blank(const BestPath& p, std::source_location loc) {
+  return compare(cast(p.best, ir::DType::kFloat32, loc),
+                 constant(p.best.builder(), p.blank, {}, loc), "not_equal", loc);
+}
+
+}  // namespace
+
+Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,
+                         std::source_location loc) {
+  const BestPath p = ctc_best_path(logits, axis, "ctc_greedy_decode", loc);
   // A frame is kept if its best class is no blank and differs from the
   // frame before (the first frame compares with a blank).
-  Tensor best = argmax(logits, cls, loc);
-  Tensor before = shift_right(best, axis, 1, blank, loc);
-  Tensor keep = logical_and(
-      compare(best, before, "not_equal", loc),
-      compare(cast(best, ir::DType::kFloat32, loc), constant(b, blank, {}, loc), "not_equal", loc),
-      loc);
-  return masked_select(best, keep, axis, out_axis, loc);
+  Tensor keep = logical_and(compare(p.best, p.before, "not_equal", loc), not_blank(p, loc), loc);
+  return masked_select(p.best, keep, axis, out_axis, loc);
+}
+
+std::pair<Tensor, Tensor> ctc_best_path_durations(const Tensor& logits, const ir::Dim& axis,
+                                                  const ir::Dim& out_axis,
+                                                  std::source_location loc) {
+  const BestPath p = ctc_best_path(logits, axis, "ctc_best_path_durations", loc);
+  Builder& b = logits.builder();
+  // The runs of one class (blank runs too), along a dim of their own: each
+  // run's class, whether it is a label, and its first frame.
+  const Tensor starts = compare(p.best, p.before, "not_equal", loc);
+  const ir::Dim runs = ir::Dim::spatial(out_axis.name() + "_runs");
+  const Tensor run_class = masked_select(p.best, starts, axis, runs, loc);
+  const Tensor run_labeled = masked_select(not_blank(p, loc), starts, axis, runs, loc);
+  const Tensor first =
+      masked_select(where(starts, range_in_axis(p.best, axis, loc), int32_scalar(b, 0, loc), loc),
+                    starts, axis, runs, loc);
+  // A run lasts until the next one's first frame, the last one until the
+  // sequence's end.
+  const Tensor one = int32_scalar(b, 1, loc);
+  const Tensor after = add(range_in_axis(first, runs, loc), one, loc);
+  const Tensor n = length(first, runs, loc);
+  const Tensor next = maximum(minimum(after, sub(n, one, loc), loc), int32_scalar(b, 0, loc), loc);
+  const Tensor end = where(compare(after, n, "greater_equal", loc), length(p.best, axis, loc),
+                           gather(first, as_indices(next, runs, loc), runs, loc), loc);
+  const Tensor frames = sub(end, first, loc);
+  return {masked_select(run_class, run_labeled, runs, out_axis, loc),
+          masked_select(frames, run_labeled, runs, out_axis, loc)};
 }
 
 Tensor cond(const Tensor& pred, const std::function<Tensor()>& then_fn,

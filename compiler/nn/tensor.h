@@ -363,6 +363,14 @@ Tensor repeat(const Tensor& x, const ir::Dim& axis, int64_t repetitions, const i
 /// `out_axis`; sparse over the logits' class dim (labels below the blank).
 Tensor ctc_greedy_decode(const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,
                          std::source_location loc = std::source_location::current());
+/// The CTC best path of `logits` (as ctc_greedy_decode: each frame's best
+/// class, repeats collapsed, blanks removed) with each label's duration: the
+/// frames of its run (int32), both along the new `out_axis`. Example (frame
+/// counts per label from a CTC model's own alignment):
+/// `auto [labels, frames] = nn::ctc_best_path_durations(logits, time, label_time);`
+std::pair<Tensor, Tensor> ctc_best_path_durations(
+    const Tensor& logits, const ir::Dim& axis, const ir::Dim& out_axis,
+    std::source_location loc = std::source_location::current());
 /// `then_fn()` if the scalar bool `pred` holds, else `else_fn()`, computing
 /// only the branch taken (RETURNN's `cond` layer; torch: a Python `if`). Each
 /// function builds its branch and returns its value; the two values have one

@@ -64,6 +64,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-rel-pos-encoding.from_tf mod-rel-pos-encoding tf
 # ctest-cases: cross_backend.op-scatter.from_tf op-scatter tf
 # ctest-cases: cross_backend.op-dims-from-sizes.from_tf op-dims-from-sizes tf
+# ctest-cases: cross_backend.op-ctc-durations.from_tf op-ctc-durations tf
 # ctest-cases: cross_backend.12ax.from_torch 12ax torch
 # ctest-cases: cross_backend.transformer-copy.from_torch transformer-copy torch
 # ctest-cases: cross_backend.conformer-ctc.from_torch conformer-ctc torch

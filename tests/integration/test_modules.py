@@ -1148,6 +1148,43 @@ def test_rotary_attention():
           % ([int(n) for n in lens], worst))
 
 
+def test_ctc_durations():
+    """nn::ctc_best_path_durations against numpy: each frame's best class
+    within the sequence's length, runs of one class, the labeled runs' classes
+    and frame counts; the labels equal ctc_greedy_decode's. Random logits of
+    12 to 14 frames over 3 labels + blank (several seeds, so that runs of a
+    label longer than one frame and sequences ending in a label occur)."""
+    net = Net(compile_model("op-ctc-durations"), train_flag=False)
+    checked, longest = 0, 0
+    for seed in range(4):
+        feed = net.feed(seed, max_time=14)
+        logits, lens = _named(net, feed, "logits"), seq_lens(net, feed)
+        assert logits[1][:2] == ["batch", "time"], logits[1]
+        logits = logits[0]
+        with net.graph.as_default():
+            layers = [net.net.get_layer(n).output for n in ("path_labels", "path_frames", "greedy")]
+            fetch = [(o.copy_as_batch_major().placeholder, o.get_sequence_lengths()) for o in layers]
+        (labels, n_labels), (frames, n_frames), (greedy, n_greedy) = net.run(fetch, feed)
+        blank = logits.shape[-1] - 1
+        for b, n in enumerate(lens):
+            best = logits[b, :n].argmax(-1)
+            runs = []  # [class, frames]
+            for c in best:
+                if runs and runs[-1][0] == c:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([c, 1])
+            want = [(c, k) for c, k in runs if c != blank]
+            got = list(zip(labels[b, :n_labels[b]], frames[b, :n_frames[b]]))
+            assert n_labels[b] == n_frames[b] == len(want), (b, n_labels[b], n_frames[b], want)
+            assert [(int(c), int(k)) for c, k in got] == [(int(c), int(k)) for c, k in want], (got, want)
+            assert list(greedy[b, :n_greedy[b]]) == [c for c, _ in want]
+            checked += len(want)
+            longest = max([longest] + [k for _, k in want])
+    assert checked > 0 and longest > 1, (checked, longest)
+    print("CTC best path with durations = numpy's: %d labels, runs up to %d frames" % (checked, longest))
+
+
 def _retc_block_output(model, seed=3, max_time=9):
     """TF's run of MODEL's marked "block" (an encoder block on the input
     features) after every param was perturbed: (input, output, lengths,
