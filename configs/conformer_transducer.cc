@@ -63,105 +63,105 @@ class ConformerTransducer : public nn::Module {
   Dim symbols_;
 };
 
-// Time-synchronous decoding: a loop over the encoder frames; each frame
-// emits a blank or a digit (`search`: the beam's choice, else the best one),
-// and a digit advances the prediction network. The states hold the previous
-// frame's symbol, the last digit (blank as the start symbol) with the LSTM
+// The prediction network in a decoding loop. Its states hold the previous
+// step's symbol, the last digit (blank as the start symbol) with the LSTM
 // state before it, and the LSTM state after it; what the previous symbol
-// changes is selected at the start of a frame from states alone, so that in
-// RETURNN's beam search every state follows the previous frame's choice.
-// Returns the emitted digits (blanks removed) along `hyp_time`.
+// changes is selected at the start of a step from states alone, so that in
+// RETURNN's beam search every state follows the previous step's choice: a
+// digit becomes the last digit, consumed from the state after the one
+// before; after a blank all stays.
+class PredictionSteps {
+ public:
+  PredictionSteps(nn::Builder& b, nn::Loop& loop, const ConformerTransducer& m,
+                  const nn::Tensor& enc)
+      : b_(b), loop_(loop), m_(m) {
+    auto blank_label = [&] {
+      return nn::sparse_constant(b, m.blank(), m.symbols(), {Dim::batch()}, {enc});
+    };
+    const Dim pred = m.pred_lstm->out_dim();
+    auto zeros = [&] { return loop.state(nn::constant(b, 0.0, {pred}), {Dim::batch(), pred}); };
+    prev_sym_ = loop.state(blank_label(), {Dim::batch()});
+    last_ = loop.state(blank_label(), {Dim::batch()});
+    before_ = {zeros(), zeros()};
+    after_ = {zeros(), zeros()};
+    const nn::Tensor stay = is_blank(prev_sym_);
+    digit_ = nn::where(stay, last_, prev_sym_);
+    from_ = {nn::where(stay, before_.h, after_.h), nn::where(stay, before_.c, after_.c)};
+    st_ = m.pred_lstm->step(m.pred_embed_->forward(digit_), from_);
+  }
+  /// The step's symbol from the joint network's logits for encoder frame
+  /// `enc_t` (`search`: the beam's choice, else the best one); the states'
+  /// next values follow it.
+  nn::Tensor choose(const nn::Tensor& enc_t, bool search) {
+    const Dim& symbols = m_.symbols();
+    nn::Tensor logits = m_.joint_logits(enc_t, m_.pred_proj->forward(st_.h));
+    nn::Tensor sym = search ? loop_.choice(nn::log_softmax(logits, symbols), symbols)
+                            : nn::argmax(logits, symbols);
+    loop_.next(prev_sym_, sym);
+    loop_.next(last_, digit_);
+    loop_.next(before_.h, from_.h);
+    loop_.next(before_.c, from_.c);
+    loop_.next(after_.h, st_.h);
+    loop_.next(after_.c, st_.c);
+    return sym;
+  }
+  nn::Tensor is_blank(const nn::Tensor& sym) const {
+    return nn::compare(
+        nn::cast(sym, ir::DType::kInt32),
+        nn::cast(nn::constant(b_, static_cast<double>(m_.blank())), ir::DType::kInt32), "equal");
+  }
+  /// The stacked symbols of the loop's steps, blanks removed, along `hyp_time`.
+  nn::Tensor digits(const nn::Tensor& sym, const Dim& hyp_time) {
+    const nn::Tensor all = loop_.stack(sym);
+    return nn::masked_select(all, nn::logical_not(is_blank(all)), loop_.axis(), hyp_time);
+  }
+
+ private:
+  nn::Builder& b_;
+  nn::Loop& loop_;
+  const ConformerTransducer& m_;
+  nn::Tensor prev_sym_, last_, digit_;
+  nn::LstmState before_, after_, from_, st_;
+};
+
+// Time-synchronous decoding (RNA): a loop over the encoder frames; each frame
+// emits a blank or a digit, and a digit advances the prediction network.
+// Returns the emitted digits along `hyp_time`.
 nn::Tensor decode_transducer(nn::Builder& b, const ConformerTransducer& m, const nn::Tensor& enc,
                              const Dim& enc_time, const Dim& hyp_time, bool search) {
-  const Dim& symbols = m.symbols();
-  const Dim pred = m.pred_lstm->out_dim();
-  auto blank_label = [&] {
-    return nn::sparse_constant(b, m.blank(), symbols, {Dim::batch()}, {enc});
-  };
-  auto is_blank = [&](const nn::Tensor& sym) {
-    return nn::compare(nn::cast(sym, ir::DType::kInt32),
-                       nn::cast(nn::constant(b, static_cast<double>(m.blank())), ir::DType::kInt32),
-                       "equal");
-  };
   nn::Loop loop(b, enc_time);
-  nn::Tensor prev_sym = loop.state(blank_label(), {Dim::batch()});
-  nn::Tensor last = loop.state(blank_label(), {Dim::batch()});
-  auto zeros = [&] { return loop.state(nn::constant(b, 0.0, {pred}), {Dim::batch(), pred}); };
-  nn::Tensor before_h = zeros(), before_c = zeros(), after_h = zeros(), after_c = zeros();
-  // A digit in the previous frame becomes the last digit, consumed from the
-  // state after the one before; after a blank all stays.
-  nn::Tensor stay = is_blank(prev_sym);
-  nn::Tensor digit = nn::where(stay, last, prev_sym);
-  nn::LstmState from{nn::where(stay, before_h, after_h), nn::where(stay, before_c, after_c)};
-  nn::LstmState st = m.pred_lstm->step(m.pred_embed_->forward(digit), from);
-  nn::Tensor logits = m.joint_logits(loop.unstack(enc), m.pred_proj->forward(st.h));
-  nn::Tensor sym =
-      search ? loop.choice(nn::log_softmax(logits, symbols), symbols) : nn::argmax(logits, symbols);
-  loop.next(prev_sym, sym);
-  loop.next(last, digit);
-  loop.next(before_h, from.h);
-  loop.next(before_c, from.c);
-  loop.next(after_h, st.h);
-  loop.next(after_c, st.c);
+  PredictionSteps pred(b, loop, m, enc);
+  const nn::Tensor sym = pred.choose(loop.unstack(enc), search);
   loop.end();
-  nn::Tensor all = loop.stack(sym);
-  return nn::masked_select(all, nn::logical_not(is_blank(all)), enc_time, hyp_time);
+  return pred.digits(sym, hyp_time);
 }
 
 // Standard RNN-T decoding, alignment-length synchronous: a loop over
 // alignment steps, each a choice of a blank or a digit at the current frame
 // (a state per hypothesis): a blank moves to the next frame, a digit stays
-// and advances the prediction network (the same states as
-// decode_transducer's, selected from states alone). A sequence ends when a
-// blank leaves its last frame, at the latest after (1 + max_per_frame) steps
-// per frame of the longest sequence. Returns the digits along `hyp_time`.
+// and advances the prediction network. A sequence ends when a blank leaves
+// its last frame, at the latest after (1 + max_per_frame) steps per frame of
+// the longest sequence. Returns the digits along `hyp_time`.
 nn::Tensor decode_rnnt(nn::Builder& b, const ConformerTransducer& m, const nn::Tensor& enc,
                        const Dim& enc_time, const Dim& hyp_time, bool search,
                        int64_t max_per_frame = 3) {
-  const Dim& symbols = m.symbols();
-  const Dim pred = m.pred_lstm->out_dim();
-  auto blank_label = [&] {
-    return nn::sparse_constant(b, m.blank(), symbols, {Dim::batch()}, {enc});
-  };
-  auto is_blank = [&](const nn::Tensor& sym) {
-    return nn::compare(nn::cast(sym, ir::DType::kInt32),
-                       nn::cast(nn::constant(b, static_cast<double>(m.blank())), ir::DType::kInt32),
-                       "equal");
-  };
   const nn::Tensor frames = nn::cast(nn::length(enc, enc_time), ir::DType::kFloat32);
   const nn::Tensor max_steps =
       nn::cast(nn::mul(nn::reduce(frames, "max", {Dim::batch()}),
                        nn::constant(b, static_cast<double>(1 + max_per_frame))),
                ir::DType::kInt32);
-  const Dim align_time = Dim::spatial("align_time");
-  nn::Loop loop(b, align_time);
+  nn::Loop loop(b, Dim::spatial("align_time"));
   nn::Tensor frame = loop.state(nn::constant(b, 0.0), {Dim::batch()});
-  nn::Tensor prev_sym = loop.state(blank_label(), {Dim::batch()});
-  nn::Tensor last = loop.state(blank_label(), {Dim::batch()});
-  auto zeros = [&] { return loop.state(nn::constant(b, 0.0, {pred}), {Dim::batch(), pred}); };
-  nn::Tensor before_h = zeros(), before_c = zeros(), after_h = zeros(), after_c = zeros();
-  nn::Tensor stay = is_blank(prev_sym);
-  nn::Tensor digit = nn::where(stay, last, prev_sym);
-  nn::LstmState from{nn::where(stay, before_h, after_h), nn::where(stay, before_c, after_c)};
-  nn::LstmState st = m.pred_lstm->step(m.pred_embed_->forward(digit), from);
+  PredictionSteps pred(b, loop, m, enc);
   // The current frame (a finished hypothesis reads its last one).
   const nn::Tensor at =
       nn::cast(nn::minimum(frame, nn::sub(frames, nn::constant(b, 1.0))), ir::DType::kInt32);
-  const nn::Tensor enc_t = nn::gather(enc, nn::as_indices(at, enc_time), enc_time);
-  nn::Tensor logits = m.joint_logits(enc_t, m.pred_proj->forward(st.h));
-  nn::Tensor sym =
-      search ? loop.choice(nn::log_softmax(logits, symbols), symbols) : nn::argmax(logits, symbols);
-  const nn::Tensor next_frame = nn::add(frame, nn::cast(is_blank(sym), ir::DType::kFloat32));
+  const nn::Tensor sym =
+      pred.choose(nn::gather(enc, nn::as_indices(at, enc_time), enc_time), search);
+  const nn::Tensor next_frame = nn::add(frame, nn::cast(pred.is_blank(sym), ir::DType::kFloat32));
   loop.next(frame, next_frame);
-  loop.next(prev_sym, sym);
-  loop.next(last, digit);
-  loop.next(before_h, from.h);
-  loop.next(before_c, from.c);
-  loop.next(after_h, st.h);
-  loop.next(after_c, st.c);
   loop.end(nn::compare(next_frame, frames, "greater_equal"), max_steps);
-  nn::Tensor all = loop.stack(sym);
-  return nn::masked_select(all, nn::logical_not(is_blank(all)), align_time, hyp_time);
+  return pred.digits(sym, hyp_time);
 }
 
 void build_transducer(nn::Builder& b, const TransducerSizes& s) {

@@ -902,12 +902,13 @@ def test_rel_pos_encoding():
     net = Net(compile_model("mod-rel-pos-encoding"), train_flag=False)
     feed = net.feed(3)
     table = net.variable("enc/table/param:0")
-    with net.graph.as_default():
-        out = net.net.get_layer("enc").output
-        names = [tag.description for tag in out.dim_tags]
-        value = net.session.run(out.placeholder, feed_dict=feed)
-    order = [next(i for i, n in enumerate(names) if n.startswith(p)) for p in ("time", "keys", "pos")]
-    got = value.transpose(order)
+
+    def queries_keys_feat(name):  # the output [time, keys, pos] and its dims' names
+        value, names = _named(net, feed, name)
+        order = [next(i for i, n in enumerate(names) if n.startswith(p)) for p in ("time", "keys", "pos")]
+        return value.transpose(order), names
+
+    got, names = queries_keys_feat("enc")
     n = got.shape[0]
     assert got.shape == (n, n, 4) and n == max(seq_lens(net, feed)), (got.shape, names)
     want = numpy.stack([numpy.stack([table[min(max(j - i, -2), 2) + 2] for j in range(n)]) for i in range(n)])
@@ -921,12 +922,7 @@ def test_rel_pos_encoding():
     from returnn.frontend.attention import _make_indices, relative_positional_encoding
     from returnn.tensor import Dim
 
-    with net.graph.as_default():
-        out = net.net.get_layer("sin_enc").output
-        names = [tag.description for tag in out.dim_tags]
-        value = net.session.run(out.placeholder, feed_dict=feed)
-    order = [next(i for i, n in enumerate(names) if n.startswith(p)) for p in ("time", "keys", "pos")]
-    got = value.transpose(order)
+    got, _ = queries_keys_feat("sin_enc")
     rf.select_backend_torch()
     time = Dim(n, name="time")
     table, rows = relative_positional_encoding(query_spatial_dim=time, key_value_spatial_dim=time,
