@@ -1079,8 +1079,8 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
                                       check.preload_module, "' for its ", name, " task"));
     }
     if (!std::filesystem::exists(torch ? check.preload_path : check.preload_path + ".index", ec)) {
-      return error(absl::NotFoundError(absl::StrCat("--preload: no ", target.name, " checkpoint '",
-                                                    check.preload_path, "'")));
+      return error(absl::NotFoundError(
+          absl::StrCat("--preload: no ", target.name, " checkpoint '", check.preload_path, "'")));
     }
     check.preload_path =
         std::filesystem::absolute(check.preload_path, ec).lexically_normal().string();
