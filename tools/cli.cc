@@ -983,8 +983,25 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   if (task == emit::Task::kSearch) {
     if (absl::Status s = search_args(a, search); !s.ok()) return usage_error(s.message());
   }
-  const std::string workdir = workdir_arg(a, *m, target);
+  const bool torch = target.name == "torch";
   std::error_code ec;
+  runtime::CheckpointCheck check;
+  check.allow_extra_params = a.flags.contains("--allow-extra-params");
+  if (auto it = a.flags.find("--preload"); it != a.flags.end()) {
+    const std::string& spec = it->second;
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return usage_error(absl::StrCat("--preload wants MODULE=CHECKPOINT, got '", spec, "'"));
+    check.preload_module = spec.substr(0, eq);
+    check.preload_path = spec.substr(eq + 1);
+    if (!std::filesystem::exists(torch ? check.preload_path : check.preload_path + ".index", ec)) {
+      return error(absl::NotFoundError(
+          absl::StrCat("--preload: no ", target.name, " checkpoint '", check.preload_path, "'")));
+    }
+    check.preload_path =
+        std::filesystem::absolute(check.preload_path, ec).lexically_normal().string();
+  }
+  const std::string workdir = workdir_arg(a, *m, target);
   std::string checkpoint;
   if (auto it = a.flags.find("--checkpoint"); it != a.flags.end()) {
     checkpoint = it->second;
@@ -996,7 +1013,6 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
                                                     "' first, or pass --checkpoint)")));
     }
   }
-  const bool torch = target.name == "torch";
   if (!std::filesystem::exists(torch ? checkpoint : checkpoint + ".index", ec)) {
     return error(absl::NotFoundError(
         torch ? absl::StrCat("no torch checkpoint '", checkpoint, "'")
@@ -1053,6 +1069,14 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
                       : std::filesystem::absolute(tmp_out, ec).lexically_normal().string();
   auto graph = emit::compile_model(*m, target, task);
   if (!graph.ok()) return error(graph.status());
+  const std::vector<runtime::CheckpointParam> params = checkpoint_params(*graph);
+  if (!check.preload_module.empty() &&
+      std::none_of(params.begin(), params.end(), [&](const runtime::CheckpointParam& p) {
+        return p.torch_key.starts_with(check.preload_module + ".");
+      })) {
+    return usage_error(absl::StrCat("--preload: '", m->name, "' has no params under '",
+                                    check.preload_module, "' for its ", name, " task"));
+  }
   auto text = target.write_config(*graph, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = tmp.path() + "/returnn.config";
@@ -1061,30 +1085,6 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   std::filesystem::remove(log, ec);
   std::cout << "retc: " << name << " '" << m->name << "' (" << target.name << ") with "
             << checkpoint << " on " << t.data_name << std::endl;
-  runtime::CheckpointCheck check;
-  check.allow_extra_params = a.flags.contains("--allow-extra-params");
-  const std::vector<runtime::CheckpointParam> params = checkpoint_params(*graph);
-  if (auto it = a.flags.find("--preload"); it != a.flags.end()) {
-    const std::string& spec = it->second;
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return usage_error(absl::StrCat("--preload wants MODULE=CHECKPOINT, got '", spec, "'"));
-    check.preload_module = spec.substr(0, eq);
-    check.preload_path = spec.substr(eq + 1);
-    const bool any = std::any_of(params.begin(), params.end(), [&](const auto& p) {
-      return p.torch_key.starts_with(check.preload_module + ".");
-    });
-    if (!any) {
-      return usage_error(absl::StrCat("--preload: '", m->name, "' has no params under '",
-                                      check.preload_module, "' for its ", name, " task"));
-    }
-    if (!std::filesystem::exists(torch ? check.preload_path : check.preload_path + ".index", ec)) {
-      return error(absl::NotFoundError(
-          absl::StrCat("--preload: no ", target.name, " checkpoint '", check.preload_path, "'")));
-    }
-    check.preload_path =
-        std::filesystem::absolute(check.preload_path, ec).lexically_normal().string();
-  }
   auto r = runtime::run_task_config(path, name, params, check, t.output_file, log);
   std::cout.flush();
   if (!r.ok()) return error(r.status());
