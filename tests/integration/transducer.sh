@@ -10,7 +10,7 @@
 # gives the same hypotheses there as on TF. Then the standard RNN-T
 # (`--set topology=rnnt`: the full-sum loss with any number of digits per
 # frame, alignment-length synchronous decoding; time stride 4, a Conv1d
-# frontend: as many encoder frames as hex digits) trains on TF (16 epochs)
+# frontend: one encoder frame per 4 binary digits, about one per hex digit) trains on TF (16 epochs)
 # to at most 0.05, decodes greedily to the error training reported and with
 # beam 12 to at most 0.05, and its checkpoint converted to torch decodes there
 # to the same hypotheses. The loss itself against numpy: test_modules.py
