@@ -44,6 +44,14 @@ if sys.getrecursionlimit() < RECURSION_LIMIT:
 
 def _remember_parent():
     _die_with_parent.parent = os.getpid()
+    # multiprocessing's scratch folder (pymp-*: the sockets through which a torch
+    # data-loader worker hands its tensors over), made here before the fork so that
+    # the children use this one: the parent removes it when it exits. Made in a
+    # worker instead, it stays behind whenever the worker is killed (its parent's
+    # error ends it with SIGKILL: _die_with_parent); seen in the faults test.
+    import multiprocessing.util
+
+    multiprocessing.util.get_temp_dir()
 
 
 if sys.platform.startswith("linux") and not getattr(os, "_retc_fork_hook", False):
