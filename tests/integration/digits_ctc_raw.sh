@@ -23,7 +23,7 @@ pass "features=raw: the datasets read 16 kHz samples, batches of 1,280,000 sampl
 
 for backend in tf torch; do
   start=$SECONDS
-  "$RETC" train digits-ctc --set features=raw --backend "$backend" --workdir "$TMP/$backend" >"$TMP/log_$backend" 2>"$TMP/err" ||
+  "$RETC" train digits-ctc --set features=raw --backend "$backend" --epochs 4 --workdir "$TMP/$backend" >"$TMP/log_$backend" 2>"$TMP/err" ||
     { tail -n 30 "$TMP/log_$backend" "$TMP/err"; fail "train digits-ctc --set features=raw --backend $backend"; }
   expect_final_error "$TMP/log_$backend" 0.15 "digits-ctc (raw audio) on $backend"
   pass "digits-ctc on raw audio, $backend: final dev label error $FINAL_ERROR in $((SECONDS - start)) s"

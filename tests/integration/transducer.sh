@@ -10,7 +10,7 @@
 # gives the same hypotheses there as on TF. Then the standard RNN-T
 # (`--set topology=rnnt`: the full-sum loss with any number of digits per
 # frame, alignment-length synchronous decoding; time stride 4, a Conv1d
-# frontend: one encoder frame per 4 binary digits, about one per hex digit) trains on TF (16 epochs)
+# frontend: one encoder frame per 4 binary digits, about one per hex digit) trains on TF (14 epochs)
 # to at most 0.05, decodes greedily to the error training reported and with
 # beam 12 to at most 0.05, and its checkpoint converted to torch decodes there
 # to the same hypotheses. The loss itself against numpy: test_modules.py
@@ -69,7 +69,7 @@ PY
 same_on_torch "$TMP/tf" tf
 
 # The standard RNN-T: trained on TF, decoded on both.
-SETS=(--set topology=rnnt --set time_stride=4 --set epochs=16)
+SETS=(--set topology=rnnt --set time_stride=4 --set epochs=14)
 start=$SECONDS
 "$RETC" train conformer-transducer "${SETS[@]}" --workdir "$TMP/rnnt" >"$TMP/log_rnnt" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log_rnnt" "$TMP/err"; fail "train conformer-transducer ${SETS[*]}"; }
