@@ -222,6 +222,58 @@ std::vector<Op> ops() {
       "pool_avg",
       [](Builder&, const Dims& d, T x) { return nn::pool(x, "avg", {d.time}, {2}, {1}, "valid"); },
       true);
+  // Floor division and modulo of floats by |y| + 0.5 (away from 0).
+  for (auto [name, f] : {std::pair{"floor_div", &nn::floor_div}, std::pair{"mod", &nn::mod}}) {
+    Op op{name, true};
+    op.apply = [f](Builder& b, SweepNet&, const Dims&, T x, T y, OptDim) {
+      return f(x, nn::add(nn::activation(y, "abs"), nn::constant(b, 0.5)),
+               std::source_location::current());
+    };
+    v.push_back(op);
+  }
+  unary("argmin", [](Builder&, const Dims& d, T x) {
+    return nn::cast(nn::argmin(x, d.feat), ir::DType::kFloat32);
+  });
+  // The 2 largest features and their indices (ties broken by a small step
+  // per feature: the mask situation's zero frames would tie, whose order the
+  // targets may choose differently); the feature at the argmax.
+  unary("top_k", [](Builder& b, const Dims& d, T x) {
+    const Tensor step = nn::cast(nn::range_in_axis(x, d.feat), ir::DType::kFloat32);
+    auto [values, indices] =
+        nn::top_k(x + step * nn::constant(b, 0.01), d.feat, Dim::feature("k", 2));
+    return values + nn::cast(indices, ir::DType::kFloat32);
+  });
+  unary("gather",
+        [](Builder&, const Dims& d, T x) { return nn::gather(x, nn::argmax(x, d.feat), d.feat); });
+  unary("cumsum", [](Builder&, const Dims& d, T x) { return nn::cumsum(x, d.feat); });
+  unary(
+      "cumsum_time", [](Builder&, const Dims& d, T x) { return nn::cumsum(x, d.time); }, true);
+  unary(
+      "reverse_time", [](Builder&, const Dims& d, T x) { return nn::reverse(x, d.time); }, true);
+  unary(
+      "pad_time", [](Builder&, const Dims& d, T x) { return nn::pad(x, d.time, 1, 2, 0.5); }, true);
+  unary(
+      "window_time",
+      [](Builder&, const Dims& d, T x) { return nn::window(x, d.time, Dim::spatial("w", 3)); },
+      true);
+  // Each frame's best feature as a label sequence: its edit distance to the
+  // reversed sequence, and the CTC best path (feature 0 as the blank) with
+  // its durations.
+  unary(
+      "edit_distance",
+      [](Builder&, const Dims& d, T x) {
+        const Tensor labels = nn::argmax(x, d.feat);
+        return nn::cast(nn::edit_distance(labels, d.time, nn::reverse(labels, d.time), d.time),
+                        ir::DType::kFloat32);
+      },
+      true, true);
+  unary(
+      "ctc_best_path_durations",
+      [](Builder&, const Dims& d, T x) {
+        auto [labels, frames] = nn::ctc_best_path_durations(x, d.time, Dim::spatial("labels"));
+        return nn::cast(labels, ir::DType::kFloat32) + nn::cast(frames, ir::DType::kFloat32);
+      },
+      true, true);
   unary("train_flag_where", [](Builder& b, const Dims&, T x) {
     return nn::where(nn::train_flag(b), x, x * nn::constant(b, 2.0));
   });
