@@ -384,6 +384,43 @@ std::vector<Op> ops() {
         return mod<nn::SelfAttention>(n, "m")->forward(x, d.time);
       },
       true, true);
+  // The Conformer blocks (#26): the default block, one of another order with
+  // Transformer-XL relative positions, and an E-Branchformer block (kernels
+  // of 3, 2 heads, no dropout).
+  auto conformer_opts = [] {
+    return nn::ConformerOptions().num_heads(2).conv_kernel(3).merge_kernel(3).dropout(0.0);
+  };
+  module(
+      "conformer_block",
+      [conformer_opts](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::ConformerBlock>(d.feat, Dim::feature("ff", 8),
+                                                        conformer_opts()));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::ConformerBlock>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "conformer_block_order_xl",
+      [conformer_opts](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::ConformerBlock>(
+                       d.feat, Dim::feature("ff", 8),
+                       conformer_opts().block_modules({"mhsa", "ff", "conv"}).rel_pos_xl(true)));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::ConformerBlock>(n, "m")->forward(x, d.time);
+      },
+      true, true);
+  module(
+      "e_branchformer_block",
+      [conformer_opts](SweepNet& n, const Dims& d) {
+        n.add("m", std::make_shared<nn::EBranchformerBlock>(
+                       d.feat, Dim::feature("ff", 8), Dim::feature("cgmlp", 6), conformer_opts()));
+      },
+      [](SweepNet& n, const Dims& d, T x, OptDim) {
+        return mod<nn::EBranchformerBlock>(n, "m")->forward(x, d.time);
+      },
+      true, true);
   module(
       "self_attention_rel_pos_causal",
       [](SweepNet& n, const Dims& d) {
