@@ -274,6 +274,56 @@ std::vector<Op> ops() {
         return nn::cast(labels, ir::DType::kFloat32) + nn::cast(frames, ir::DType::kFloat32);
       },
       true, true);
+  // The 2 largest of the features split into 2 x 2, over both axes at once
+  // (ties broken as in top_k), their values and both indices.
+  unary(
+      "top_k_multi",
+      [](Builder& b, const Dims& d, T x) {
+        const Dim a = Dim::feature("a", 2), c = Dim::feature("c", 2);
+        const Tensor step = nn::cast(nn::range_in_axis(x, d.feat), ir::DType::kFloat32);
+        const Tensor split = nn::split_dims(x + step * nn::constant(b, 0.01), d.feat, {a, c});
+        auto [values, at] = nn::top_k(split, {a, c}, Dim::feature("k", 2));
+        return values + nn::cast(at[0], ir::DType::kFloat32) +
+               nn::cast(at[1], ir::DType::kFloat32) * nn::constant(b, 2.0);
+      },
+      false, true);
+  // A sparse constant (a label of 5) as a number.
+  unary("sparse_constant", [](Builder& b, const Dims& d, T x) {
+    return x + nn::cast(nn::sparse_constant(b, 2, d.vocab), ir::DType::kFloat32);
+  });
+  // Each sequence's last frame (a gather along the dynamic axis at an int
+  // position per sequence); the time's padded size as a tensor; a dim of
+  // computed lengths (ceil(n / 2) per sequence) whose positions gather the
+  // even frames.
+  unary(
+      "gather_time_last",
+      [](Builder& b, const Dims& d, T x) {
+        const Tensor one = nn::cast(nn::constant(b, 1.0), ir::DType::kInt32);
+        return nn::gather(x, nn::as_indices(nn::length(x, d.time) - one, d.time), d.time) +
+               nn::cast(nn::dim_value(x, d.time), ir::DType::kFloat32);
+      },
+      true);
+  unary(
+      "dims_from_sizes",
+      [](Builder& b, const Dims& d, T x) {
+        auto i32 = [&](double v) { return nn::cast(nn::constant(b, v), ir::DType::kInt32); };
+        const Tensor half = nn::floor_div(nn::length(x, d.time) + i32(1.0), i32(2.0));
+        const Tensor pos = nn::range_of_lengths(half, Dim::spatial("halves"));
+        return nn::gather(x, nn::as_indices(pos * i32(2.0), d.time), d.time);
+      },
+      true);
+  // A loop's final state read after the loop: the running sum's last value.
+  unary(
+      "loop_last",
+      [](Builder& b, const Dims& d, T x) {
+        nn::Loop loop(b, d.time);
+        Tensor acc = loop.state(nn::constant(b, 0.0, {d.feat}), {Dim::batch(), d.feat});
+        Tensor sum = acc + loop.unstack(x);
+        loop.next(acc, sum);
+        loop.end();
+        return loop.last(sum);
+      },
+      true, true);
   unary("train_flag_where", [](Builder& b, const Dims&, T x) {
     return nn::where(nn::train_flag(b), x, x * nn::constant(b, 2.0));
   });
