@@ -735,11 +735,11 @@ const Case kCases[] = {
        b.set_root(std::make_shared<nn::ConformerBlock>(  // MISTAKE: bad:conformer-block-scales
            s.in, Dim::feature("ff", 8), nn::ConformerOptions().num_heads(2).block_scales({0.5})));
      }},
-    {"bad:rel-pos-dropout-xl", "rel_pos_dropout is for Shaw's learned table",
+    {"bad:rel-pos-dropout-xl", "rel_pos_dropout 1.5 is not a dropout rate in [0, 1)",
      [](Builder& b) {
        Setup s(b);
        b.set_root(std::make_shared<nn::ConformerBlock>(  // MISTAKE: bad:rel-pos-dropout-xl
-           s.in, Dim::feature("ff", 8), nn::ConformerOptions().num_heads(2).rel_pos_xl(true).rel_pos_dropout(0.1)));
+           s.in, Dim::feature("ff", 8), nn::ConformerOptions().num_heads(2).rel_pos_xl(true).rel_pos_dropout(1.5)));
      }},
     {"bad:conformer-frontend", "frontend \"vgg4\" is not \"vgg\", \"conv1d\" or \"linear\"",
      [](Builder& b) {

@@ -608,21 +608,22 @@ void build_zoneout_lstm(Builder& b) {
 
 // Transformer-XL-style relative-positional self-attention: a Linear to 6
 // dims, then RelPosSelfAttention (key 6, value 4, 2 heads) over time.
-void build_rel_pos_xl(Builder& b) {
+void build_rel_pos_xl(Builder& b, double rel_pos_dropout) {
   Io io(b);
   struct Net : nn::Module {
-    Net(Dim in, Dim out) : Module("xl_net") {
+    Net(Dim in, Dim out, double rel_pos_dropout) : Module("xl_net") {
       Dim model = Dim::feature("model", 6);
       in_ = register_module("in", std::make_shared<nn::Linear>(in, model));
-      att = register_module(
-          "att", std::make_shared<nn::RelPosSelfAttention>(nn::RelPosSelfAttentionOptions(
-                     model, Dim::feature("key", 6), Dim::feature("value", 4), 2)));
+      att = register_module("att", std::make_shared<nn::RelPosSelfAttention>(
+                                       nn::RelPosSelfAttentionOptions(model, Dim::feature("key", 6),
+                                                                      Dim::feature("value", 4), 2)
+                                           .rel_pos_dropout(rel_pos_dropout)));
       out_ = register_module("out", std::make_shared<nn::Linear>(model, out));
     }
     std::shared_ptr<nn::Linear> in_, out_;
     std::shared_ptr<nn::RelPosSelfAttention> att;
   };
-  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes, rel_pos_dropout));
   Tensor h = m->in_->forward(io.x);
   h.mark_as_output("att_in");
   Tensor y = m->att->forward(h, io.time);
@@ -1238,7 +1239,9 @@ std::vector<ModelDef> module_test_models() {
       def("mod-named-sequential", build_named_sequential),
       def("mod-sequential-time", build_sequential_time),
       def("mod-zoneout-lstm", build_zoneout_lstm),
-      def("mod-rel-pos-xl", build_rel_pos_xl),
+      def("mod-rel-pos-xl", [](Builder& b) { build_rel_pos_xl(b, 0.0); }),
+      // The same with dropout on the encodings (their table over the offsets).
+      def("mod-rel-pos-xl-dropout", [](Builder& b) { build_rel_pos_xl(b, 0.3); }),
       def("loss-values", build_loss_values),
       def("mod-att-dropout", build_att_dropout),
       def("op-shapes", build_shape_ops),

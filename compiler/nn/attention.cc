@@ -293,8 +293,12 @@ RelPosSelfAttention::RelPosSelfAttention(const RelPosSelfAttentionOptions& o)
       half_(ir::Dim::feature("pos_half", o.in_dim().size().value_or(0) / 2)),
       half_s_(ir::Dim::feature("pos_half_sin", *half_.size())),
       half_c_(ir::Dim::feature("pos_half_cos", *half_.size())),
-      att_dropout_(o.att_dropout()) {
+      att_dropout_(o.att_dropout()),
+      rel_pos_dropout_(o.rel_pos_dropout()) {
   check_heads(*this, o.num_heads(), o.key_dim(), o.value_dim(), o.att_dropout());
+  if (rel_pos_dropout_ < 0.0 || rel_pos_dropout_ >= 1.0)
+    reject(absl::StrCat(describe(), ": rel_pos_dropout ", rel_pos_dropout_,
+                        " is not a dropout rate in [0, 1)"));
   qkv = register_module("qkv",
                         std::make_shared<Linear>(in_dim_, 2 * key_dim_ + value_dim_, o.qkv_bias()));
   // The encoding's own feature dim (of in_dim's size), so that the weight's
@@ -327,27 +331,56 @@ Tensor RelPosSelfAttention::forward(const Tensor& input, const ir::Dim& axis,
                            keys_, loc);
     Tensor v = replace_dim(qkv_parts[2], axis, keys_, loc);
     Tensor content = dot(add(q, b.param(pos_bias_u_), loc), k, {key_per_head_}, loc);
-    // The position term: linear_pos folded into the query, then
-    // emb(j - i) . qw_i = sum_f sin(j w) A_i + cos(j w) B_i with
-    // A = cos(i w) qw_sin + sin(i w) qw_cos, B = cos(i w) qw_cos - sin(i w) qw_sin.
-    Tensor w = split_dims(b.param(linear_pos->weight()), key_dim_, {heads_, key_per_head_}, loc);
-    Tensor qw = dot(add(q, b.param(pos_bias_v_), loc), w, {key_per_head_}, loc);  // [.., heads, in]
-    std::vector<Tensor> halves = split(qw, pos_emb_, {half_s_, half_c_}, loc);
-    Tensor qw_s = replace_dim(halves[0], half_s_, half_, loc);
-    Tensor qw_c = replace_dim(halves[1], half_c_, half_, loc);
     const double step = -2.0 * std::log(1e4) / static_cast<double>(*in_dim_.size());
     Tensor freq = activation(
         mul(cast(range(b, half_, loc), ir::DType::kFloat32, loc), constant(b, step, {}, loc), loc),
         "exp", loc);
-    auto angle = [&](const Tensor& t, const ir::Dim& d) {
-      return mul(cast(range_in_axis(t, d, loc), ir::DType::kFloat32, loc), freq, loc);
-    };
-    Tensor ang_q = angle(x, axis), ang_k = angle(k, keys_);
-    Tensor sin_q = activation(ang_q, "sin", loc), cos_q = activation(ang_q, "cos", loc);
-    Tensor a = add(mul(cos_q, qw_s, loc), mul(sin_q, qw_c, loc), loc);
-    Tensor bm = sub(mul(cos_q, qw_c, loc), mul(sin_q, qw_s, loc), loc);
-    Tensor position = add(dot(a, activation(ang_k, "sin", loc), {half_}, loc),
-                          dot(bm, activation(ang_k, "cos", loc), {half_}, loc), loc);
+    Tensor qv = add(q, b.param(pos_bias_v_), loc);
+    Tensor position;
+    if (rel_pos_dropout_ != 0.0) {
+      // A table over each sequence's offsets -(n-1) .. n-1 (n = its length):
+      // emb(r) = [sin(r w), cos(r w)], dropout, linear_pos; then the entry of
+      // offset j - i for query i and key j (clamped for the padding frames,
+      // which the softmax and the lengths mask).
+      auto i32 = [&](double v) { return cast(constant(b, v, {}, loc), ir::DType::kInt32, loc); };
+      const ir::Dim rel = ir::Dim::spatial("rel_pos");
+      const Tensor n = length(k, keys_, loc);  // [B]
+      const Tensor last = sub(n, i32(1.0), loc);
+      const Tensor at = range_of_lengths(sub(mul(n, i32(2.0), loc), i32(1.0), loc), rel, loc);
+      const Tensor offset = cast(sub(at, last, loc), ir::DType::kFloat32, loc);  // [B, rel]
+      const Tensor ang = mul(offset, freq, loc);
+      Tensor table = replace_dim(
+          concat(replace_dim(activation(ang, "sin", loc), half_, half_s_, loc), half_s_,
+                 replace_dim(activation(ang, "cos", loc), half_, half_c_, loc), half_c_, loc),
+          half_s_ + half_c_, pos_emb_, loc);
+      table = dropout(table, rel_pos_dropout_, {}, loc);
+      const Tensor p =
+          split_dims(linear_pos->forward(table, loc), key_dim_, {heads_, key_per_head_},
+                     loc);                                 // [B, rel, heads, kph]
+      const Tensor qp = dot(qv, p, {key_per_head_}, loc);  // [B, T, heads, rel]
+      Tensor idx = add(sub(range_in_axis(k, keys_, loc), range_in_axis(x, axis, loc), loc), last,
+                       loc);  // [B, keys, T]: j - i + n - 1
+      idx = maximum(minimum(idx, mul(last, i32(2.0), loc), loc), i32(0.0), loc);
+      position = gather(qp, as_indices(idx, rel, loc), rel, loc);
+    } else {
+      // linear_pos folded into the query, then
+      // emb(j - i) . qw_i = sum_f sin(j w) A_i + cos(j w) B_i with
+      // A = cos(i w) qw_sin + sin(i w) qw_cos, B = cos(i w) qw_cos - sin(i w) qw_sin.
+      Tensor w = split_dims(b.param(linear_pos->weight()), key_dim_, {heads_, key_per_head_}, loc);
+      Tensor qw = dot(qv, w, {key_per_head_}, loc);  // [.., heads, in]
+      std::vector<Tensor> halves = split(qw, pos_emb_, {half_s_, half_c_}, loc);
+      Tensor qw_s = replace_dim(halves[0], half_s_, half_, loc);
+      Tensor qw_c = replace_dim(halves[1], half_c_, half_, loc);
+      auto angle = [&](const Tensor& t, const ir::Dim& d) {
+        return mul(cast(range_in_axis(t, d, loc), ir::DType::kFloat32, loc), freq, loc);
+      };
+      Tensor ang_q = angle(x, axis), ang_k = angle(k, keys_);
+      Tensor sin_q = activation(ang_q, "sin", loc), cos_q = activation(ang_q, "cos", loc);
+      Tensor a = add(mul(cos_q, qw_s, loc), mul(sin_q, qw_c, loc), loc);
+      Tensor bm = sub(mul(cos_q, qw_c, loc), mul(sin_q, qw_s, loc), loc);
+      position = add(dot(a, activation(ang_k, "sin", loc), {half_}, loc),
+                     dot(bm, activation(ang_k, "cos", loc), {half_}, loc), loc);
+    }
     const double scale = 1.0 / std::sqrt(static_cast<double>(*key_per_head_.size()));
     Tensor weights =
         softmax(mul(add(content, position, loc), constant(b, scale, {}, loc), loc), keys_, loc);

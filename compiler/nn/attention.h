@@ -147,6 +147,13 @@ struct RelPosSelfAttentionOptions {
   RETC_ARG(bool, proj_bias) = true;
   /// The output projection's dim; default: in_dim.
   RETC_ARG(std::optional<ir::Dim>, out_dim);
+  /// Dropout on the sinusoidal encodings in training (rf's pos_emb_dropout):
+  /// then the encodings are made as a table over the offsets
+  /// -(n-1) .. n-1 of each sequence of n frames (the mask drawn per sequence;
+  /// rf draws one for the batch), projected by linear_pos and gathered at
+  /// j - i; without it, folded into the query (below). Both give the same
+  /// numbers in evaluation.
+  RETC_ARG(double, rel_pos_dropout) = 0.0;
 };
 
 /// Transformer-XL-style relative-positional self-attention (Dai et al. 2019,
@@ -158,7 +165,8 @@ struct RelPosSelfAttentionOptions {
 /// 10000^(-2f / in)); softmax over the keys (masked by the lengths), dropout
 /// on the weights, the values' mix per head, the output projection. Computed
 /// without the relative shift: sin and cos of j - i split into those of i and
-/// j, so no [T, 2T - 1] table is made. Params: qkv.weight [in, 2*key + value]
+/// j, so no [T, 2T - 1] table is made (with rel_pos_dropout: a table over the
+/// offsets, gathered at j - i). Params: qkv.weight [in, 2*key + value]
 /// (per head [q | k | v]) and qkv.bias, linear_pos.weight [in, key],
 /// pos_bias_u and pos_bias_v [heads, key/heads] (Glorot), proj.
 class RelPosSelfAttention : public Module {
@@ -173,7 +181,7 @@ class RelPosSelfAttention : public Module {
  private:
   ir::Dim in_dim_, key_dim_, value_dim_, heads_, key_per_head_, key_per_head_k_, value_per_head_,
       qkv_per_head_, keys_, pos_emb_, half_, half_s_, half_c_;
-  double att_dropout_;
+  double att_dropout_, rel_pos_dropout_;
   Parameter pos_bias_u_, pos_bias_v_;
 };
 

@@ -89,14 +89,11 @@ void make_self_attention(Module& m, const std::string& name, const ir::Dim& mode
                          const ConformerOptions& opts, std::shared_ptr<SelfAttention>& att,
                          std::shared_ptr<RelPosSelfAttention>& rel_pos_att) {
   if (opts.rel_pos_xl()) {
-    if (opts.rel_pos_dropout() != 0.0)
-      m.reject(absl::StrCat(m.describe(),
-                            ": rel_pos_dropout is for Shaw's learned table; rel_pos_xl's "
-                            "sinusoidal encoding is folded into the query, with no dropout"));
     rel_pos_att = m.register_module(
         name, std::make_shared<RelPosSelfAttention>(
                   RelPosSelfAttentionOptions(model_dim, model_dim, model_dim, opts.num_heads())
                       .att_dropout(opts.att_dropout())
+                      .rel_pos_dropout(opts.rel_pos_dropout())
                       .qkv_bias(opts.att_qkv_bias())
                       .proj_bias(opts.att_proj_bias())));
   } else {

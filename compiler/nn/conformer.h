@@ -24,8 +24,9 @@ struct ConformerOptions {
   RETC_ARG(int64_t, num_heads) = 4;
   RETC_ARG(int64_t, conv_kernel) = 31;
   RETC_ARG(int64_t, rel_pos_clipping) = 16;
-  /// Dropout on the learned relative-position table
-  /// (SelfAttentionOptions::rel_pos_dropout; Shaw's positions only).
+  /// Dropout on the relative positions in training: Shaw's learned table
+  /// (SelfAttentionOptions::rel_pos_dropout) or, with rel_pos_xl, the
+  /// sinusoidal encodings (RelPosSelfAttentionOptions::rel_pos_dropout).
   RETC_ARG(double, rel_pos_dropout) = 0.0;
   RETC_ARG(double, dropout) = 0.1;
   /// A block's modules in order, each a residual branch after its own layer

@@ -42,6 +42,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-sequential-time.from_tf mod-sequential-time tf
 # ctest-cases: cross_backend.mod-zoneout-lstm.from_tf mod-zoneout-lstm tf
 # ctest-cases: cross_backend.mod-rel-pos-xl.from_tf mod-rel-pos-xl tf
+# ctest-cases: cross_backend.mod-rel-pos-xl-dropout.from_tf mod-rel-pos-xl-dropout tf
 # ctest-cases: cross_backend.loss-values.from_tf loss-values tf
 # ctest-cases: cross_backend.mod-att-dropout.from_tf mod-att-dropout tf
 # ctest-cases: cross_backend.mod-seq2seq.from_tf mod-seq2seq tf

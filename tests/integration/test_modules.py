@@ -611,7 +611,34 @@ def test_rel_pos_xl():
     """RelPosSelfAttention against numpy computing rf's Transformer-XL attention directly: scores
     ((q_i + u) . k_j + (q_i + v) . linear_pos(emb(j - i))) / sqrt(d), emb = [sin(d w), cos(d w)],
     w_f = 10000^(-2f / F), softmax over the keys within each sequence."""
-    net = Net(compile_model("mod-rel-pos-xl"), train_flag=False)
+    _check_rel_pos_xl(Net(compile_model("mod-rel-pos-xl"), train_flag=False))
+
+
+def test_rel_pos_xl_dropout():
+    """RelPosSelfAttention with rel_pos_dropout (0.3; its encodings as a table over the offsets,
+    gathered at j - i): in evaluation the same numbers as numpy's Transformer-XL attention (as
+    test_rel_pos_xl); in training, with the same params, other ones; and with linear_pos zeroed
+    (no position term) training equals evaluation: the dropout acts on the encodings alone."""
+    config = compile_model("mod-rel-pos-xl-dropout")
+    net = Net(config, train_flag=False)
+    _check_rel_pos_xl(net)
+    trained = Net(config, train_flag=True)
+    with trained.graph.as_default():
+        for v in trained.net.get_params_list():
+            v.load(net.params()[v.name], trained.session)
+    feed, train_feed = net.feed(8), trained.feed(8)
+    before, before_train = net.layer("att", feed), trained.layer("att", train_feed)
+    assert not numpy.allclose(before, before_train), "rel_pos_dropout has no effect in training"
+    for n in (net, trained):
+        with n.graph.as_default():
+            w = [v for v in n.net.get_params_list() if v.name == "att/linear_pos/weight/param:0"][0]
+            n.session.run(w.assign(numpy.zeros(w.shape.as_list(), "float32")))
+    close(trained.layer("att", train_feed), net.layer("att", feed), 1e-6,
+          "training without a position term (the dropout on the encodings alone)")
+    print("Transformer-XL encodings' dropout: evaluation as numpy, training differs, only through the encodings")
+
+
+def _check_rel_pos_xl(net):
     feed = net.feed(8)
     h = net.layer("att_in", feed).astype("float64")
     lens = seq_lens(net, feed)
