@@ -346,7 +346,8 @@ Tensor RelPosSelfAttention::forward(const Tensor& input, const ir::Dim& axis,
       const ir::Dim rel = ir::Dim::spatial("rel_pos");
       const Tensor n = length(k, keys_, loc);  // [B]
       const Tensor last = sub(n, i32(1.0), loc);
-      const Tensor at = range_of_lengths(sub(mul(n, i32(2.0), loc), i32(1.0), loc), rel, loc);
+      const Tensor at = range_of_lengths(  // 2n - 1 offsets (none for an empty sequence)
+          maximum(sub(mul(n, i32(2.0), loc), i32(1.0), loc), i32(0.0), loc), rel, loc);
       const Tensor offset = cast(sub(at, last, loc), ir::DType::kFloat32, loc);  // [B, rel]
       const Tensor ang = mul(offset, freq, loc);
       Tensor table = replace_dim(
