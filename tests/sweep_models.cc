@@ -440,27 +440,20 @@ std::vector<Op> ops() {
   auto conformer_opts = [] {
     return nn::ConformerOptions().num_heads(2).conv_kernel(3).merge_kernel(3).dropout(0.0);
   };
-  module(
-      "conformer_block",
-      [conformer_opts](SweepNet& n, const Dims& d) {
-        n.add("m", std::make_shared<nn::ConformerBlock>(d.feat, Dim::feature("ff", 8),
-                                                        conformer_opts()));
-      },
-      [](SweepNet& n, const Dims& d, T x, OptDim) {
-        return mod<nn::ConformerBlock>(n, "m")->forward(x, d.time);
-      },
-      true, true);
-  module(
-      "conformer_block_order_xl",
-      [conformer_opts](SweepNet& n, const Dims& d) {
-        n.add("m", std::make_shared<nn::ConformerBlock>(
-                       d.feat, Dim::feature("ff", 8),
-                       conformer_opts().block_modules({"mhsa", "ff", "conv"}).rel_pos_xl(true)));
-      },
-      [](SweepNet& n, const Dims& d, T x, OptDim) {
-        return mod<nn::ConformerBlock>(n, "m")->forward(x, d.time);
-      },
-      true, true);
+  for (auto [name, opts] :
+       {std::pair{"conformer_block", conformer_opts()},
+        std::pair{"conformer_block_order_xl",
+                  conformer_opts().block_modules({"mhsa", "ff", "conv"}).rel_pos_xl(true)}}) {
+    module(
+        name,
+        [opts](SweepNet& n, const Dims& d) {
+          n.add("m", std::make_shared<nn::ConformerBlock>(d.feat, Dim::feature("ff", 8), opts));
+        },
+        [](SweepNet& n, const Dims& d, T x, OptDim) {
+          return mod<nn::ConformerBlock>(n, "m")->forward(x, d.time);
+        },
+        true, true);
+  }
   module(
       "e_branchformer_block",
       [conformer_opts](SweepNet& n, const Dims& d) {
