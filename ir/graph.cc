@@ -133,7 +133,7 @@ std::vector<bool> root_mask(const Graph& g) {
   std::vector<bool> root(g.size(), false);
   for (size_t i = 0; i < g.size(); ++i) {
     NodeKind k = g.nodes()[i].kind;
-    root[i] = k == NodeKind::kParam || k == NodeKind::kData;
+    root[i] = k == NodeKind::kParam || k == NodeKind::kData || k == NodeKind::kParamAssign;
   }
   for (const Mark& m : g.marks()) root[m.node.index] = true;
   for (const Param& p : g.params()) {

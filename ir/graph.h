@@ -156,8 +156,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
                                       const std::vector<NodeId>& inputs, const NodeSpec& spec);
 
 /// Which nodes must be kept whatever uses them: params, data, marked nodes,
-/// and nodes giving a param's initial value. (A loop's loop_next and
-/// loop_end nodes are live when anything of their loop is: see the dce pass.)
+/// param assignments (side effects), and nodes giving a param's initial value. (A loop's loop_next
+/// and loop_end nodes are live when anything of their loop is: see the dce pass.)
 std::vector<bool> root_mask(const Graph& g);
 
 }  // namespace retc::ir

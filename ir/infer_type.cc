@@ -860,6 +860,27 @@ absl::StatusOr<TensorType> infer_scatter(const Graph& g, const std::vector<NodeI
   return out;
 }
 
+absl::StatusOr<TensorType> infer_param_assign(const Graph& g, const std::vector<NodeId>& in,
+                                              const NodeSpec& spec) {
+  constexpr NodeKind kKind = NodeKind::kParamAssign;
+  const Node& param = g.node(in[0]);
+  const TensorType& value = g.node(in[1]).type;
+  const std::string& mode = spec.attrs.get<attr::Mode>();
+  if (param.kind != NodeKind::kParam)
+    return kind_error(kKind, "assigns a param (its param node), got a ",
+                      node_kind_name(param.kind));
+  if (mode != "assign" && mode != "add")
+    return kind_error(kKind, "mode must be assign or add, got '", mode, "'");
+  const TensorType& p = param.type;
+  const bool same_dims = value.dims.size() == p.dims.size() &&
+                         std::all_of(value.dims.begin(), value.dims.end(),
+                                     [&](const Dim& d) { return index_of(p.dims, d) >= 0; });
+  if (!same_dims || value.dtype != p.dtype || value.sparse_dim)
+    return kind_error(kKind, "the value must have the param's dims and dtype ", p.describe(),
+                      ", got ", value.describe());
+  return TensorType{{}, DType::kInt32, std::nullopt};
+}
+
 absl::StatusOr<TensorType> infer_top_k(const Graph& g, const std::vector<NodeId>& in,
                                        const NodeSpec& spec) {
   constexpr NodeKind kKind = NodeKind::kTopK;
@@ -1472,6 +1493,8 @@ absl::StatusOr<TensorType> infer_type(const Graph& g, NodeKind kind,
       return infer_cumsum(g, inputs, spec);
     case NodeKind::kLogCumsumExp:
       return infer_log_cumsum_exp(g, inputs, spec);
+    case NodeKind::kParamAssign:
+      return infer_param_assign(g, inputs, spec);
     case NodeKind::kEditDistance:
       return infer_edit_distance(g, inputs, spec);
     case NodeKind::kTopK:

@@ -298,7 +298,11 @@ struct KindFacts {
     /* running logsumexp along attr axis: y[t] = log(exp(x[0]) + ... + exp(x[t])) (floats) */   \
   X(EditDistance, "edit_distance", KindFacts(2).step("read sequence lengths"),                     \
     R(AxisA) R(AxisB))                                                                             \
-    /* Levenshtein distance of labels a along attr axis_a and b along axis_b: [B] int32 */
+    /* Levenshtein distance of labels a along attr axis_a and b along axis_b: [B] int32 */   \
+  X(ParamAssign, "param_assign", KindFacts(2).step("assign a param"),                              \
+    R(Mode))                                                                                       \
+    /* (param, value): in a training step, after its every read of the param, the param */        \
+    /* becomes value (attr mode assign) or param + value (add); a root; int32 [] (nothing) */
 // clang-format on
 
 #define RETC_FOR_EACH_NODE_KIND(X) \

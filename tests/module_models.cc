@@ -68,6 +68,37 @@ void build_batch_norm_options(Builder& b) {
   io.finish(m->out_->forward(a + u));
 }
 
+// Param assignments in the training step (nn::assign, nn::assign_add): a
+// step counter ("steps" += 1), a running mean of the input's frames ("mean"
+// becomes 0.9 mean + 0.1 the batch's mean over its valid frames; the step
+// reads its old value: output "centered" = x - mean), and an average of out's
+// weight ("ema" += 0.5 (weight - ema), from the weight before the update).
+class AssignNet : public nn::Module {
+ public:
+  AssignNet(Dim in, Dim out) : Module("assign_net") {
+    out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    const ir::Initializer zero = ir::Initializer::constant(0.0);
+    steps = register_parameter("steps", {}, ir::ParamKind::kAuxiliary, zero);
+    mean = register_parameter("mean", {in}, ir::ParamKind::kAuxiliary, zero);
+    ema = register_parameter("ema", out_->weight().dims(), ir::ParamKind::kAuxiliary, zero);
+    for (nn::Parameter* p : {&steps, &mean, &ema}) p->set_trainable(false);
+  }
+  std::shared_ptr<nn::Linear> out_;
+  nn::Parameter steps, mean, ema;
+};
+
+void build_param_assign(Builder& b) {
+  Io io(b);
+  auto m = b.set_root(std::make_shared<AssignNet>(io.in, io.classes));
+  const Tensor mean = b.param(m->mean);
+  (io.x - mean).mark_as_output("centered");
+  nn::assign_add(m->steps, nn::constant(b, 1.0));
+  const Tensor batch_mean = nn::reduce(io.x, "mean", {Dim::batch(), io.time});
+  nn::assign(m->mean, mean * nn::constant(b, 0.9) + batch_mean * nn::constant(b, 0.1));
+  nn::assign_add(m->ema, (b.param(m->out_->weight()) - b.param(m->ema)) * nn::constant(b, 0.5));
+  io.finish(m->out_->forward(io.x));
+}
+
 // RelPosEncoding on its own: the [time, keys, 4] encoding of the input's
 // frames against themselves (clipping 2), marked as "enc".
 class RelPosEncodingNet : public nn::Module {
@@ -1211,6 +1242,7 @@ std::vector<ModelDef> module_test_models() {
   return {
       def("mod-layer-norm", build_normed<nn::LayerNorm>),
       def("mod-batch-norm-options", build_batch_norm_options),
+      def("op-param-assign", build_param_assign),
       def("mod-rel-pos-encoding", build_rel_pos_encoding),
       def("mod-rms-norm", build_normed<nn::RmsNorm>),
       def("mod-embedding", build_embedding),

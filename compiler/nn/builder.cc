@@ -184,6 +184,30 @@ Tensor Builder::param(const Parameter& p, std::source_location loc) {
   return Tensor(this, it->second);
 }
 
+void Builder::add_assign(const Parameter& p, const Tensor& value, std::string mode,
+                         const ir::SourceLoc& loc) {
+  const std::string what = absl::StrCat(where(), "assigning parameter '", p.ir().path, "': ");
+  if (p.is_parametrized())
+    fail(loc, absl::StrCat(what,
+                           "it has a reparametrization (weight norm, dropout or noise); "
+                           "assign a plain param"));
+  if (active_loop_ >= 0 || (value.defined() && loop_of(value) >= 0))
+    fail(loc, absl::StrCat(what,
+                           "not inside a loop (a step assigns once): assign from the "
+                           "loop's result after loop.end()"));
+  if (active_branch_)
+    fail(loc, absl::StrCat(what,
+                           "not inside a branch of nn::cond: pick the value with "
+                           "nn::where or nn::cond and assign it after"));
+  if (value.defined() && &value.builder() != this)
+    fail(loc, absl::StrCat(what, "the value belongs to another model"));
+  auto it = param_nodes_.find(p.identity());
+  if (it == param_nodes_.end()) fail(loc, absl::StrCat(what, "it is not part of the root module"));
+  add(ir::NodeKind::kParamAssign, {Tensor(this, it->second), value},
+      {ir::attr::Mode{std::move(mode)}}, loc);
+  assigns_.emplace_back(p, loc);
+}
+
 std::string Builder::where() const {
   if (scopes_.empty()) return "";
   return scopes_.back().module->describe() + ": ";
@@ -401,6 +425,13 @@ void Builder::finish() {
            absl::StrCat("parameter '", p.path, "': its initial value is not part of this model"));
     }
     graph_.mutable_param(ir::ParamId{static_cast<int32_t>(i)}).options = o;
+  }
+  // An assigned param is not trained: the optimizer would write it too.
+  for (const auto& [p, loc] : assigns_) {
+    if (p.ir().options.trainable)
+      fail(loc, absl::StrCat("assigning parameter '", p.ir().path,
+                             "': it is trainable, and the optimizer would update it too; "
+                             "set_trainable(false) on it (e.g. an average of weights)"));
   }
   if (graph_.marks().empty()) {
     // Nothing to compute: say so at set_root's line (else the first node's).

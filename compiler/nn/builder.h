@@ -84,6 +84,11 @@ class Builder {
   void end_loop(int32_t loop, const ir::SourceLoc& loc);
   /// The loop a node is computed in, or -1.
   int32_t loop_of(const Tensor& t) const;
+  /// A param assignment (nn::assign, nn::assign_add; `mode` assign or add):
+  /// outside loops and conds, of a param without a reparametrization; at
+  /// finish, the param must not be trainable.
+  void add_assign(const Parameter& p, const Tensor& value, std::string mode,
+                  const ir::SourceLoc& loc);
   /// A value outside every loop that has the dim `d` (whose sizes it gives,
   /// e.g. the extern data with a time axis); undefined if none has it.
   Tensor size_source(const ir::Dim& d);
@@ -118,6 +123,7 @@ class Builder {
   std::vector<int32_t> loop_of_;  // per node: its loop or -1
   int32_t active_loop_ = -1;
   int32_t conds_ = 0;
+  std::vector<std::pair<Parameter, ir::SourceLoc>> assigns_;  // each assigned param, where
   std::optional<std::pair<int64_t, int64_t>> active_branch_;  // (cond, branch)
 };
 

@@ -1,6 +1,7 @@
 #include "compiler/nn/parameter.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/nn/builder.h"
 #include "compiler/nn/error.h"
 
 namespace retc::nn {
@@ -122,5 +123,25 @@ DTypeScope::DTypeScope(ir::DType dtype) { dtype_scopes.push_back(dtype); }
 DTypeScope::~DTypeScope() { dtype_scopes.pop_back(); }
 DeviceScope::DeviceScope(std::string device) { device_scopes.push_back(std::move(device)); }
 DeviceScope::~DeviceScope() { device_scopes.pop_back(); }
+
+namespace {
+
+void assign_param(const Parameter& p, const Tensor& value, const char* op, std::string mode,
+                  std::source_location loc) {
+  const ir::SourceLoc at = ir::SourceLoc::from(loc);
+  if (!p.defined()) fail(at, absl::StrCat(op, ": the parameter is undefined"));
+  if (!value.defined()) fail(at, absl::StrCat(op, ": the value is undefined"));
+  value.builder().add_assign(p, value, std::move(mode), at);
+}
+
+}  // namespace
+
+void assign(const Parameter& p, const Tensor& value, std::source_location loc) {
+  assign_param(p, value, "assign", "assign", loc);
+}
+
+void assign_add(const Parameter& p, const Tensor& delta, std::source_location loc) {
+  assign_param(p, delta, "assign_add", "add", loc);
+}
 
 }  // namespace retc::nn

@@ -124,6 +124,21 @@ class Parameter : public ParamSetter {
 /// The state behind a handle (for parametrize.cc).
 ParamState& state(Parameter& p);
 
+/// Assigns `p` in each training step (not in evaluation, forward or search):
+/// once the step has read `p` everywhere (its reads in the step see the old
+/// value), `p` becomes `value`, computed in the step from the params as the
+/// step read them (before the optimizer updates them). Outside loops and
+/// conds; `p` must be set_trainable(false) and not reparametrized, `value` of
+/// its dims and dtype. Example, an exponential moving average of a weight:
+/// `nn::assign_add(ema, (b.param(w) - b.param(ema)) * nn::constant(b, 1 - decay))`.
+/// TF: the variable's assign op, run with the step as RETURNN runs its batch
+/// norm's statistics update; torch: an in-place write after the step's code.
+void assign(const Parameter& p, const Tensor& value,
+            std::source_location loc = std::source_location::current());
+/// `p` += `delta` in each training step, as assign.
+void assign_add(const Parameter& p, const Tensor& delta,
+                std::source_location loc = std::source_location::current());
+
 /// Which params apply_params touches: all, or those of one kind and/or
 /// whose path starts with a prefix (relative to the module it is called on).
 struct ParamFilter {

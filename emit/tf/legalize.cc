@@ -110,8 +110,30 @@ struct Uses {
 
 // RETURNN's TF rules for node `i` (the losses', concat's, weight noise's):
 // the user's error at their line, or OK.
+// Whether `v` is computed from a param's weight noise or weight dropout.
+bool reads_noised_param(const ir::Graph& g, ir::NodeId v) {
+  std::vector<bool> seen(g.size(), false);
+  std::vector<ir::NodeId> todo{v};
+  while (!todo.empty()) {
+    const ir::NodeId id = todo.back();
+    todo.pop_back();
+    if (seen[id.index]) continue;
+    seen[id.index] = true;
+    const ir::Node& n = g.node(id);
+    if (n.kind == ir::NodeKind::kWeightNoise || n.kind == ir::NodeKind::kWeightDropout) return true;
+    todo.insert(todo.end(), n.inputs.begin(), n.inputs.end());
+  }
+  return false;
+}
+
 absl::Status check_node(const ir::Graph& g, const Uses& u, size_t i) {
   const ir::Node& n = g.nodes()[i];
+  // An assignment's value reads each param through its one read (net_dict.cc:
+  // pinned), which RETURNN's variable layer with weight noise or dropout lacks.
+  if (n.kind == ir::NodeKind::kParamAssign && reads_noised_param(g, n.inputs[1]))
+    return ir::user_error(n,
+                          "on the tf target, an assigned value cannot read a param with weight "
+                          "noise or weight dropout (the torch target can: --backend torch)");
   const bool only_loss = u.is_loss[i] && u.uses[i] == 0;
   // Targets may be computed (RETURNN's "layer:" targets); cross-entropy and
   // CTC are also values (their own layers), a regression loss is not.

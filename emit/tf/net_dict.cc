@@ -74,6 +74,11 @@ struct GraphFacts {
   // node whose layer stands for each node (itself, or the param's).
   std::vector<ir::NodeId> layer_of;
   std::vector<double> param_noise, param_dropout;  // by param node
+  // Param nodes an assignment writes or whose value reads: read once (a
+  // variable_read layer), so that the assignment follows every read of its
+  // param and its value sees the params as the step's forward read them
+  // (one read op, before the optimizer's update).
+  std::vector<bool> pinned;
 };
 
 // Lowering one node: its layer, built from the node and its inputs' layers.
@@ -232,7 +237,7 @@ PyValue lower_binary(const Lowering& l, ir::BinaryOp op) {
   return layer;
 }
 
-PyValue lower_param(const Lowering& l) {
+PyValue variable_layer(const Lowering& l) {
   const ir::Node& n = l.node();
   const ir::Param& p = l.facts().g.param(n.param);
   const ir::ParamOptions& o = p.options;
@@ -263,6 +268,20 @@ PyValue lower_param(const Lowering& l) {
   // nothing reads must still become a variable (checkpoint).
   if (l.facts().uses[i] == 0) layer.set("is_output_layer", true);
   return layer;
+}
+
+absl::StatusOr<PyValue> lower_param(const Lowering& l, PyValue& network) {
+  PyValue layer = variable_layer(l);
+  const size_t i = l.index();
+  if (!l.facts().pinned[i]) return layer;
+  const ir::Param& p = l.facts().g.param(l.node().param);
+  if (l.facts().param_noise[i] != 0.0 || l.facts().param_dropout[i] != 0.0)
+    return absl::InternalError(absl::StrCat("emit_net_dict: param '", p.path,
+                                            "' is assigned or read by an assignment and has "
+                                            "weight noise or dropout; tf-legalize rejects it"));
+  const std::string var = l.node().name + "_variable";
+  network.append(var, std::move(layer));
+  return PyValue::dict({{"class", "variable_read"}, {"var", var}});
 }
 
 PyValue lower_norm(const Lowering& l) {
@@ -857,7 +876,7 @@ RETC_LOWER(kWeightNorm) {
   return unlowerable(target(), n, "expand-parametrizations rewrites weight norm");
 }
 
-RETC_LOWER(kParam) { return lower_param(l); }
+RETC_LOWER(kParam) { return lower_param(l, network); }
 
 RETC_LOWER(kNorm) { return lower_norm(l); }
 
@@ -935,6 +954,18 @@ RETC_LOWER(kScatter) {
                                                     {"mode", l.attr<ir::attr::Mode>()},
                                                     {"fill", l.attr<ir::attr::Value>()}})}});
   return layer;
+}
+
+RETC_LOWER(kParamAssign) {
+  // The config's _retc_assign (kAssignDefinitions): the variable's assign op
+  // after the param's one read (pinned), run with each training step.
+  return PyValue::dict({{"class", "eval"},
+                        {"from", PyValue::list({l.ref(1), l.ref(0)})},
+                        {"eval", "assign(self, source, op=op)"},
+                        {"out_type", PyValue::ref("_retc_assign_type")},
+                        {"eval_locals", PyValue::dict({{"assign", PyValue::ref("_retc_assign")},
+                                                       {"op", l.attr<ir::attr::Mode>()}})},
+                        {"is_output_layer", true}});
 }
 
 RETC_LOWER(kEditDistance) {
@@ -1148,6 +1179,18 @@ void collect_facts(GraphFacts& f) {
     if (int k = ir::kind_facts(n.kind).target_input; k >= 0) f.is_target[n.inputs[k].index] = true;
   }
   fold_weight_options(f);
+  f.pinned.assign(g.size(), false);
+  std::vector<bool> feeds_assign(g.size(), false);  // inputs precede users: one backward sweep
+  for (size_t i = g.size(); i-- > 0;) {
+    const ir::Node& n = g.nodes()[i];
+    if (n.kind == ir::NodeKind::kParamAssign) {
+      f.pinned[n.inputs[0].index] = true;
+      feeds_assign[n.inputs[1].index] = true;
+    }
+    if (!feeds_assign[i]) continue;
+    if (n.kind == ir::NodeKind::kParam) f.pinned[i] = true;
+    for (ir::NodeId in : n.inputs) feeds_assign[in.index] = true;
+  }
 }
 
 // Which in-loop nodes feed some next value of their loop (inputs precede
@@ -1383,6 +1426,38 @@ def _retc_scatter(self, source, *, axis, mode, fill):
     out_dims = [idx.sparse_dim if d == axis else d for d in idx.dim_tags] + extra
     result = Data(name="scatter_out", dims=out_dims, dtype=x.dtype, placeholder=out)
     return result.copy_compatible_to(self.output).placeholder
+)PY";
+
+const char kAssignDefinitions[] = R"PY(
+
+def _retc_assign_type(name, **_kwargs):
+    """retc: a param assignment's output: nothing (an int32 scalar)."""
+    from returnn.tf.util.data import Data
+
+    return Data(name="%s_output" % name, dims=(), dtype="int32")
+
+
+def _retc_assign(self, source, *, op):
+    """retc: in a training step, the variable that the second source reads (its one
+    read, a variable_read layer) becomes the first source's value (op assign) or adds
+    it (op add), after that read; RETURNN runs it with the step (the network's post
+    control dependencies, as its batch norm's statistics update). In evaluation it
+    does nothing."""
+    import tensorflow as tf
+
+    value, read = (source(i, auto_convert=False, as_data=True) for i in (0, 1))  # (each used)
+    var = self.sources[1].tf_var
+    with tf.control_dependencies([read.placeholder.op]):
+        value = tf.identity(value.copy_compatible_to(read).placeholder)
+
+    def update():
+        change = var.assign if op == "assign" else var.assign_add
+        with tf.control_dependencies([change(tf.cast(value, var.dtype.base_dtype), read_value=False)]):
+            return tf.constant(True)
+
+    self.network.register_post_control_dependencies(
+        [self.network.cond_on_train(update, lambda: tf.constant(False))])
+    return tf.zeros((), tf.int32)
 )PY";
 
 }  // namespace retc::emit::tf

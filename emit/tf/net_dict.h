@@ -34,6 +34,8 @@ struct NetDict {
 /// The Python functions that the net dict of a graph with scatter nodes
 /// refers to (kScatter's lowering), to go before it in the config.
 extern const char kScatterDefinitions[];
+/// The Python functions param assignments call (eval layers), in a config with one.
+extern const char kAssignDefinitions[];
 
 /// Requires: a graph after pipeline(tf::target()) (legal, every node named).
 /// With a `base` dim table (another stage's): dims take base's identifiers

@@ -607,6 +607,26 @@ def _self_attention(x, qkv_weight, rel_table, *, axis, in_dim, key_dim, out_dim,
     return rf.merge_dims(y, dims=[heads, value_per_head], out_dim=out_dim)[0]
 
 
+def _read(param):
+    """A param that nn::assign writes, as the step reads it: a copy, so that the
+    assignment after the step's code changes neither what the step computed nor
+    what backward reads."""
+    value = param.copy_template()
+    value.raw_tensor = param.raw_tensor.detach().clone()
+    return value
+
+
+def _assign(param, value, *, op):
+    """nn::assign at the end of a training step: the param becomes value (op
+    "assign") or param + value (op "add"), in place, without a gradient."""
+    raw = value.copy_compatible_to_dims_raw(param.dims).detach().to(param.raw_tensor.dtype)
+    with torch.no_grad():
+        if op == "assign":
+            param.raw_tensor.copy_(raw)
+        else:
+            param.raw_tensor.add_(raw)
+
+
 def _batch_norm(x, mean, variance, gamma, beta, *, axis, epsilon, momentum, masked=True):
     """RETURNN's TF batch_norm (param_version 2): in training the statistics of
     this batch, and the running ones move towards them (r += (batch - r) *

@@ -281,7 +281,8 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
     for (size_t i = 0; i < g.size(); ++i) {
       const ir::Node& n = g.nodes()[i];
       if (n.stage != ir::Stage::kStep || o.done[i]) continue;
-      if (n.attrs.find<ir::attr::Branch>()) continue;  // written with its cond
+      if (n.attrs.find<ir::attr::Branch>()) continue;      // written with its cond
+      if (n.kind == ir::NodeKind::kParamAssign) continue;  // written last, below
       if (n.kind == ir::NodeKind::kCond) {
         scope.reset();
         progress |= write_cond(w, t, o, i);
@@ -322,6 +323,14 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
       for (ir::NodeId m : loops.loops[l].members) o.done[m.index] = true;
       o.loop_done[l] = progress = true;
     }
+  }
+  // The param assignments, after every read of their params, in training only.
+  scope.reset();
+  std::optional<CodeWriter::Scope> train;
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind != ir::NodeKind::kParamAssign) continue;
+    if (!train) train.emplace(w.block("if rf.get_run_ctx().train_flag:"));
+    write_assignment(w, g, t, n);
   }
 }
 

@@ -38,8 +38,29 @@ RETC_LOWER(kData) {
   return absl::StrCat("extern_data[", PyValue(l.n.attrs.get<ir::attr::Key>()).repr(), "]");
 }
 
+std::string param_ref(const Lowering& l, const ir::Node& param) {
+  return absl::StrCat("_param(", l.model, ", ", PyValue(l.g.param(param.param).path).repr(), ")");
+}
+
+// Whether an assignment writes the param that `n` reads.
+bool assigned(const ir::Graph& g, const ir::Node& n) {
+  for (const ir::Node& u : g.nodes()) {
+    if (u.kind == ir::NodeKind::kParamAssign && &g.node(u.inputs[0]) == &n) return true;
+  }
+  return false;
+}
+
 RETC_LOWER(kParam) {
-  return absl::StrCat("_param(", l.model, ", ", PyValue(l.g.param(l.n.param).path).repr(), ")");
+  // A param the step assigns is read as a copy: the assignment after the
+  // step's code changes neither what it computed nor what backward reads.
+  if (assigned(l.g, l.n)) return absl::StrCat("_read(", param_ref(l, l.n), ")");
+  return param_ref(l, l.n);
+}
+
+RETC_LOWER(kParamAssign) {
+  // loops.cc writes it after the step's other code, in training only.
+  return absl::StrCat("_assign(", param_ref(l, l.g.node(l.n.inputs[0])), ", ", l.in(1),
+                      ", op=", PyValue(l.n.attrs.get<ir::attr::Mode>()).repr(), ")");
 }
 
 RETC_LOWER(kDot) {

@@ -920,6 +920,80 @@ def test_batch_norm_options():
           "momentum 0.2): outputs max |diff| %.3g, running statistics after a step within 1e-5" % worst)
 
 
+def _frame_mean(x, lens):
+    return numpy.concatenate([x[b, :n] for b, n in enumerate(lens)]).astype("float64").mean(0)
+
+
+def test_param_assign():
+    """nn::assign / nn::assign_add in the training step, two steps on each target
+    against numpy: "steps" counts them, "mean" becomes 0.9 mean + 0.1 the batch's
+    frame mean (the step's own output "centered" = x - mean reads the old value),
+    "ema" += 0.5 (out's weight - ema) from the weight before the optimizer moved it;
+    evaluation assigns nothing. TF: RETURNN's Updater with the network's post
+    control dependencies, fetched together as its engine does; torch: RETURNN's
+    updater after the config's train_step, with its backward."""
+    import torch
+
+    net = Net(compile_model("op-param-assign"), train_flag=True, with_updater=True, learning_rate=0.1)
+    mean, worst = numpy.zeros(IN), 0.0
+    for step in (1, 2):
+        feed = net.feed(step)
+        x, lens = net.layer("data:data", feed), seq_lens(net, feed)
+        w0 = net.variable("out/weight/param:0")
+        ema0 = net.variable("ema/param:0")
+        centered = net.run(lambda: [net.optim_op, net.net.get_post_control_dependencies(),
+                                    net.net.get_layer("centered").output.copy_as_batch_spatial_major().placeholder],
+                           feed)[2]
+        for b, n in enumerate(lens):
+            close(centered[b, :n], x[b, :n] - mean, 1e-5, "tf: centered reads the mean before the step's assign")
+        mean = 0.9 * mean + 0.1 * _frame_mean(x, lens)
+        close(net.variable("steps/param:0"), step, 0, "tf: steps")
+        close(net.variable("mean/param:0"), mean, 1e-5, "tf: running mean")
+        w1 = net.variable("out/weight/param:0")
+        assert numpy.abs(w1 - w0).max() > 1e-3, "the optimizer did not move the weight"
+        close(net.variable("ema/param:0"), ema0 + 0.5 * (w0 - ema0), 1e-6, "tf: ema from the weight before the update")
+        worst = max(worst, float(numpy.abs(w1 - w0).max()))
+    net.close()
+    evaluation = Net(compile_model("op-param-assign"), train_flag=False)
+    evaluation.run(lambda: evaluation.net.get_post_control_dependencies(), evaluation.feed(1))
+    close(evaluation.variable("steps/param:0"), 0, 0, "tf: evaluation assigns nothing")
+
+    from torch_probe import TorchNet, compile_model as torch_config
+    from returnn.torch.data import extern_data as extern_data_util
+    import returnn.frontend as rf
+
+    tnet = TorchNet(torch_config("op-param-assign"), learning_rate=0.1)
+    mean = numpy.zeros(IN)
+    for step in (1, 2):
+        raw, template = tnet.batch(step)
+        extern = extern_data_util.raw_dict_to_extern_data(raw, extern_data_template=template, device="cpu",
+                                                          with_eval_targets=True)
+        before = tnet.params()
+        tnet.updater.zero_grad()
+        rf.init_train_step_run_ctx(train_flag=True, step=step - 1, epoch=1)
+        outs = tnet.config.typed_value("train_step")(model=tnet.model, extern_data=extern)
+        rf.get_run_ctx().total_loss().raw_tensor.backward()  # after the in-place assigns: nothing it reads moved
+        tnet.updater.step()
+        data = extern["data"]
+        x = data.copy_transpose(data.dims).raw_tensor.numpy()
+        lens = data.dims[1].dyn_size_ext.raw_tensor.numpy()
+        centered = outs["centered"].copy_transpose(data.dims).raw_tensor.numpy()
+        for b, n in enumerate(lens):
+            close(centered[b, :n], x[b, :n] - mean, 1e-5, "torch: centered reads the mean before the step's assign")
+        mean = 0.9 * mean + 0.1 * _frame_mean(x, lens)
+        after = tnet.params()
+        close(after["steps"], step, 0, "torch: steps")
+        close(after["mean"], mean, 1e-5, "torch: running mean")
+        assert numpy.abs(after["out.weight"] - before["out.weight"]).max() > 1e-3, "the weight did not move"
+        close(after["ema"], before["ema"] + 0.5 * (before["out.weight"] - before["ema"]), 1e-6,
+              "torch: ema from the weight before the update")
+    tnet.run(tnet.batch(3), train=False)
+    close(tnet.params()["steps"], 2, 0, "torch: evaluation assigns nothing")
+    rf.init_train_step_run_ctx(train_flag=False)
+    print("param assignments over 2 steps = numpy's on both targets (steps, running mean, ema of a weight the "
+          "optimizer moved by up to %.3g: the ema took the weight before the update); none in evaluation" % worst)
+
+
 def test_rel_pos_encoding():
     """RelPosEncoding (clipping 2) on the input's frames against themselves: entry
     (i, j) is the table's row clip(j - i, -2, 2) + 2, over the longest sequence's
