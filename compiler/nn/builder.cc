@@ -199,8 +199,6 @@ void Builder::add_assign(const Parameter& p, const Tensor& value, std::string mo
     fail(loc, absl::StrCat(what,
                            "not inside a branch of nn::cond: pick the value with "
                            "nn::where or nn::cond and assign it after"));
-  if (value.defined() && &value.builder() != this)
-    fail(loc, absl::StrCat(what, "the value belongs to another model"));
   auto it = param_nodes_.find(p.identity());
   if (it == param_nodes_.end()) fail(loc, absl::StrCat(what, "it is not part of the root module"));
   add(ir::NodeKind::kParamAssign, {Tensor(this, it->second), value},

@@ -108,8 +108,6 @@ struct Uses {
   }
 };
 
-// RETURNN's TF rules for node `i` (the losses', concat's, weight noise's):
-// the user's error at their line, or OK.
 // Whether `v` is computed from a param's weight noise or weight dropout.
 bool reads_noised_param(const ir::Graph& g, ir::NodeId v) {
   std::vector<bool> seen(g.size(), false);
@@ -126,6 +124,8 @@ bool reads_noised_param(const ir::Graph& g, ir::NodeId v) {
   return false;
 }
 
+// RETURNN's TF rules for node `i` (the losses', concat's, weight noise's):
+// the user's error at their line, or OK.
 absl::Status check_node(const ir::Graph& g, const Uses& u, size_t i) {
   const ir::Node& n = g.nodes()[i];
   // An assignment's value reads each param through its one read (net_dict.cc:
