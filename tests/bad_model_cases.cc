@@ -747,6 +747,55 @@ const Case kCases[] = {
        b.set_root(std::make_shared<nn::ConformerFrontend>(  // MISTAKE: bad:conformer-frontend
            s.in, s.in, nn::ConformerOptions().frontend("vgg4")));
      }},
+    {"bad:assign-trainable", "assigning parameter 'bias': it is trainable, and the optimizer would update it too",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = b.set_root(std::make_shared<nn::Linear>(s.in, s.out));
+       nn::assign(lin->bias(), b.param(lin->bias()) * nn::constant(b, 0.5));  // MISTAKE: bad:assign-trainable
+     }},
+    {"bad:assign-in-loop", "assigning parameter 'bias': not inside a loop (a step assigns once)",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       lin->bias().set_trainable(false);
+       b.set_root(lin);
+       nn::Loop loop(b, s.time);
+       const Tensor h = lin->forward(loop.unstack(s.x));
+       nn::assign(lin->bias(), nn::reduce(h, "mean", {Dim::batch()}));  // MISTAKE: bad:assign-in-loop
+       loop.stack(h).mark_as_output();
+       loop.end();
+     }},
+    {"bad:assign-in-cond", "assigning parameter 'bias': not inside a branch of nn::cond",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       lin->bias().set_trainable(false);
+       b.set_root(lin);
+       const Tensor bias = b.param(lin->bias());
+       nn::cond(nn::train_flag(b), [&] {
+         nn::assign(lin->bias(), bias * nn::constant(b, 0.5));  // MISTAKE: bad:assign-in-cond
+         return bias;
+       }, [&] { return bias; }).mark_as_output();
+     }},
+    {"bad:assign-reparametrized", "assigning parameter 'weight': it has a reparametrization (weight norm, dropout or noise)",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       nn::weight_noise(*lin, "weight", 0.1);
+       b.set_root(lin);
+       nn::assign(lin->weight(), b.param(lin->weight()));  // MISTAKE: bad:assign-reparametrized
+     }},
+    {"bad:assign-reads-weight-noise", "on the tf target, an assigned value cannot read a param with weight",
+     [](Builder& b) {
+       Setup s(b);
+       auto lin = std::make_shared<nn::Linear>(s.in, s.out);
+       nn::weight_noise(*lin, "weight", 0.1);
+       lin->bias().set_trainable(false);
+       b.set_root(lin);
+       const Tensor h = lin->forward(s.x);
+       nn::assign(lin->bias(), nn::reduce(h, "mean", {Dim::batch(), s.time}));  // MISTAKE: bad:assign-reads-weight-noise
+       h.mark_as_output();
+     }},
 };
 // clang-format on
 
