@@ -637,6 +637,44 @@ void build_zoneout_lstm(Builder& b) {
   io.finish(m->out_->forward(nn::add(h, nn::mul(h1, h2))));
 }
 
+// SelfAttention::forward_with_cache over chunks (x again as each next chunk,
+// as build_zoneout_lstm): "rel" causal with relative positions (clipping 2)
+// over three chunks, "rot" causal rotary and "chunk" non-causal with a QKV
+// bias over two; key 8, value 8, 2 heads each. Outputs <name>_<chunk>.
+void build_attention_cache(Builder& b) {
+  Io io(b);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("attention_cache_net") {
+      const auto opts = [in] {
+        return nn::SelfAttentionOptions(in, Dim::feature("key", 8), Dim::feature("value", 8), 2);
+      };
+      rel = register_module(
+          "rel", std::make_shared<nn::SelfAttention>(opts().causal(true).rel_pos_clipping(2)));
+      rot = register_module("rot",
+                            std::make_shared<nn::SelfAttention>(opts().causal(true).rotary(true)));
+      chunk = register_module("chunk", std::make_shared<nn::SelfAttention>(opts().qkv_bias(true)));
+      out_ = register_module("out", std::make_shared<nn::Linear>(in, out));
+    }
+    std::shared_ptr<nn::SelfAttention> rel, rot, chunk;
+    std::shared_ptr<nn::Linear> out_;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.classes));
+  Tensor sum;
+  const auto chunks = [&](const nn::SelfAttention& att, const char* name, int n) {
+    nn::AttentionCache cache;
+    for (int i = 1; i <= n; ++i) {
+      auto [y, next] = att.forward_with_cache(io.x, io.time, cache);
+      y.mark_as_output(absl::StrCat(name, "_", i));
+      sum = sum.defined() ? nn::add(sum, y) : y;
+      cache = next;
+    }
+  };
+  chunks(*m->rel, "rel", 3);
+  chunks(*m->rot, "rot", 2);
+  chunks(*m->chunk, "chunk", 2);
+  io.finish(m->out_->forward(sum));
+}
+
 // Transformer-XL-style relative-positional self-attention: a Linear to 6
 // dims, then RelPosSelfAttention (key 6, value 4, 2 heads) over time.
 void build_rel_pos_xl(Builder& b, double rel_pos_dropout) {
@@ -1252,6 +1290,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-self-attention", build_attention<false>),
       def("mod-causal-attention", build_attention<true>),
       def("mod-rotary-attention", build_rotary_attention),
+      def("mod-attention-cache", build_attention_cache),
       def("mod-transformer", build_transformer),
       def("mod-conv1d", build_conv),
       def("mod-conv2d", build_conv2d),

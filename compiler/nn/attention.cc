@@ -209,6 +209,81 @@ Tensor SelfAttention::step(const Tensor& input, Loop& loop, std::source_location
   });
 }
 
+std::pair<Tensor, AttentionCache> SelfAttention::forward_with_cache(
+    const Tensor& input, const ir::Dim& axis, const AttentionCache& cache,
+    std::source_location loc) const {
+  AttentionCache next = cache;
+  Tensor y = call(input, loc, [&](const Tensor& x) {
+    ir::SourceLoc l = ir::SourceLoc::from(loc);
+    check_input_dim(*this, x, in_dim_, "in_dim", l);
+    if (!axis.is_dynamic() || ir::index_of(x.dims(), axis) < 0)
+      fail(l, absl::StrCat(describe(), ": the axis ", axis.describe(),
+                           " must be a dynamic axis of ", ir::describe(x.dims())));
+    Builder& b = x.builder();
+    const int64_t kph = *key_per_head_.size();
+    const Tensor zero = constant(b, 0.0, {}, loc);
+    // Positions: this call's frames follow the cached ones in each sequence.
+    const Tensor start = cache.frames.defined() ? cache.frames : zero;
+    Tensor pos = add(cast(range_in_axis(x, axis, loc), ir::DType::kFloat32, loc), start, loc);
+    Tensor h = project_qkv(x, loc);
+    Tensor q = slice(h, qkv_per_head_, 0, key_per_head_, loc);
+    Tensor k = slice(h, qkv_per_head_, kph, key_per_head_, loc);
+    if (rotary_) {
+      q = rotate(q, pos, loc);
+      k = rotate(k, pos, loc);
+    }
+    // This call's keys and values as the cache's newest segment, over a dim
+    // of its own (the queries keep `axis`, which an earlier call may share).
+    const ir::Dim frames = ir::Dim::spatial("cached_frames");
+    next.segments.push_back(
+        {replace_dim(k, axis, frames, loc),
+         replace_dim(slice(h, qkv_per_head_, 2 * kph, value_per_head_, loc), axis, frames, loc),
+         frames, start});
+    next.frames = add(start, cast(length(x, axis, loc), ir::DType::kFloat32, loc), loc);
+    // One softmax over every segment's keys: each segment's energies, masked
+    // past its lengths (and, in this call's, after the query with causal),
+    // exp(e - m) with m the largest over all, each segment's share of the
+    // normalizer and of the values' mix summed.
+    const double scale = 1.0 / std::sqrt(static_cast<double>(kph));
+    const Tensor scaled = mul(q, constant(b, scale, {}, loc), loc);
+    const Tensor masked_value = constant(b, -1e30, {}, loc);
+    std::vector<Tensor> energies;
+    for (const AttentionCache::Segment& s : next.segments) {
+      Tensor e = dot(scaled, s.keys, {key_per_head_}, loc);
+      const Tensor j = range_in_axis(s.keys, s.frames, loc);
+      if (clipping_ > 0) {
+        // The key's position minus the query's, clipped: its table row added to the key.
+        Tensor offset = sub(add(cast(j, ir::DType::kFloat32, loc), s.start, loc), pos, loc);
+        Tensor shift = replace_dim(table_rows(rel_pos_table(b, loc), clipping_, offset, loc),
+                                   rel_pos_.dims()[1], key_per_head_, loc);
+        e = add(e, dot(scaled, shift, {key_per_head_}, loc), loc);
+      }
+      Tensor hidden = compare(j, length(s.keys, s.frames, loc), "greater_equal", loc);
+      if (causal_ && s.frames == frames)
+        hidden = logical_or(hidden, compare(j, range_in_axis(x, axis, loc), "greater", loc), loc);
+      energies.push_back(where(hidden, masked_value, e, loc));
+    }
+    // (From the masked value up: a padded query of an empty sequence stays finite.)
+    Tensor m = masked_value;
+    for (size_t i = 0; i < energies.size(); ++i)
+      m = maximum(m, reduce(energies[i], "max", {next.segments[i].frames}, loc), loc);
+    m = stop_gradient(m, loc);
+    Tensor norm, mix;
+    for (size_t i = 0; i < energies.size(); ++i) {
+      const AttentionCache::Segment& s = next.segments[i];
+      Tensor w = activation(sub(energies[i], m, loc), "exp", loc);
+      Tensor z = reduce(w, "sum", {s.frames}, loc);
+      norm = norm.defined() ? add(norm, z, loc) : z;
+      if (att_dropout_ != 0.0) w = dropout(w, att_dropout_, {}, loc);
+      Tensor part = dot(w, s.values, {s.frames}, loc);
+      mix = mix.defined() ? add(mix, part, loc) : part;
+    }
+    return proj->forward(
+        merge_dims(div(mix, norm, loc), {heads_, value_per_head_}, value_dim_, loc), loc);
+  });
+  return {y, next};
+}
+
 Tensor SelfAttention::rotate(const Tensor& x, const Tensor& pos, std::source_location loc) const {
   Builder& b = x.builder();
   const int64_t kph = *key_per_head_.size();

@@ -44,6 +44,24 @@ struct SelfAttentionOptions {
   RETC_ARG(std::optional<ir::Dim>, out_dim);
 };
 
+/// The keys and values of earlier calls of SelfAttention::forward_with_cache,
+/// handed to the next call (chunked or streaming processing: each chunk
+/// attends to the chunks before it). One segment per call, each over a dim of
+/// its own with that call's lengths; `frames`: the frames so far per sequence
+/// (float32 [B]; undefined: none yet).
+struct AttentionCache {
+  struct Segment {
+    /// [..., frames, heads, key/heads] (with rotary: rotated at their
+    /// positions) and [..., frames, heads, value/heads].
+    Tensor keys, values;
+    ir::Dim frames;
+    /// float32: the segment's first frame's position in each sequence.
+    Tensor start;
+  };
+  std::vector<Segment> segments;
+  Tensor frames;
+};
+
 /// Multi-head self-attention over a dynamic axis (RETURNN's fused layer),
 /// plain or causal (each frame attends to itself and earlier frames), with
 /// an output projection. Params: qkv [in, 2*key + value] (per head
@@ -75,6 +93,18 @@ class SelfAttention : public Module {
   /// shifted by the table's row of its offset to this frame.
   Tensor step(const Tensor& x, Loop& loop,
               std::source_location loc = std::source_location::current()) const;
+  /// forward over `axis` as the continuation of each sequence whose earlier
+  /// frames are in `cache`, and the cache with this call's frames added: each
+  /// frame attends to every cached frame and to this call's frames (causal: up
+  /// to itself), at positions after the cached ones (rotary, relative
+  /// positions). Calls over consecutive chunks give the frames of one forward
+  /// over the chunks concatenated per sequence (that sequence's length in
+  /// each), from primitive ops on both targets, no concat over a dynamic axis.
+  /// Example: `auto [y1, c1] = att->forward_with_cache(x1, t1);
+  /// auto [y2, c2] = att->forward_with_cache(x2, t2, c1);`
+  std::pair<Tensor, AttentionCache> forward_with_cache(
+      const Tensor& x, const ir::Dim& axis, const AttentionCache& cache = {},
+      std::source_location loc = std::source_location::current()) const;
   Parameter& qkv() { return qkv_; }
   const ir::Dim& out_dim() const { return proj->out_dim(); }
   std::shared_ptr<Linear> proj;

@@ -50,6 +50,7 @@ ctest runs the cases below in groups (cases.py).
 # ctest-cases: cross_backend.mod-log-mel.from_tf mod-log-mel tf
 # ctest-cases: cross_backend.loss-transducer.from_tf loss-transducer tf
 # ctest-cases: cross_backend.mod-rotary-attention.from_tf mod-rotary-attention tf
+# ctest-cases: cross_backend.mod-attention-cache.from_tf mod-attention-cache tf
 # ctest-cases: cross_backend.mod-conformer-rf.from_tf mod-conformer-rf tf
 # ctest-cases: cross_backend.mod-transformer-rf.from_tf mod-transformer-rf tf
 # ctest-cases: cross_backend.mod-conformer-order.from_tf mod-conformer-order tf

@@ -1245,6 +1245,70 @@ def test_rotary_attention():
           % ([int(n) for n in lens], worst))
 
 
+def _np_self_attention(net, name, x, pos, keys_visible, key=8, heads=2, clipping=0, rotary=False, qkv_bias=False):
+    """numpy multi-head self-attention of the frames x [T, in] at positions `pos`: query t
+    attends to the frames keys_visible(t) (indices into x); RETURNN's QKV layout (per head
+    [q | k | v]), Shaw key shifts clip(j - i) of rel_pos, RoPE pairs (2i, 2i + 1)."""
+    w = net.variable("%s/qkv/param:0" % name).astype("float64")
+    h = x.astype("float64") @ w
+    if qkv_bias:
+        h = h + net.variable("%s/qkv_bias/param:0" % name)
+    per = h.reshape(len(x), heads, -1)
+    kph = key // heads
+    q, k, v = per[:, :, :kph], per[:, :, kph:2 * kph], per[:, :, 2 * kph:]
+    if rotary:
+        freq = 10000.0 ** (-2.0 * numpy.arange(kph // 2) / kph)
+
+        def rot(z):
+            a = numpy.asarray(pos, "float64")[:, None, None] * freq
+            re, im = z[..., 0::2], z[..., 1::2]
+            out = numpy.empty_like(z)
+            out[..., 0::2], out[..., 1::2] = re * numpy.cos(a) - im * numpy.sin(a), re * numpy.sin(a) + im * numpy.cos(a)
+            return out
+        q, k = rot(q), rot(k)
+    table = net.variable("%s/rel_pos/param:0" % name).astype("float64") if clipping else None
+    out = numpy.zeros((len(x), v.shape[1] * v.shape[2]))
+    for t in range(len(x)):
+        js = keys_visible(t)
+        keys = k[js]  # [J, heads, kph]
+        if clipping:
+            keys = keys + table[numpy.clip(numpy.asarray(pos)[js] - pos[t], -clipping, clipping) + clipping][:, None]
+        e = numpy.einsum("hd,jhd->hj", q[t] / numpy.sqrt(kph), keys)
+        a = numpy.exp(e - e.max(1, keepdims=True))
+        a /= a.sum(1, keepdims=True)
+        out[t] = numpy.einsum("hj,jhd->hd", a, v[js]).reshape(-1)
+    return out @ net.variable("%s/proj/weight/param:0" % name) + net.variable("%s/proj/bias/param:0" % name)
+
+
+def test_attention_cache():
+    """SelfAttention::forward_with_cache hands each call's keys and values to the next:
+    calls over chunks (here x again each time) give, per sequence, the frames of one
+    attention over the chunks concatenated at that sequence's length (numpy, within 1e-5),
+    causal with relative positions over three chunks (offsets across chunks), causal rotary
+    (positions after the cached frames) and non-causal with a QKV bias (each chunk sees
+    every cached frame and all of its own). The torch target: the cross-backend case."""
+    net = Net(compile_model("mod-attention-cache"), train_flag=False)
+    feed = net.feed(4, batch=5, max_time=7)
+    x, lens = net.layer("data:data", feed), seq_lens(net, feed)
+    assert len(set(lens)) > 2, lens  # chunks continuing at several lengths
+    cases = [("rel", 3, dict(clipping=2), True), ("rot", 2, dict(rotary=True), True),
+             ("chunk", 2, dict(qkv_bias=True), False)]
+    worst = 0.0
+    for name, chunks, opts, causal in cases:
+        got = [net.layer("%s_%d" % (name, c + 1), feed) for c in range(chunks)]
+        for b, n in enumerate(lens):
+            seq = numpy.concatenate([x[b, :n]] * chunks)
+            pos = numpy.arange(len(seq))
+            visible = (lambda t: numpy.arange(t + 1)) if causal else (lambda t: numpy.arange((t // n + 1) * n))
+            want = _np_self_attention(net, name, seq, pos, visible, **opts)
+            for c in range(chunks):
+                diff = float(numpy.abs(got[c][b, :n] - want[c * n:(c + 1) * n]).max())
+                assert diff <= 1e-5, (name, c + 1, b, diff)
+                worst = max(worst, diff)
+    print("attention cache over chunks (lengths %s) = numpy over the chunks concatenated: rel-pos causal "
+          "x3, rotary causal x2, non-causal with QKV bias x2; max |diff| %.3g" % ([int(n) for n in lens], worst))
+
+
 def test_ctc_durations():
     """nn::ctc_best_path_durations against numpy: each frame's best class
     within the sequence's length, runs of one class, the labeled runs' classes

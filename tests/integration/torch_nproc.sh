@@ -20,7 +20,7 @@ source "$(dirname "$0")/lib.sh"
 port=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 for k in 0 1; do
   OMP_NUM_THREADS=1 "$RETC" train 12ax --backend torch --nnodes 2 --node-rank "$k" --master "127.0.0.1:$port" \
-    --dataset-distribution shard --epochs 2 --progress 1 --workdir "$TMP/node$k" >"$TMP/log$k" 2>"$TMP/err$k" &
+    --dataset-distribution shard --epochs 2 --progress 0.05 --workdir "$TMP/node$k" >"$TMP/log$k" 2>"$TMP/err$k" &
   pids[k]=$!
 done
 for k in 0 1; do
