@@ -78,6 +78,7 @@ void build_transformer_copy(nn::Builder& b, const CopySizes& s) {
           .num_layers(s.layers)
           .dropout(s.dropout)));
   nn::Tensor memory = model->encode(src, src_time);
+  memory.mark_as_output("encoder");  // (e.g. `retc export --output encoder`)
   nn::Tensor logits = model->forward(memory, src_time, tgt, tgt_time);
   logits.mark_as_output();
   nn::softmax_cross_entropy(logits, tgt).mark_as_loss("ce");

@@ -203,6 +203,9 @@ struct TaskOptions {
   /// length (RETURNN's ChoiceLayer default, length_normalization), else by
   /// the sums (the config's `length_normalization`).
   bool length_normalization = true;
+  /// Forward for an export (`retc export`, torch): every output mark as an
+  /// output of its own name, declared in RETURNN's `model_outputs`.
+  bool export_outputs = false;
 };
 
 struct ConfigOptions {

@@ -111,6 +111,25 @@ absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& targe
   return g;
 }
 
+absl::StatusOr<ir::Graph> compile_outputs(const ModelDef& def, const Target& target,
+                                          const std::vector<std::string>& outputs) {
+  ASSIGN_OR_RETURN(ir::Graph g, build_model(def, -1));
+  RETURN_IF_ERROR(select_task(g, Task::kForward, def.name));
+  std::vector<std::string> have;
+  for (const ir::Mark& m : g.marks()) have.push_back(m.name);
+  for (const std::string& o : outputs) {
+    if (std::find(have.begin(), have.end(), o) == have.end()) {
+      return absl::NotFoundError(absl::StrCat("model '", def.name, "' has no output '", o,
+                                              "' (its outputs: ", absl::StrJoin(have, ", "), ")"));
+    }
+  }
+  g.keep_marks([&](const ir::Mark& m) {
+    return std::find(outputs.begin(), outputs.end(), m.name) != outputs.end();
+  });
+  RETURN_IF_ERROR(run_passes(g, pipeline(target)));
+  return g;
+}
+
 absl::StatusOr<std::string> compile_to_config(const ModelDef& def, const Target& target,
                                               const ConfigOptions& opts) {
   RETURN_IF_ERROR(check_training_setup(opts.training, def.name));

@@ -42,6 +42,11 @@ std::vector<const PassInfo*> pipeline(const Target& target);
 absl::StatusOr<ir::Graph> compile_model(const ModelDef& def, const Target& target,
                                         Task task = Task::kTrain, int stage = -1);
 
+/// compile_model for forward with only the output marks named in `outputs`
+/// (each must be one), the rest of the model removed with the other marks.
+absl::StatusOr<ir::Graph> compile_outputs(const ModelDef& def, const Target& target,
+                                          const std::vector<std::string>& outputs);
+
 /// compile_model (for opts.task.task) + target.write_config. Training a
 /// model with pretraining stages compiles each stage (their params must be
 /// among the last stage's, with the same shapes) for write_staged_config.

@@ -901,6 +901,166 @@ def check_torch(config_path):
     return variables, losses, errors
 
 
+ONNX_OPSET = 17
+
+
+def export_onnx(config_path, mapping, allow_extra, out_path):
+    """ONNX export of a torch forward config's model (`retc export`), as RETURNN's
+    tools/torch_export_to_onnx.py does it: the model from get_model with the
+    checkpoint in `load` (checked against `mapping` first), forward_step traced by
+    torch.onnx.export on a random batch, in evaluation. Inputs: the data the step
+    reads ("data" and its sizes "data:size0" (the batch), "data:size1" (the
+    lengths), ...); outputs: `model_outputs` by their marks' names with their sizes;
+    the batch and dynamic axes dynamic. Written to `out_path`. Returns (inputs,
+    outputs, opset)."""
+    import numpy
+    import torch
+    from returnn.log import log
+    from returnn.config import Config, set_global_config
+    from returnn.util.basic import BehaviorVersion, BackendEngine
+    import returnn.frontend as rf
+    from returnn.tensor import TensorDict
+    from returnn.torch.frontend.bridge import rf_module_to_pt_module
+    from returnn.tensor.utils import tensor_dict_fill_random_numpy_
+    from returnn.torch.data.tensor_utils import tensor_dict_numpy_to_torch_
+
+    _check_checkpoint("torch", _prepare(config_path).value("load", ""), mapping, allow_extra)
+    log.initialize(verbosity=[2])
+    config = Config()
+    config.load_file(config_path)
+    set_global_config(config)
+    BehaviorVersion.set(config.int("behavior_version", 0) or None)
+    BackendEngine.select_engine(engine=BackendEngine.Torch)
+    rf.select_backend_torch()
+    rf.set_random_seed(config.int("random_seed", 42))
+    model = config.typed_value("get_model")(epoch=1, step=0)
+    pt_model = rf_module_to_pt_module(model)
+    pt_model.load_state_dict(torch.load(config.value("load", ""), map_location="cpu")["model"])
+    pt_model.eval()
+    template = TensorDict()
+    template.update(config.typed_value("extern_data"), auto_convert=True)
+    # The inputs: the data the step reads (not a loss's targets).
+    inputs = TensorDict({k: v for k, v in template.data.items() if v.available_for_inference})
+    outputs = TensorDict()
+    outputs.update(config.typed_value("model_outputs"), auto_convert=True)
+    forward_step = config.typed_value("forward_step")
+
+    def raw_names(tensors):
+        names = []
+        for key, t in tensors.data.items():
+            names.append(key)
+            names += ["%s:size%d" % (key, i) for i, d in enumerate(t.dims) if d.is_batch_dim() or d.is_dynamic()]
+        return names
+
+    class Forward(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = pt_model
+
+        def forward(self, data):
+            extern_data = inputs.copy_template()
+            extern_data.assign_from_raw_tensor_dict_(data)
+            rf.init_forward_step_run_ctx(expected_outputs=outputs)
+            forward_step(model=model, extern_data=extern_data)
+            ctx = rf.get_run_ctx()
+            ctx.check_outputs_complete()
+            got = ctx.outputs.as_raw_tensor_dict()
+            return {k: got[k] for k in raw_names(outputs)}
+
+    # The example batch (RETURNN's random fill; its sizes become dynamic axes).
+    inputs.reset_content()
+    tensor_dict_fill_random_numpy_(inputs, rnd=1)
+    tensor_dict_numpy_to_torch_(inputs)
+    raw = inputs.as_raw_tensor_dict()
+    input_names = raw_names(inputs)
+    raw = {k: raw[k] for k in input_names}
+    # Dynamic: the batch axis ("batch") and each dynamic axis (by its dim's name), in
+    # the tensors and in the lengths ([batch]); the batch size is a scalar.
+    dynamic_axes = {}
+    for key, t in list(inputs.data.items()) + list(outputs.data.items()):
+        dynamic_axes[key] = {i: "batch" if d.is_batch_dim() else d.name for i, d in enumerate(t.dims)
+                             if d.is_dynamic() or d.is_batch_dim()}
+        for i, d in enumerate(t.dims):
+            if d.is_dynamic() and not d.is_batch_dim():
+                dynamic_axes["%s:size%d" % (key, i)] = {0: "batch"}
+    import warnings
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        torch.onnx.export(Forward(), (raw, {}), out_path, input_names=input_names, output_names=raw_names(outputs),
+                          dynamic_axes=dynamic_axes, opset_version=ONNX_OPSET, dynamo=False)
+    checks = _check_onnx(out_path, Forward(), inputs, outputs, raw_names)
+    _flush()
+    return input_names, raw_names(outputs), ONNX_OPSET, checks
+
+
+def _check_onnx(path, forward, inputs, outputs, raw_names):
+    """The exported file checked (onnx.checker) and run by ONNX Runtime on three random
+    batches of other sizes than the traced example's (batch 1, 4 and 9; longest input
+    5, 13 and 24 frames) against the torch forward: each output's sizes equal, its
+    values within 1e-4 on every sequence's frames. Returns [(batch, frames, max |diff|)];
+    raises naming the first output that differs (a size traced as a constant)."""
+    import numpy
+    import onnx
+    import onnxruntime
+    import torch
+    from returnn.tensor import batch_dim
+    from returnn.tensor.utils import tensor_dict_fill_random_numpy_
+
+    onnx.checker.check_model(path)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    out_names = [o.name for o in session.get_outputs()]
+    dynamic = [d for t in inputs.data.values() for d in t.dims if d.is_dynamic() and not d.is_batch_dim()]
+    checks = []
+    for seed, (batch, frames) in enumerate([(1, 5), (4, 13), (9, 24)]):
+        inputs.reset_content()
+        sizes = {batch_dim: batch}
+        sizes.update({d: frames for d in dynamic})
+        tensor_dict_fill_random_numpy_(inputs, rnd=seed + 7, dyn_dim_max_sizes=sizes,
+                                       dyn_dim_min_sizes={d: 1 for d in dynamic})
+        feed = {}
+        for key, t in inputs.data.items():
+            feed[key] = t.raw_tensor
+            for i, d in enumerate(t.dims):
+                if d.is_batch_dim():
+                    feed["%s:size%d" % (key, i)] = numpy.array(batch, "int32")
+                elif d.is_dynamic():
+                    feed["%s:size%d" % (key, i)] = d.dyn_size_ext.raw_tensor
+        feed = {i.name: numpy.asarray(feed[i.name]) for i in session.get_inputs()}
+        got = dict(zip(out_names, session.run(None, feed)))
+        with torch.no_grad():
+            want = {k: v.numpy() for k, v in forward({k: torch.tensor(v) for k, v in feed.items()}).items()}
+        worst = 0.0
+        for key, t in outputs.data.items():
+            mask = numpy.ones(want[key].shape, bool)
+            for i, d in enumerate(t.dims):
+                name = "%s:size%d" % (key, i)
+                if name not in want:
+                    continue
+                if not numpy.array_equal(got[name], want[name]):
+                    raise ValueError("ONNX export: the output %r's size %s is %s in ONNX Runtime, %s in torch (batch %d, "
+                                     "%d frames): a size traced as a constant" % (key, name, got[name].tolist(),
+                                                                                 want[name].tolist(), batch, frames))
+                if not d.is_batch_dim() and want[name].ndim == 1:
+                    shape = [1] * mask.ndim
+                    shape[0], shape[i] = mask.shape[0], mask.shape[i]
+                    valid = numpy.arange(mask.shape[i])[None, :] < want[name][:, None]
+                    mask &= valid.reshape(shape)
+            if got[key].shape != want[key].shape:
+                raise ValueError("ONNX export: the output %r is %s in ONNX Runtime, %s in torch (batch %d, %d frames)"
+                                 % (key, list(got[key].shape), list(want[key].shape), batch, frames))
+            diff = numpy.abs(got[key].astype("float64") - want[key].astype("float64"))[mask]
+            worst = max(worst, float(diff.max()) if diff.size else 0.0)
+            if worst > 1e-4:
+                raise ValueError("ONNX export: the output %r differs from torch's by %.3g (batch %d, %d frames)"
+                                 % (key, worst, batch, frames))
+        checks.append((batch, frames, worst))
+    return checks
+
+
 def convert_checkpoint(src, mapping, allow_extra, in_path, out_path):
     """Converts a checkpoint of one backend to the other. `mapping` lists
     (TF variable name, torch state_dict key, shape) for each param: retc's

@@ -257,4 +257,25 @@ absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
       "convert_checkpoint", from, checkpoint_mapping(params), check.allow_extra_params, in, out);
 }
 
+absl::StatusOr<ExportResult> export_onnx_config(const std::string& config_path,
+                                                const std::vector<CheckpointParam>& params,
+                                                const CheckpointCheck& check,
+                                                const std::string& out,
+                                                const std::string& log_path) {
+  return call_logged<ExportResult>(
+      "ONNX export failed", log_path,
+      [](const py::tuple& r) {
+        ExportResult out{r[0].cast<std::vector<std::string>>(),
+                         r[1].cast<std::vector<std::string>>(),
+                         r[2].cast<int64_t>(),
+                         {}};
+        for (const py::handle c : r[3].cast<py::list>()) {
+          const auto t = c.cast<py::tuple>();
+          out.checks.push_back({t[0].cast<int64_t>(), t[1].cast<int64_t>(), t[2].cast<double>()});
+        }
+        return out;
+      },
+      "export_onnx", config_path, checkpoint_mapping(params), check.allow_extra_params, out);
+}
+
 }  // namespace retc::runtime

@@ -117,6 +117,31 @@ absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, cons
                                             const CheckpointCheck& check, const std::string& output,
                                             const std::string& log_path);
 
+struct ExportResult {
+  /// The ONNX graph's inputs and outputs, in order (RETURNN's raw names:
+  /// "data", "data:size1", "output", ...), and the opset written.
+  std::vector<std::string> inputs, outputs;
+  int64_t opset = 0;
+  /// ONNX Runtime against the torch forward on other batches: (sequences,
+  /// frames of the longest input, max |onnx - torch|) each.
+  struct Check {
+    int64_t batch = 0, frames = 0;
+    double max_diff = 0;
+  };
+  std::vector<Check> checks;
+};
+
+/// Exports the torch forward config's model (its `load` checkpoint, checked
+/// against `params` as `check` says) to ONNX at `out` as RETURNN's
+/// tools/torch_export_to_onnx.py does: forward_step traced on a random batch,
+/// the inputs the step reads and their sizes as inputs, `model_outputs` (and
+/// their sizes) as outputs, the batch and dynamic axes dynamic.
+absl::StatusOr<ExportResult> export_onnx_config(const std::string& config_path,
+                                                const std::vector<CheckpointParam>& params,
+                                                const CheckpointCheck& check,
+                                                const std::string& out,
+                                                const std::string& log_path);
+
 /// The GPUs that `backend` ("tf", "torch") sees on this machine, where RETURNN
 /// would run a config without a `device` (a GPU when there is one). With
 /// `device` "gpu" and none to use (no GPU, or a TensorFlow without CUDA):

@@ -22,6 +22,7 @@
 #include "compiler/pipeline.h"
 #include "emit/file_util.h"
 #include "emit/target.h"
+#include "emit/torch/legalize.h"
 #include "ir/diagnostic.h"
 #include "ir/dot.h"
 #include "ir/json.h"
@@ -178,6 +179,23 @@ const std::vector<Command>& commands() {
        "is the label error. --length-norm on (the default, RETURNN's): hypotheses are ranked\n"
        "by their log-probs' sum divided by their length (the end label included); off: by\n"
        "the sum. CKPT, DIR and SET as for eval; --preload as for forward."},
+      {"export",
+       "export MODEL --onnx OUT.onnx [--checkpoint CKPT] [--workdir DIR]\n"
+       "                  [--output NAME[,NAME...]] [--allow-extra-params] [--set NAME=VALUE]",
+       "Exports MODEL with the torch checkpoint CKPT (default: the last one of DIR, the\n"
+       "torch default workdir) to ONNX at OUT.onnx, as RETURNN's torch_export_to_onnx.py\n"
+       "does (opset 17, evaluation: dropout off): the inputs are the data the model reads\n"
+       "and their sizes (RETURNN's raw names: 'data', 'data:size0' the batch size,\n"
+       "'data:size1' the lengths), the outputs every output mark by its name with its\n"
+       "sizes ('output', 'output:size1', ...); the batch and the dynamic axes are dynamic.\n"
+       "--output: only these output marks (and what computes them), e.g. an encoder.\n"
+       "Before OUT is kept, ONNX Runtime runs it on three random batches of other sizes\n"
+       "than the traced one and must give the torch forward's outputs within 1e-4.\n"
+       "The torch target only (a TF checkpoint: convert-checkpoint --from tf first). A\n"
+       "model with an op ONNX cannot take (a loop over a dynamic axis: traced, it would\n"
+       "be unrolled at the example's length) is an error naming it, before anything is\n"
+       "written. OUT is written beside itself, then renamed into place. Tracebacks go to\n"
+       "$TMPDIR/retc-export-MODEL.log."},
       {"convert-checkpoint",
        "convert-checkpoint MODEL --from tf|torch IN OUT [--allow-extra-params] [--set NAME=VALUE]",
        "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
@@ -964,6 +982,33 @@ std::vector<runtime::CheckpointParam> checkpoint_params(const ir::Graph& g) {
   return params;
 }
 
+// --checkpoint CKPT, else the last one of --workdir (the model's default
+// workdir): its absolute path, or why there is none.
+absl::StatusOr<std::string> checkpoint_arg(const Args& a, const ModelDef& m,
+                                           const emit::Target& target) {
+  const bool torch = target.name == "torch";
+  const std::string workdir = workdir_arg(a, m, target);
+  std::string checkpoint;
+  if (auto it = a.flags.find("--checkpoint"); it != a.flags.end()) {
+    checkpoint = it->second;
+  } else {
+    checkpoint = last_checkpoint(workdir + "/model", target.name);
+    if (checkpoint.empty()) {
+      return absl::NotFoundError(absl::StrCat("no ", target.name, " checkpoint in '", workdir,
+                                              "/model' (train '", m.name,
+                                              "' first, or pass --checkpoint)"));
+    }
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(torch ? checkpoint : checkpoint + ".index", ec)) {
+    return absl::NotFoundError(torch ? absl::StrCat("no torch checkpoint '", checkpoint, "'")
+                                     : absl::StrCat("no TF checkpoint '", checkpoint, "' (no '",
+                                                    checkpoint, ".index'; pass the prefix, e.g. ",
+                                                    workdir, "/model/network.005)"));
+  }
+  return std::filesystem::absolute(checkpoint, ec).lexically_normal().string();
+}
+
 // Eval, forward and search: a checkpoint on a dataset.
 int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task) {
   auto m = model_arg(models, a);
@@ -1001,25 +1046,9 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
     check.preload_path =
         std::filesystem::absolute(check.preload_path, ec).lexically_normal().string();
   }
-  const std::string workdir = workdir_arg(a, *m, target);
-  std::string checkpoint;
-  if (auto it = a.flags.find("--checkpoint"); it != a.flags.end()) {
-    checkpoint = it->second;
-  } else {
-    checkpoint = last_checkpoint(workdir + "/model", target.name);
-    if (checkpoint.empty()) {
-      return error(absl::NotFoundError(absl::StrCat("no ", target.name, " checkpoint in '", workdir,
-                                                    "/model' (train '", m->name,
-                                                    "' first, or pass --checkpoint)")));
-    }
-  }
-  if (!std::filesystem::exists(torch ? checkpoint : checkpoint + ".index", ec)) {
-    return error(absl::NotFoundError(
-        torch ? absl::StrCat("no torch checkpoint '", checkpoint, "'")
-              : absl::StrCat("no TF checkpoint '", checkpoint, "' (no '", checkpoint,
-                             ".index'; pass the prefix, e.g. ", workdir, "/model/network.005)")));
-  }
-  checkpoint = std::filesystem::absolute(checkpoint, ec).lexically_normal().string();
+  auto found = checkpoint_arg(a, *m, target);
+  if (!found.ok()) return error(found.status());
+  const std::string checkpoint = *found;
   TempDir tmp;
   if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
   emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
@@ -1106,6 +1135,70 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
               << " (" << s["seq_errors"] << " of " << seqs << " sequences)\n";
     std::cout << t.data_name << " label error: " << (refs > 0 ? s["label_errors"] / refs : 0.0)
               << std::endl;
+  }
+  return kOk;
+}
+
+// ONNX export (torch): a checkpoint's model with its output marks.
+int cmd_export(const std::vector<ModelDef>& models, const Args& a) {
+  auto m = model_arg(models, a);
+  if (!m.ok()) return model_arg_error(m.status());
+  auto out = a.flags.find("--onnx");
+  if (out == a.flags.end()) return usage_error("export needs --onnx OUT.onnx");
+  if (auto it = a.flags.find("--backend"); it != a.flags.end() && it->second != "torch") {
+    auto named = runtime::find_backend(it->second);
+    if (!named.ok()) return usage_error(named.status().message());
+    return usage_error(absl::StrCat("export: the ", it->second,
+                                    " target has no ONNX export (RETURNN exports its torch "
+                                    "engine's models): use --backend torch, and convert a TF "
+                                    "checkpoint with convert-checkpoint --from tf"));
+  }
+  const runtime::Backend* backend = runtime::find_backend("torch").value();
+  const emit::Target& target = backend->target;
+  // What cannot be exported is an error first, at the model's line.
+  absl::StatusOr<ir::Graph> graph;
+  if (auto it = a.flags.find("--output"); it != a.flags.end()) {
+    graph = emit::compile_outputs(*m, target, absl::StrSplit(it->second, ','));
+  } else {
+    graph = emit::compile_model(*m, target, emit::Task::kForward);
+  }
+  if (!graph.ok()) return error(graph.status());
+  if (absl::Status s = emit::torch::check_exportable(*graph); !s.ok()) return error(s);
+  auto found = checkpoint_arg(a, *m, target);
+  if (!found.ok()) return error(found.status());
+  TempDir tmp;
+  if (tmp.path().empty()) return error(absl::InternalError("cannot create a temp directory"));
+  emit::ConfigOptions opts = config_options(*m, tmp.path() + "/model");
+  opts.device = "cpu";
+  emit::TaskOptions& t = opts.task;
+  t.task = emit::Task::kForward;
+  t.load = *found;
+  t.export_outputs = true;
+  t.data_name = "dev";
+  t.data = opts.training.dev;
+  auto text = target.write_config(*graph, opts);
+  if (!text.ok()) return error(text.status());
+  const std::string path = tmp.path() + "/returnn.config";
+  if (absl::Status s = emit::write_file_atomic(path, *text); !s.ok()) return error(s);
+  // Written in a private directory beside OUT, renamed into place once complete.
+  auto scratch = emit::ScratchDir::beside(out->second);
+  if (!scratch.ok()) return error(scratch.status());
+  runtime::CheckpointCheck check;
+  check.allow_extra_params = a.flags.contains("--allow-extra-params");
+  const std::string log = temp_log("export", m->name);
+  std::cout << "retc: export '" << m->name << "' (torch) with " << *found << " to ONNX"
+            << std::endl;
+  auto r =
+      runtime::export_onnx_config(path, checkpoint_params(*graph), check, scratch->file(), log);
+  std::cout.flush();
+  if (!r.ok()) return error(r.status());
+  if (absl::Status s = scratch->commit(); !s.ok()) return error(s);
+  std::cout << "retc: wrote " << out->second << " (ONNX opset " << r->opset << "): inputs "
+            << absl::StrJoin(r->inputs, ", ") << "; outputs " << absl::StrJoin(r->outputs, ", ")
+            << std::endl;
+  for (const runtime::ExportResult::Check& c : r->checks) {
+    std::cout << "retc: ONNX Runtime = torch on " << c.batch << " sequences of up to " << c.frames
+              << " frames: max |diff| " << c.max_diff << std::endl;
   }
   return kOk;
 }
@@ -1326,7 +1419,9 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "convert-checkpoint") valued = {"--from"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search")
     valued = {"--checkpoint", "--workdir", "--data", "--device"};
-  if (cmd == "eval" || cmd == "forward" || cmd == "search" || cmd == "convert-checkpoint")
+  if (cmd == "export") valued = {"--onnx", "--checkpoint", "--workdir", "--output"};
+  if (cmd == "eval" || cmd == "forward" || cmd == "search" || cmd == "convert-checkpoint" ||
+      cmd == "export")
     boolean = {"--allow-extra-params"};
   if (cmd == "eval" || cmd == "train") boolean.push_back("--allow-nonfinite");
   if (cmd == "forward" || cmd == "search") valued.insert(valued.end(), {"-o", "--preload"});
@@ -1371,6 +1466,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "eval") return cmd_task(models, *args, emit::Task::kEval);
   if (cmd == "forward") return cmd_task(models, *args, emit::Task::kForward);
   if (cmd == "search") return cmd_task(models, *args, emit::Task::kSearch);
+  if (cmd == "export") return cmd_export(models, *args);
   return cmd_dump_ir(models, *args);
 }
 

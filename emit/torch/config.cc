@@ -160,6 +160,13 @@ ParamUse write_param_options(CodeWriter& w, const ir::Graph& g) {
   return use;
 }
 
+// The name of the first output mark on `value`.
+std::string mark_name_of(const ir::Graph& g, const ir::Node& value) {
+  for (const ir::Mark& m : g.marks())
+    if (m.kind == ir::Mark::Kind::kOutput && &g.node(m.node) == &value) return m.name;
+  return value.name;
+}
+
 // Forward and search: forward_step gives the marked value to RETURNN's
 // forward callback (an HDF file, or the search's hypotheses).
 absl::Status write_forward(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
@@ -169,15 +176,45 @@ absl::Status write_forward(CodeWriter& w, const ir::Graph& g, const ir::DimTable
                               ? first_marked(g, ir::Mark::Kind::kOutput, "output")
                               : first_marked(g, ir::Mark::Kind::kSearch);
   if (!value) return absl::InternalError("a forward or search config without its output");
+  // The outputs by their marks' names: forward's one (the HDF's), or every
+  // output mark for an export, declared in model_outputs (RETURNN's export
+  // names the ONNX outputs by them).
+  std::vector<std::pair<std::string, const ir::Node*>> outputs;
+  if (opts.task.export_outputs) {
+    for (const ir::Mark& m : g.marks())
+      if (m.kind == ir::Mark::Kind::kOutput) outputs.emplace_back(m.name, &g.node(m.node));
+  } else {
+    outputs.emplace_back(task == Task::kForward ? mark_name_of(g, *value) : value->name, value);
+  }
   w.blank();
   {
     auto step = w.block("def forward_step(*, model, extern_data, **_kwargs):");
     write_step_code(w, g, t, loops);
-    w.line("rf.get_run_ctx().mark_as_output(", value->name, ", ", PyValue(value->name).repr(),
-           ", dims=_batch_major(", value->name, "))");
+    for (const auto& [name, node] : outputs) {
+      w.line("rf.get_run_ctx().mark_as_output(", node->name, ", ", PyValue(name).repr(),
+             ", dims=_batch_major(", node->name, "))");
+    }
   }
   w.blank();
   w.blank();
+  if (opts.task.export_outputs) {
+    PyValue model_outputs = PyValue::dict();
+    for (const auto& [name, node] : outputs) {
+      // _batch_major's order: the batch dim, the dynamic dims, the static ones.
+      std::vector<ir::Dim> dims;
+      for (int pass = 0; pass < 3; ++pass) {
+        for (const ir::Dim& d : node->type.dims) {
+          const int rank = d.is_batch() ? 0 : d.is_dynamic() ? 1 : 2;
+          if (rank == pass) dims.push_back(d);
+        }
+      }
+      PyValue o = PyValue::dict(
+          {{"dims", dims_value(t, dims)}, {"dtype", std::string(dtype_name(node->type.dtype))}});
+      if (node->type.sparse_dim) o.set("sparse_dim", dim_ref(t, *node->type.sparse_dim));
+      model_outputs.append(name, std::move(o));
+    }
+    w.raw(format_assignment("model_outputs", model_outputs));
+  }
   PyValue callback;
   if (task == Task::kForward) {
     // As RETURNN's TF forward: the feature dim's size, or the classes' if sparse.
@@ -185,7 +222,7 @@ absl::Status write_forward(CodeWriter& w, const ir::Graph& g, const ir::DimTable
     int64_t dim = 0;
     for (const ir::Dim& d : ty.dims) dim = d.size().value_or(dim);
     if (ty.sparse_dim) dim = ty.sparse_dim->size().value_or(0);
-    callback = PyValue::call("_HdfWriter", {opts.task.output_file, value->name, dim,
+    callback = PyValue::call("_HdfWriter", {opts.task.output_file, outputs[0].first, dim,
                                             static_cast<int64_t>(ty.dims.size()) - 1});
   } else {
     callback = PyValue::call("_SearchWriter", {opts.task.output_file, value->name});

@@ -144,6 +144,26 @@ def _torch_gate_order(w, gates, out_dim):
     return rf.gather(w, indices=indices, axis=gates)
 
 
+def _lstm_traced(x, w, w_re, b, h0, c0, *, axis, batch_dims, in_dim, gates, out_dim):
+    """_lstm's frames for an ONNX export (torch.onnx traces the step): torch.lstm over
+    the padded frames, sizes taken from the tensors, not rf's packed sequence (whose
+    batch size rf's LSTM takes as a Python number, which tracing makes a constant).
+    Each sequence's frames are the same: those after its end come later (a forward
+    LSTM; a backward one reads the reversed sequence); the padding's outputs are
+    garbage as ever. The final state would differ, so with_state takes rf's way."""
+    raw = x.copy_transpose([axis] + batch_dims + [in_dim]).raw_tensor
+    flat = raw.reshape(raw.shape[0], -1, raw.shape[-1])
+    state = [s.copy_transpose(batch_dims + [out_dim]).raw_tensor.reshape(1, flat.shape[1], -1).to(raw.dtype)
+             for s in (h0, c0)]
+    half = b.raw_tensor * 0.5  # as rf's LSTM: half the bias each for torch's two
+    params = (w.copy_compatible_to_dims([gates, in_dim]).raw_tensor,
+              w_re.copy_compatible_to_dims([gates, out_dim]).raw_tensor, half, half)
+    out, _, _ = torch.lstm(flat, tuple(state), params, True, 1, 0.0, False, False, False)
+    out = out.reshape(list(raw.shape[:-1]) + [out.shape[-1]])
+    return rf.Tensor("lstm", dims=[axis] + batch_dims + [out_dim], dtype=x.dtype, raw_tensor=out,
+                     feature_dim=out_dim)
+
+
 def _lstm(x, w, w_re, b, *, axis, out_dim, backward, initial=None, with_state=False):
     """An LSTM over `axis` with retc's params w [in, 4*out], w_re [out, 4*out],
     b [4*out], gates in TF's order (see _torch_gate_order), from the state `initial`
@@ -157,6 +177,10 @@ def _lstm(x, w, w_re, b, *, axis, out_dim, backward, initial=None, with_state=Fa
     if initial is None:
         initial = (rf.zeros(batch_dims + [out_dim]),) * 2
     h0, c0 = (rf.expand_dims(s, [d for d in batch_dims if d not in s.dims]) for s in initial)
+    if torch.onnx.is_in_onnx_export() and not with_state:
+        y = _lstm_traced(x, w, w_re, b, h0, c0, axis=axis, batch_dims=batch_dims, in_dim=in_dim,
+                         gates=gates, out_dim=out_dim)
+        return rf.reverse_sequence(y, axis=axis) if backward else y
     y, final = x._raw_backend.lstm(
         source=x, state_c=c0, state_h=h0,
         ff_weight=w.copy_compatible_to_dims([gates, in_dim]),
@@ -323,8 +347,16 @@ def _pad_same(x, *, axes, sizes, strides, dilation, value, out_dims=None):
     frames in all (k the dilated window), the odd one on the right."""
     pads = []
     for axis, k, s in zip(axes, sizes, strides):
-        n = x.raw_tensor.shape[x.dims.index(axis)]
-        total = max((k - 1) * dilation - (n - 1) % s, 0)
+        if s == 1:  # (k - 1) * dilation, whatever the length (an ONNX export traces no length)
+            total = (k - 1) * dilation
+        else:
+            if torch.jit.is_tracing() and axis.dimension is None:
+                raise ValueError(
+                    "ONNX export: a strided conv with \"same\" padding over the dynamic axis %s pads by its "
+                    "length modulo the stride (TF's way), which tracing would fix at the example's length"
+                    % axis.name)
+            n = int(x.raw_tensor.shape[x.dims.index(axis)])
+            total = max((k - 1) * dilation - (n - 1) % s, 0)
         pads.append((total // 2, total - total // 2))
     if not any(left or right for left, right in pads):
         return x, axes

@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "ir/diagnostic.h"
 #include "ir/format.h"
+#include "ir/loops.h"
+#include "ir/status_macros.h"
 
 namespace retc::emit::torch {
 
@@ -73,6 +75,32 @@ absl::StatusOr<bool> legalize(ir::Graph& g) {
     }
   }
   return false;
+}
+
+absl::Status check_exportable(const ir::Graph& g) {
+  ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    const int32_t l = loops.loop_of[i];
+    if (l >= 0) {
+      const ir::Loop& loop = loops.loops[l];
+      if (loop.end.valid() || !loop.axis || loop.axis->is_dynamic()) {
+        return ir::user_error(
+            n, absl::StrCat("ONNX export: computed in a loop over ",
+                            loop.axis ? loop.axis->describe() : std::string("a new axis"),
+                            ", which the torch target writes as a Python loop: traced for "
+                            "ONNX, it would be unrolled at the example's length (loops over a "
+                            "static axis export)"));
+      }
+    }
+    if (n.kind == ir::NodeKind::kCond && g.node(n.inputs[0]).kind != ir::NodeKind::kTrainFlag) {
+      return ir::user_error(n,
+                            "ONNX export: nn::cond on a computed predicate is a Python `if` on "
+                            "the torch target: traced for ONNX, the example's branch would be "
+                            "baked in (use nn::where)");
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace retc::emit::torch

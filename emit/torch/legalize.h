@@ -16,6 +16,13 @@ namespace retc::emit::torch {
 
 absl::StatusOr<bool> legalize(ir::Graph& g);
 
+/// Whether `g` (a forward graph) exports to ONNX as traced (`retc export`):
+/// no loop over a dynamic axis or until an end condition (the torch target's
+/// Python loop would be traced unrolled at the example's length), no cond on
+/// a computed predicate (traced, one branch would be baked in); else the
+/// user's error at the op's line, naming it.
+absl::Status check_exportable(const ir::Graph& g);
+
 /// The rf function of an activation; empty: not lowered.
 absl::string_view rf_activation(absl::string_view func);
 
