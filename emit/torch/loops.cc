@@ -326,12 +326,11 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
   }
   // The param assignments, after every read of their params, in training only.
   scope.reset();
-  std::optional<CodeWriter::Scope> train;
-  for (const ir::Node& n : g.nodes()) {
-    if (n.kind != ir::NodeKind::kParamAssign) continue;
-    if (!train) train.emplace(w.block("if rf.get_run_ctx().train_flag:"));
-    write_assignment(w, g, t, n);
-  }
+  const auto is_assign = [](const ir::Node& n) { return n.kind == ir::NodeKind::kParamAssign; };
+  if (std::none_of(g.nodes().begin(), g.nodes().end(), is_assign)) return;
+  auto train = w.block("if rf.get_run_ctx().train_flag:");
+  for (const ir::Node& n : g.nodes())
+    if (is_assign(n)) write_assignment(w, g, t, n);
 }
 
 }  // namespace retc::emit::torch
