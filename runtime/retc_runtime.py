@@ -919,7 +919,7 @@ def export_onnx(config_path, mapping, allow_extra, out_path):
     from returnn.config import Config, set_global_config
     from returnn.util.basic import BehaviorVersion, BackendEngine
     import returnn.frontend as rf
-    from returnn.tensor import TensorDict
+    from returnn.tensor import Tensor, TensorDict, batch_dim
     from returnn.torch.frontend.bridge import rf_module_to_pt_module
     from returnn.tensor.utils import tensor_dict_fill_random_numpy_
     from returnn.torch.data.tensor_utils import tensor_dict_numpy_to_torch_
@@ -959,6 +959,22 @@ def export_onnx(config_path, mapping, allow_extra, out_path):
 
         def forward(self, data):
             extern_data = inputs.copy_template()
+            for t in extern_data.data.values():  # the sizes as int64 (see below)
+                for d in t.dims:
+                    if d.is_batch_dim():
+                        d.dyn_size_ext = Tensor("batch", [], dtype="int64")
+                    elif d.is_dynamic():
+                        d.dyn_size_ext = Tensor(d.name, [batch_dim], dtype="int64")
+            # A dim shared by inputs has its size under one name: the others' the same.
+            sizes, data = {}, dict(data)
+            for pass_ in range(2):
+                for key, t in extern_data.data.items():
+                    for i, d in enumerate(t.dims):
+                        name = "%s:size%d" % (key, i)
+                        if pass_ == 0 and name in data:
+                            sizes.setdefault(d, data[name])
+                        elif pass_ == 1 and name not in data and d in sizes:
+                            data[name] = sizes[d]
             extern_data.assign_from_raw_tensor_dict_(data)
             rf.init_forward_step_run_ctx(expected_outputs=outputs)
             forward_step(model=model, extern_data=extern_data)
@@ -972,8 +988,10 @@ def export_onnx(config_path, mapping, allow_extra, out_path):
     tensor_dict_fill_random_numpy_(inputs, rnd=1)
     tensor_dict_numpy_to_torch_(inputs)
     raw = inputs.as_raw_tensor_dict()
-    input_names = raw_names(inputs)
-    raw = {k: raw[k] for k in input_names}
+    # The sizes as int64 inputs: rf builds shapes from dim values (the batch size, a
+    # dynamic dim's longest length), which ONNX concatenates with its int64 constants.
+    raw = {k: v.to(torch.int64) if ":size" in k else v for k, v in raw.items()}
+    input_names = list(raw)  # RETURNN's (a dim shared by inputs: its size once)
     # Dynamic: the batch axis ("batch") and each dynamic axis (by its dim's name), in
     # the tensors and in the lengths ([batch]); the batch size is a scalar.
     dynamic_axes = {}
@@ -989,9 +1007,39 @@ def export_onnx(config_path, mapping, allow_extra, out_path):
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         torch.onnx.export(Forward(), (raw, {}), out_path, input_names=input_names, output_names=raw_names(outputs),
                           dynamic_axes=dynamic_axes, opset_version=ONNX_OPSET, dynamo=False)
+    _int_relu_as_max(out_path)
     checks = _check_onnx(out_path, Forward(), inputs, outputs, raw_names)
     _flush()
     return input_names, raw_names(outputs), ONNX_OPSET, checks
+
+
+def _int_relu_as_max(path):
+    """Each Relu of an integer tensor in the ONNX file at `path` as Max(x, 0): rf's dim
+    arithmetic takes relu of lengths (a padded or convolved dim's), which ONNX allows on
+    ints but ONNX Runtime implements for floats only."""
+    import numpy
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(path)
+    typed = onnx.shape_inference.infer_shapes(model)
+    elem = {v.name: v.type.tensor_type.elem_type
+            for v in list(typed.graph.value_info) + list(typed.graph.input) + list(typed.graph.output)}
+    ints = {onnx.TensorProto.INT32: "int32", onnx.TensorProto.INT64: "int64"}
+    nodes, changed = [], False
+    for n in model.graph.node:
+        dtype = ints.get(elem.get(n.input[0])) if n.op_type == "Relu" else None
+        if dtype is None:
+            nodes.append(n)
+            continue
+        zero = n.name + "_zero"
+        nodes.append(helper.make_node("Constant", [], [zero], value=numpy_helper.from_array(numpy.zeros((), dtype))))
+        nodes.append(helper.make_node("Max", [n.input[0], zero], list(n.output), name=n.name))
+        changed = True
+    if changed:
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+        onnx.save(model, path)
 
 
 def _check_onnx(path, forward, inputs, outputs, raw_names):
@@ -1029,7 +1077,8 @@ def _check_onnx(path, forward, inputs, outputs, raw_names):
                     feed["%s:size%d" % (key, i)] = numpy.array(batch, "int32")
                 elif d.is_dynamic():
                     feed["%s:size%d" % (key, i)] = d.dyn_size_ext.raw_tensor
-        feed = {i.name: numpy.asarray(feed[i.name]) for i in session.get_inputs()}
+        types = {"tensor(int32)": "int32", "tensor(int64)": "int64", "tensor(float)": "float32"}
+        feed = {i.name: numpy.asarray(feed[i.name]).astype(types[i.type]) for i in session.get_inputs()}
         got = dict(zip(out_names, session.run(None, feed)))
         with torch.no_grad():
             want = {k: v.numpy() for k, v in forward({k: torch.tensor(v) for k, v in feed.items()}).items()}

@@ -365,11 +365,56 @@ def _pad_same(x, *, axes, sizes, strides, dilation, value, out_dims=None):
     return rf.pad(x, axes=axes, padding=pads, value=value, out_dims=out_dims)
 
 
+def _conv_same_traced(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation, groups):
+    """_conv's "same" for an ONNX export (torch.onnx traces the step) where a dynamic
+    axis is strided: TF pads it by its length modulo the stride, which the traced graph
+    must compute from the tensor. So such an axis is padded by the most TF ever pads on
+    its left (and enough on its right), convolved with stride 1, and every stride-th
+    frame taken from the offset that TF's padding of this length gives: _conv's frames."""
+    pads, conv_strides, picks = [], [], []
+    for axis, k, s in zip(axes, [k.dimension for k in kernel], strides):
+        span = (k - 1) * dilation
+        if s > 1 and axis.dimension is None:
+            pads.append((span // 2, span - span // 2 + s - 1))
+            conv_strides.append(1)
+            picks.append((x.raw_tensor.shape[x.dims.index(axis)], span, s))
+        else:
+            n = int(x.raw_tensor.shape[x.dims.index(axis)]) if s > 1 else 1
+            total = max(span - (n - 1) % s, 0)
+            pads.append((total // 2, total - total // 2))
+            conv_strides.append(s)
+            picks.append(None)
+    x, padded = rf.pad(x, axes=axes, padding=pads, value=0.0)
+    y, computed = rf.conv(x, in_dim=in_dim, out_dim=out_dim, in_spatial_dims=padded, filter=w, filter_size=kernel,
+                          padding="valid", strides=conv_strides, dilation_rate=dilation, groups=groups, bias=b,
+                          use_mask=False)
+    raw, dims, computed = y.raw_tensor, list(y.dims), list(computed)
+    for i, pick in enumerate(picks):
+        if pick is None:
+            continue
+        n, span, s = pick
+        total = span - (n - 1) % s
+        left = torch.maximum(total, torch.zeros_like(total)) // 2  # TF's, for this length (an int Max: ORT has no int Relu)
+        frames = torch.arange((n + s - 1) // s) * s + (span // 2 - left)
+        pos = dims.index(computed[i])
+        raw = raw.index_select(pos, frames)
+        d = out_axes[i]  # TF's lengths: ceil(n / stride) per sequence
+        d.reset_eager()
+        d.dyn_size_ext = (axes[i].dyn_size_ext + (s - 1)) // s
+        dims[pos] = computed[i] = d
+    y = rf.Tensor("conv", dims=dims, dtype=y.dtype, raw_tensor=raw, feature_dim=out_dim)
+    return _windowed(y, computed, out_axes, axes)
+
+
 def _conv(x, w, b, *, in_dim, out_dim, axes, out_axes, kernel, strides, dilation, groups, padding):
     """RETURNN's TF conv layer: frames past a sequence's end are 0 (masked),
     "same" pads as TF does; the model's out axes."""
     x = x.copy_masked(0.0, dims=[d for d in axes if d.dimension is None])
     in_axes = axes
+    if padding == "same" and torch.jit.is_tracing() and any(
+            s > 1 and a.dimension is None for a, s in zip(axes, strides)):
+        return _conv_same_traced(x, w, b, in_dim=in_dim, out_dim=out_dim, axes=axes, out_axes=out_axes,
+                                 kernel=kernel, strides=strides, dilation=dilation, groups=groups)
     if padding == "same":
         x, axes = _pad_same(x, axes=axes, sizes=[k.dimension for k in kernel], strides=strides,
                             dilation=dilation, value=0.0)
