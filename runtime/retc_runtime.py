@@ -1110,6 +1110,174 @@ def _check_onnx(path, forward, inputs, outputs, raw_names):
     return checks
 
 
+class MapRule:
+    """A rule of a checkpoint map (import_checkpoint): retc's param name pattern, the
+    other tool's name pattern, the ops that make the other layout retc's."""
+
+    def __init__(self, where, retc, source, ops):
+        import re
+
+        self.where, self.retc, self.source, self.ops = where, retc, source, ops
+        names = re.findall(r"\{(\w+)\}", retc)
+        if sorted(names) != sorted(set(re.findall(r"\{(\w+)\}", source))) or len(set(names)) != len(names):
+            raise RetcError("%s: the captures of %r and %r differ (each {name} once on each side)"
+                            % (where, retc, source))
+        pattern = ""
+        for part in re.split(r"(\{\w+\})", retc):
+            pattern += "(?P<%s>[^./]+)" % part[1:-1] if re.fullmatch(r"\{\w+\}", part) else re.escape(part)
+        self.pattern = re.compile(pattern + "$")
+
+    def source_name(self, name):
+        m = self.pattern.match(name)
+        if not m:
+            return None
+        out = self.source
+        for k, v in m.groupdict().items():
+            out = out.replace("{%s}" % k, v)
+        return out
+
+
+def parse_checkpoint_map(path):
+    """A checkpoint map: one rule a line, `RETC_NAME SOURCE_NAME [OP ...]` (retc's name as
+    torch keys it, `encoder.layers.0.ff1.weight`; a `{name}` capture matches one part of a
+    name between dots or slashes and stands for the same text on the other side), `#`
+    comments. OPs, applied in order to the source's value: `transpose=P` (a permutation,
+    e.g. 1,0), `reshape=S` (a shape, e.g. 512), `gates=ORDER` (the last axis's 4 equal
+    blocks, in the source's gate order of i, f, g (cell input), o, to retc's LSTM order
+    g, i, f, o: torch's LSTM is `gates=ifgo`), `scale=X`."""
+    rules = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            where = "%s:%d" % (path, number)
+            if len(words) < 2:
+                raise RetcError("%s: a rule is RETC_NAME SOURCE_NAME [OP ...], got %r" % (where, line.strip()))
+            ops = []
+            for op in words[2:]:
+                name, _, arg = op.partition("=")
+                try:
+                    if name in ("transpose", "reshape"):
+                        value = [int(v) for v in arg.split(",")]
+                    elif name == "gates":
+                        if sorted(arg) != sorted("ifgo"):
+                            raise ValueError(arg)
+                        value = arg
+                    elif name == "scale":
+                        value = float(arg)
+                    else:
+                        raise RetcError("%s: unknown op %r (transpose=P, reshape=S, gates=ORDER, scale=X)"
+                                        % (where, name))
+                except ValueError:
+                    raise RetcError("%s: %s needs %s, got %r" % (
+                        where, name, {"transpose": "a permutation like 1,0", "reshape": "a shape like 512,64",
+                                      "gates": "an order of i, f, g, o like ifgo", "scale": "a number"}[name], arg))
+                ops.append((name, value))
+            rules.append(MapRule(where, words[0], words[1], ops))
+    if not rules:
+        raise RetcError("%s has no rules" % path)
+    return rules
+
+
+def _apply_map_ops(value, ops):
+    import numpy
+
+    for name, arg in ops:
+        if name == "transpose":
+            value = numpy.transpose(value, arg)
+        elif name == "reshape":
+            value = numpy.reshape(value, arg)
+        elif name == "scale":
+            value = value * arg
+        elif name == "gates":
+            blocks = numpy.split(value, 4, axis=-1)
+            value = numpy.concatenate([blocks[arg.index(g)] for g in "gifo"], axis=-1)
+    return numpy.ascontiguousarray(value)
+
+
+def import_checkpoint(fmt, map_path, mapping, in_path, to, out_path):
+    """Another tool's checkpoint as retc's: `fmt` "returnn-tf" (a TF checkpoint prefix, a
+    hand-written RETURNN config's) or "torch-state-dict" (a .pt of a state dict, or of a
+    dict with one under "model": i6_models, RETURNN's torch engine), renamed and laid out
+    by the map at `map_path` (parse_checkpoint_map) into retc's params (`mapping`:
+    (TF name, torch key, shape) each), written for the target `to` ("tf": a TF checkpoint
+    prefix, "torch": a RETURNN torch .pt) at `out_path` (a scratch path; the caller renames
+    it into place). Every retc param must be matched by exactly one rule, find its source
+    and get its shape, else one line naming the first that does not. Returns (params,
+    unmatched source names)."""
+    import numpy
+
+    rules = parse_checkpoint_map(map_path)
+    if fmt == "returnn-tf":
+        import tensorflow as tf
+
+        if not os.path.exists(in_path + ".index"):
+            raise FileNotFoundError("no TF checkpoint %s (no %s.index)" % (in_path, in_path))
+        reader = tf.train.load_checkpoint(in_path)
+        names = [k for k in reader.get_variable_to_shape_map() if not _is_tf_bookkeeping(k)]
+        get = reader.get_tensor
+    elif fmt == "torch-state-dict":
+        import torch
+
+        if not os.path.exists(in_path):
+            raise FileNotFoundError("no torch checkpoint %s" % in_path)
+        ckpt = torch.load(in_path, map_location="cpu", weights_only=False)
+        state = ckpt["model"] if isinstance(ckpt, dict) and isinstance(ckpt.get("model"), dict) else ckpt
+        if not isinstance(state, dict):
+            raise CheckpointMismatch("%s holds no state dict (a %s)" % (in_path, type(state).__name__))
+        names = list(state)
+        get = lambda k: state[k].detach().cpu().numpy()  # noqa: E731
+    else:
+        raise ValueError("unknown checkpoint format %r" % (fmt,))
+    known, used, values = set(names), set(), {}
+    for tf_name, key, shape in mapping:
+        hits = [(r, r.source_name(key)) for r in rules]
+        hits = [(r, n) for r, n in hits if n is not None]
+        if not hits:
+            raise CheckpointMismatch("the map matches no rule to retc's param %s (shape %s)" % (key, list(shape)))
+        if len(hits) > 1:
+            raise CheckpointMismatch("retc's param %s is matched by two rules: %s and %s"
+                                     % (key, hits[0][0].where, hits[1][0].where))
+        rule, source = hits[0]
+        if source not in known:
+            raise CheckpointMismatch("retc's param %s: %s (%s) has no %s" % (key, in_path, rule.where, source))
+        try:
+            value = _apply_map_ops(get(source), rule.ops)
+        except ValueError as exc:
+            raise CheckpointMismatch("retc's param %s: %s's %s: %s (%s)" % (key, in_path, source, exc, rule.where))
+        if list(value.shape) != list(shape):
+            raise CheckpointMismatch("retc's param %s has the shape %s, but %s's %s gives %s (%s)"
+                                     % (key, list(shape), in_path, source, list(value.shape), rule.where))
+        used.add(source)
+        values[(tf_name, key)] = value
+    if to == "torch":
+        import torch
+
+        with _naming_full_disk(out_path):
+            torch.save({"model": {k: torch.from_numpy(v) for (_, k), v in values.items()}, "epoch": 0, "step": 0,
+                        "effective_learning_rate": None}, out_path)
+    else:
+        _save_tf_variables({n: v for (n, _), v in values.items()}, 0, out_path)
+    return len(values), sorted(known - used)
+
+
+def _save_tf_variables(values, step, out_path):
+    """A TF checkpoint at the prefix `out_path` (.index, .data, .meta: RETURNN's TF
+    engine loads one only with its .meta) of {variable name: value} and global_step."""
+    import numpy
+    import tensorflow as tf
+    import returnn.tf.compat as tf_compat
+
+    with tf.Graph().as_default(), _naming_full_disk(out_path):
+        variables = [tf.Variable(v, name=n) for n, v in values.items()]
+        variables.append(tf.Variable(numpy.int64(step), name="global_step"))
+        saver = tf_compat.v1.train.Saver(var_list=variables, write_version=tf_compat.v1.train.SaverDef.V2)
+        with tf_compat.v1.Session() as session:
+            session.run(tf_compat.v1.global_variables_initializer())
+            saver.save(session, out_path, write_meta_graph=True, write_state=False)
+
+
 def convert_checkpoint(src, mapping, allow_extra, in_path, out_path):
     """Converts a checkpoint of one backend to the other. `mapping` lists
     (TF variable name, torch state_dict key, shape) for each param: retc's
@@ -1151,24 +1319,14 @@ def convert_checkpoint(src, mapping, allow_extra, in_path, out_path):
         return len(state), epoch, step
     ckpt = torch.load(in_path, map_location="cpu", weights_only=False)
     state = ckpt["model"] if isinstance(ckpt, dict) and "model" in ckpt else ckpt
-    import tensorflow as tf
-    import returnn.tf.compat as tf_compat
-
-    tmp_prefix = out_path
-    with tf.Graph().as_default(), _naming_full_disk(out_path):
-        variables = []
-        for tf_name, key, shape in mapping:  # all there: _check_checkpoint
-            value = state[key].detach().cpu().numpy()
-            check_shape(key, value, shape)
-            variables.append(tf.Variable(value, name=tf_name))
-        step = int(ckpt.get("step", 0)) if isinstance(ckpt, dict) else 0
-        epoch = int(ckpt.get("epoch", 0)) if isinstance(ckpt, dict) else 0
-        variables.append(tf.Variable(numpy.int64(step), name="global_step"))
-        saver = tf_compat.v1.train.Saver(var_list=variables, write_version=tf_compat.v1.train.SaverDef.V2)
-        with tf_compat.v1.Session() as session:
-            session.run(tf_compat.v1.global_variables_initializer())
-            # The .meta too: RETURNN's TF engine loads a checkpoint (`load`) only with one.
-            saver.save(session, tmp_prefix, write_meta_graph=True, write_state=False)
+    values = {}
+    for tf_name, key, shape in mapping:  # all there: _check_checkpoint
+        value = state[key].detach().cpu().numpy()
+        check_shape(key, value, shape)
+        values[tf_name] = value
+    step = int(ckpt.get("step", 0)) if isinstance(ckpt, dict) else 0
+    epoch = int(ckpt.get("epoch", 0)) if isinstance(ckpt, dict) else 0
+    _save_tf_variables(values, step, out_path)
     return len(mapping), epoch, step
 
 

@@ -257,6 +257,19 @@ absl::StatusOr<ConvertResult> convert_checkpoint(const std::string& from,
       "convert_checkpoint", from, checkpoint_mapping(params), check.allow_extra_params, in, out);
 }
 
+absl::StatusOr<ImportResult> import_checkpoint(const std::string& format, const std::string& map,
+                                               const std::vector<CheckpointParam>& params,
+                                               const std::string& in, const std::string& to,
+                                               const std::string& out,
+                                               const std::string& log_path) {
+  return call_logged<ImportResult>(
+      "checkpoint import failed", log_path,
+      [](const py::tuple& r) {
+        return ImportResult{r[0].cast<int64_t>(), r[1].cast<std::vector<std::string>>()};
+      },
+      "import_checkpoint", format, map, checkpoint_mapping(params), in, to, out);
+}
+
 absl::StatusOr<ExportResult> export_onnx_config(const std::string& config_path,
                                                 const std::vector<CheckpointParam>& params,
                                                 const CheckpointCheck& check,

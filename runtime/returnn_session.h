@@ -117,6 +117,23 @@ absl::StatusOr<TrainResult> run_task_config(const std::string& config_path, cons
                                             const CheckpointCheck& check, const std::string& output,
                                             const std::string& log_path);
 
+struct ImportResult {
+  int64_t params = 0;
+  /// The source's params no retc param took (a decoder left out, an optimizer's).
+  std::vector<std::string> unmatched;
+};
+
+/// Another tool's checkpoint `in` (`format`: "returnn-tf", a TF checkpoint prefix;
+/// "torch-state-dict", a .pt state dict) as retc's params (`params`), named and laid out
+/// by the map file `map` (retc_runtime.parse_checkpoint_map), written for the target
+/// `to` ("tf", "torch") at `out`: each param matched by exactly one rule, its source
+/// there and its shape retc's, else an error naming the first that is not.
+absl::StatusOr<ImportResult> import_checkpoint(const std::string& format, const std::string& map,
+                                               const std::vector<CheckpointParam>& params,
+                                               const std::string& in, const std::string& to,
+                                               const std::string& out,
+                                               const std::string& log_path);
+
 struct ExportResult {
   /// The ONNX graph's inputs and outputs, in order (RETURNN's raw names:
   /// "data", "data:size1", "output", ...), and the opset written.

@@ -197,7 +197,9 @@ const std::vector<Command>& commands() {
        "written. OUT is written beside itself, then renamed into place. Tracebacks go to\n"
        "$TMPDIR/retc-export-MODEL.log."},
       {"convert-checkpoint",
-       "convert-checkpoint MODEL --from tf|torch IN OUT [--allow-extra-params] [--set NAME=VALUE]",
+       "convert-checkpoint MODEL --from tf|torch IN OUT [--allow-extra-params] [--set NAME=VALUE]\n"
+       "                  convert-checkpoint MODEL --from returnn-tf|torch-state-dict --map MAP\n"
+       "                  [--to tf|torch] IN OUT [--set NAME=VALUE]",
        "Converts a checkpoint of MODEL from one backend to the other: --from tf reads the TF\n"
        "checkpoint IN (the prefix before .index, e.g. retc-work/MODEL/model/network.005) and\n"
        "writes the RETURNN torch checkpoint OUT (a .pt file); --from torch reads a .pt file and\n"
@@ -206,6 +208,17 @@ const std::vector<Command>& commands() {
        "global train step are kept. Fails, writing nothing, if IN lacks one of MODEL's params,\n"
        "has it with another shape, or has params MODEL lacks (--allow-extra-params: skipped).\n"
        "OUT is written in a directory of its own beside it, then renamed into place.\n"
+       "--from returnn-tf (a hand-written RETURNN config's TF checkpoint) or torch-state-dict\n"
+       "(a .pt state dict: i6_models, plain torch) with --map MAP imports another tool's\n"
+       "checkpoint for --to tf|torch (default: tf for returnn-tf, torch for the other). MAP\n"
+       "has a rule a line, RETC_NAME SOURCE_NAME [OP ...]: retc's param as torch names it\n"
+       "(encoder.layers.0.ff1.weight), the source's name, {name} captures one part of a\n"
+       "name on both sides (encoder.layers.{i}.ff1.weight enc_{i}/ff1/W); OPs make the\n"
+       "source's layout retc's, in order: transpose=1,0, reshape=512, scale=X, gates=ifgo\n"
+       "(an LSTM's 4 gate blocks on the last axis in that order of input, forget, cell\n"
+       "input g, output; torch's is ifgo). Each of MODEL's params must be matched by exactly\n"
+       "one rule, its source there and its shape MODEL's, else an error naming the first\n"
+       "that is not, and nothing is written; the source's params no rule took are listed.\n"
        "Tracebacks go to $TMPDIR/retc-convert-MODEL.log."},
       {"dump-ir",
        "dump-ir MODEL [--backend NAME] [--format text|json|dot|svg] [--debug]\n"
@@ -1203,6 +1216,41 @@ int cmd_export(const std::vector<ModelDef>& models, const Args& a) {
   return kOk;
 }
 
+// convert-checkpoint --from returnn-tf|torch-state-dict --map MAP [--to tf|torch] IN OUT.
+int cmd_import_checkpoint(const ModelDef& m, const Args& a, const std::string& format) {
+  auto map = a.flags.find("--map");
+  if (map == a.flags.end())
+    return usage_error(absl::StrCat("--from ", format, " needs --map MAP (the names' rules)"));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(map->second, ec))
+    return error(absl::NotFoundError(absl::StrCat("--map: no file '", map->second, "'")));
+  std::string to = format == "returnn-tf" ? "tf" : "torch";
+  if (auto it = a.flags.find("--to"); it != a.flags.end()) to = it->second;
+  auto target = runtime::find_backend(to);
+  if (!target.ok()) return usage_error(absl::StrCat("--to: ", target.status().message()));
+  auto g = emit::compile_model(m, (*target)->target);
+  if (!g.ok()) return error(g.status());
+  const std::string& out = a.positional[2];
+  auto scratch = emit::ScratchDir::beside(out);
+  if (!scratch.ok()) return error(scratch.status());
+  const std::string log = temp_log("convert", m.name);
+  auto r = runtime::import_checkpoint(format, map->second, checkpoint_params(*g), a.positional[1],
+                                      to, scratch->file(), log);
+  if (!r.ok()) return error(r.status());
+  const std::vector<std::string> suffixes =
+      to == "torch" ? std::vector<std::string>{""}
+                    : std::vector<std::string>{".data-00000-of-00001", ".meta", ".index"};
+  if (absl::Status s = scratch->commit(suffixes); !s.ok()) return error(s);
+  std::cout << "retc: imported " << r->params << " params of '" << m.name << "' from " << format
+            << " (" << a.positional[1] << ") by " << map->second << " to " << to << " (" << out
+            << ")\n";
+  if (!r->unmatched.empty()) {
+    std::cout << "retc: " << r->unmatched.size() << " params of " << a.positional[1]
+              << " no rule took: " << absl::StrJoin(r->unmatched, ", ") << "\n";
+  }
+  return kOk;
+}
+
 int cmd_convert_checkpoint(const std::vector<ModelDef>& models, const Args& a) {
   if (a.positional.size() != 3) return usage_error("convert-checkpoint needs MODEL, IN and OUT");
   Args model_only = a;
@@ -1210,7 +1258,14 @@ int cmd_convert_checkpoint(const std::vector<ModelDef>& models, const Args& a) {
   auto m = model_arg(models, model_only);
   if (!m.ok()) return model_arg_error(m.status());
   auto from = a.flags.find("--from");
-  if (from == a.flags.end()) return usage_error("convert-checkpoint needs --from tf|torch");
+  if (from == a.flags.end())
+    return usage_error("convert-checkpoint needs --from tf|torch|returnn-tf|torch-state-dict");
+  if (from->second == "returnn-tf" || from->second == "torch-state-dict")
+    return cmd_import_checkpoint(*m, a, from->second);
+  if (a.flags.contains("--map") || a.flags.contains("--to")) {
+    return usage_error(absl::StrCat("--map and --to are for another tool's checkpoint (--from ",
+                                    "returnn-tf|torch-state-dict), not --from ", from->second));
+  }
   auto src = runtime::find_backend(from->second);
   if (!src.ok()) return usage_error(src.status().message());
   // Both targets must lower the model: the checkpoint is for the other one.
@@ -1416,7 +1471,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
           "--param-sync-step", "--dataset-distribution", "--log-verbosity"})
       valued.push_back(f);
   }
-  if (cmd == "convert-checkpoint") valued = {"--from"};
+  if (cmd == "convert-checkpoint") valued = {"--from", "--map", "--to"};
   if (cmd == "eval" || cmd == "forward" || cmd == "search")
     valued = {"--checkpoint", "--workdir", "--data", "--device"};
   if (cmd == "export") valued = {"--onnx", "--checkpoint", "--workdir", "--output"};
