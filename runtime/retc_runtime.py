@@ -1141,7 +1141,9 @@ def parse_checkpoint_map(path):
     """A checkpoint map: one rule a line, `RETC_NAME SOURCE_NAME [OP ...]` (retc's name as
     torch keys it, `encoder.layers.0.ff1.weight`; a `{name}` capture matches one part of a
     name between dots or slashes and stands for the same text on the other side), `#`
-    comments. OPs, applied in order to the source's value: `transpose=P` (a permutation,
+    comments. OPs, applied in order to the source's value (`qkv_heads=H`: the last axis's
+    [q | k | v] blocks with H heads inside each, as torch's MultiheadAttention has them,
+    regrouped per head, RETURNN's fused layout): `transpose=P` (a permutation,
     e.g. 1,0), `reshape=S` (a shape, e.g. 512), `gates=ORDER` (the last axis's 4 equal
     blocks, in the source's gate order of i, f, g (cell input), o, to retc's LSTM order
     g, i, f, o: torch's LSTM is `gates=ifgo`), `scale=X`."""
@@ -1166,13 +1168,18 @@ def parse_checkpoint_map(path):
                         value = arg
                     elif name == "scale":
                         value = float(arg)
+                    elif name == "qkv_heads":
+                        value = int(arg)
+                        if value < 1:
+                            raise ValueError(arg)
                     else:
-                        raise RetcError("%s: unknown op %r (transpose=P, reshape=S, gates=ORDER, scale=X)"
-                                        % (where, name))
+                        raise RetcError("%s: unknown op %r (transpose=P, reshape=S, gates=ORDER, scale=X, "
+                                        "qkv_heads=H)" % (where, name))
                 except ValueError:
                     raise RetcError("%s: %s needs %s, got %r" % (
                         where, name, {"transpose": "a permutation like 1,0", "reshape": "a shape like 512,64",
-                                      "gates": "an order of i, f, g, o like ifgo", "scale": "a number"}[name], arg))
+                                      "gates": "an order of i, f, g, o like ifgo", "scale": "a number",
+                                      "qkv_heads": "a number of heads"}[name], arg))
                 ops.append((name, value))
             rules.append(MapRule(where, words[0], words[1], ops))
     if not rules:
@@ -1193,6 +1200,10 @@ def _apply_map_ops(value, ops):
         elif name == "gates":
             blocks = numpy.split(value, 4, axis=-1)
             value = numpy.concatenate([blocks[arg.index(g)] for g in "gifo"], axis=-1)
+        elif name == "qkv_heads":  # last axis (q|k|v, head, j) -> (head, q|k|v, j)
+            shape = value.shape
+            value = value.reshape(shape[:-1] + (3, arg, -1))
+            value = numpy.moveaxis(value, -3, -2).reshape(shape)
     return numpy.ascontiguousarray(value)
 
 

@@ -961,6 +961,35 @@ void build_e_branchformer(Builder& b) {
   io.finish(m->out_->forward(m->encoder->forward(io.x, io.time)), m->encoder->out_axis(io.time));
 }
 
+// i6_models' ConformerEncoderV1 in retc (#27): the "conv1d" frontend
+// (WindowConvolutionFrontendV1: kernel 3, stride 1, swish), two blocks of ff,
+// mhsa (plain, with a QKV bias: torch's MultiheadAttention), conv, ff; model 8,
+// ff 16, 2 heads, kernel 3; its output the encoder's, no loss.
+// configs/maps/i6_conformer_v1.map loads an i6_models state dict into it
+// (test_import.py).
+void build_i6_conformer(Builder& b) {
+  CtcIo io(b, 5);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out) : Module("i6_conformer") {
+      Dim model = Dim::feature("model", 8), ff = Dim::feature("ff", 16);
+      encoder =
+          register_module("encoder", std::make_shared<nn::ConformerEncoder>(in, model, ff,
+                                                                            nn::ConformerOptions()
+                                                                                .num_layers(2)
+                                                                                .num_heads(2)
+                                                                                .conv_kernel(3)
+                                                                                .rel_pos_clipping(0)
+                                                                                .att_qkv_bias(true)
+                                                                                .frontend("conv1d")
+                                                                                .frontend_kernel(3)
+                                                                                .time_stride(1)));
+    }
+    std::shared_ptr<nn::ConformerEncoder> encoder;
+  };
+  auto m = b.set_root(std::make_shared<Net>(io.in, io.with_blank));
+  m->encoder->forward(io.x, io.time).mark_as_output();
+}
+
 // The Conformer with RETURNN frontend's ConformerEncoder defaults (Transformer-XL
 // relative positions with a QKV bias, depthwise kernel 32, ff 4 x model,
 // swish; its frontend two 3x3 convs of 8 channels, features pooled by 2, time
@@ -1322,6 +1351,7 @@ std::vector<ModelDef> module_test_models() {
       def("mod-log-mel", build_log_mel),
       def("loss-transducer", build_transducer),
       def("mod-conformer-rf", build_conformer_rf),
+      def("mod-i6-conformer", build_i6_conformer),
       def("mod-conformer-order", build_conformer_order),
       def("op-ctc-durations", build_ctc_durations),
       def("mod-e-branchformer", build_e_branchformer),
