@@ -131,8 +131,7 @@ struct ImportResult {
 absl::StatusOr<ImportResult> import_checkpoint(const std::string& format, const std::string& map,
                                                const std::vector<CheckpointParam>& params,
                                                const std::string& in, const std::string& to,
-                                               const std::string& out,
-                                               const std::string& log_path);
+                                               const std::string& out, const std::string& log_path);
 
 struct ExportResult {
   /// The ONNX graph's inputs and outputs, in order (RETURNN's raw names:
