@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -253,8 +254,10 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
     }
     return -1;
   };
-  std::optional<CodeWriter::Scope> scope;  // the open gradient_checkpoint_scope block
-  int scope_of = -1;                       // and the checkpoint it is for
+  // The open gradient_checkpoint_scope block (a unique_ptr, not an optional:
+  // g++ 12 warns of an uninitialized Scope in optional's destructor).
+  std::unique_ptr<CodeWriter::Scope> scope;
+  int scope_of = -1;  // and the checkpoint it is for
   // A checkpointed module's values are dropped (`del`) after their last use,
   // so that no Python name keeps them alive for the backward pass (what the
   // scope does not store, it computes again). Only values whose every use is
@@ -295,7 +298,9 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
         if (const int c = checkpoint_of(n); c != scope_of || (c >= 0 && !scope)) {
           scope.reset();
           scope_of = c;
-          if (c >= 0) scope.emplace(w.block("with rf.gradient_checkpoint_scope():"));
+          if (c >= 0)
+            scope = std::make_unique<CodeWriter::Scope>(
+                w.block("with rf.gradient_checkpoint_scope():"));
         }
         write_assignment(w, g, t, n);
         o.done[i] = progress = true;
