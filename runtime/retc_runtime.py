@@ -910,9 +910,9 @@ def export_onnx(config_path, mapping, allow_extra, out_path):
     checkpoint in `load` (checked against `mapping` first), forward_step traced by
     torch.onnx.export on a random batch, in evaluation. Inputs: the data the step
     reads ("data" and its sizes "data:size0" (the batch), "data:size1" (the
-    lengths), ...); outputs: `model_outputs` by their marks' names with their sizes;
-    the batch and dynamic axes dynamic. Written to `out_path`. Returns (inputs,
-    outputs, opset)."""
+    lengths), ..., int64); outputs: `model_outputs` by their marks' names with their
+    sizes; the batch and dynamic axes dynamic. Written to `out_path`, then checked in
+    ONNX Runtime (_check_onnx). Returns (inputs, outputs, opset, checks)."""
     import numpy
     import torch
     from returnn.log import log
