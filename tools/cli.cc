@@ -1221,6 +1221,10 @@ int cmd_import_checkpoint(const ModelDef& m, const Args& a, const std::string& f
   auto map = a.flags.find("--map");
   if (map == a.flags.end())
     return usage_error(absl::StrCat("--from ", format, " needs --map MAP (the names' rules)"));
+  if (a.flags.contains("--allow-extra-params")) {
+    return usage_error(absl::StrCat("--allow-extra-params is for --from tf|torch: with --from ",
+                                    format, " the map decides, and what no rule takes is listed"));
+  }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(map->second, ec))
     return error(absl::NotFoundError(absl::StrCat("--map: no file '", map->second, "'")));
