@@ -1547,6 +1547,25 @@ def _epoch_for_unnumbered_load():
     EngineBase.get_epoch_model = classmethod(get_epoch_model_numbered)
 
 
+def _initial_checkpoint_as_epoch_one():
+    """RETURNN's torch engine takes the epoch of `load` from the checkpoint's own "epoch"
+    when its name has none; 0 there (an initial model: retc's convert-checkpoint --from,
+    RETURNN's initialize_model) leaves the dataset without an epoch, and eval, forward and
+    search fail in its iterator: such a checkpoint counts as epoch 1, as an unnumbered TF
+    checkpoint does (_epoch_for_unnumbered_load)."""
+    from returnn.torch.engine import Engine
+
+    set_epoch = Engine.set_epoch
+    if getattr(set_epoch, "_retc", False):
+        return
+
+    def set_epoch_not_zero(self, epoch):
+        set_epoch(self, epoch or 1)
+
+    set_epoch_not_zero._retc = True
+    Engine.set_epoch = set_epoch_not_zero
+
+
 class NonFiniteLoss(RetcError):
     """A loss that is NaN or inf."""
 
@@ -1643,6 +1662,40 @@ class _naming_nonfinite:
         return False
 
 
+class _feeding_output_lengths:
+    """RETURNN's TF forward feeds the data keys that layers read (the network's used
+    keys) and fetches the output's lengths: an output whose time axis is a dim of
+    another key (a frame-wise model cut to its alignment's length, e.g.
+    swb-conformer-hybrid-2021 at the length of "classes") needs that key fed, though
+    no layer of the forward path reads it. Adds the keys whose dims hold a dynamic
+    axis of an output layer to the used ones while the forward task runs."""
+
+    def __enter__(self):
+        from returnn.tf.network import TFNetwork
+
+        self._original = original = TFNetwork.get_used_data_keys
+
+        def get_used_data_keys(net, exclude_extra_added=True):
+            keys = set(original(net, exclude_extra_added=exclude_extra_added))
+            if net.parent_net is not None:
+                return keys
+            dynamic = [tag for layer in net.get_output_layers() for tag in layer.output.dim_tags
+                       if tag.is_dynamic() and not tag.is_batch_dim()]
+            for key, data in net.extern_data.data.items():
+                if key not in keys and any(tag in data.dim_tags for tag in dynamic):
+                    keys.add(key)
+            return keys
+
+        TFNetwork.get_used_data_keys = get_used_data_keys
+        return self
+
+    def __exit__(self, *_exc):
+        from returnn.tf.network import TFNetwork
+
+        TFNetwork.get_used_data_keys = self._original
+        return False
+
+
 def _stop_on_nonfinite_eval():
     """RETURNN's torch eval sums a NaN or inf loss into the scores without a word (its
     TF eval and both trainings stop): stop at the step, naming the loss."""
@@ -1696,6 +1749,8 @@ def run_task(config_path, task, mapping, allow_extra, output_path, preload_modul
         _preload(config_path, backend, mapping, preload_module, preload_path)
     if backend == "tf":
         _epoch_for_unnumbered_load()
+    else:
+        _initial_checkpoint_as_epoch_one()
     if output_path:
         # RETURNN's HDF writer writes a temporary file first (tempfile): in the caller's
         # directory for the output, which it removes on every path.
@@ -1719,7 +1774,7 @@ def run_task(config_path, task, mapping, allow_extra, output_path, preload_modul
                     engine.eval_model(lr_control_update_scores=True)
             last, scores = _scores(engine.learning_rate_control)
         elif task == "forward":
-            with _naming_full_disk(output_path):
+            with _naming_full_disk(output_path), _feeding_output_lengths():
                 rnn.execute_main_task()
             last, scores = engine.epoch, []
         elif task == "search":

@@ -25,6 +25,8 @@ import tempfile
 # target's model is built after the TF networks.
 import torch  # noqa: F401
 
+from published_network import load_published
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "published")
 
@@ -52,30 +54,13 @@ LAYOUTS = {
 
 def tf_shapes(config_path):
     """The trainable variables' shapes of the config's network (TF)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import returnn.__old_mod_loader__  # noqa: F401  (the 2019 file imports `Pretrain`)
     import tensorflow as tf
-    # The 2019 file calls TF 1 names (tf.random_uniform, tf.log) in its
-    # SpecAugment: aliased to tf.compat.v1, the network is unchanged.
-    for name in ("random_uniform", "log"):
-        if not hasattr(tf, name):
-            setattr(tf, name, getattr(tf.compat.v1, name))
-    from returnn.log import log
-    from returnn.config import Config, set_global_config
-    from returnn.util.basic import BehaviorVersion
-    import returnn.tf.compat as tf_compat
     from returnn.tf.network import TFNetwork
 
-    log.initialize(verbosity=[0])
-    tf_compat.v1.disable_eager_execution()
-    config = Config()
-    config.load_file(config_path)
-    set_global_config(config)
-    if config.has("behavior_version"):
-        BehaviorVersion.set(config.int("behavior_version", 0))
+    config, network = load_published(config_path)
     with tf.Graph().as_default():
         net = TFNetwork(config=config, train_flag=True, eval_flag=True)
-        net.construct_from_dict(config.typed_value("network"))
+        net.construct_from_dict(network)
         return [v.shape.as_list() for v in net.get_trainable_params()]
 
 
