@@ -87,9 +87,11 @@ class SwbConformerHybrid : public nn::Module {
                           .dropout_broadcast(true)
                           .att_dropout(0.1)
                           .att_proj_bias(false)
-                          // The published batch norm's: RETURNN's default before behavior
-                          // version 12 (the file has none), measured against it (#27).
-                          .conv_norm_epsilon(1e-3);
+                          // The published batch norm's epsilon and momentum: RETURNN's
+                          // defaults before behavior version 12 (the file has none); the
+                          // epsilon measured against RETURNN's build of it (#27).
+                          .conv_norm_epsilon(1e-3)
+                          .conv_norm_momentum(0.99);
     frontend = register_module("frontend", std::make_shared<VggFrontend>(features, model));
     blocks = register_module("blocks", std::make_shared<nn::ModuleList>());
     for (int64_t i = 0; i < num_blocks; ++i)

@@ -160,6 +160,7 @@ ConformerBlock::ConformerBlock(ir::Dim model_dim, ir::Dim ff_dim, const Conforme
           "conv" + k, std::make_shared<ConformerConvModule>(model_dim, opts.conv_kernel(),
                                                             BatchNormOptions()
                                                                 .epsilon(opts.conv_norm_epsilon())
+                                                                .momentum(opts.conv_norm_momentum())
                                                                 .affine(opts.conv_norm_affine())
                                                                 .masked(opts.conv_norm_masked())));
       br.dropout = opts.conv_dropout().value_or(opts.dropout());

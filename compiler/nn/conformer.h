@@ -58,10 +58,12 @@ struct ConformerOptions {
   /// relu_square) and whether their linear layers have biases.
   RETC_ARG(std::string, ff_activation) = "swish";
   RETC_ARG(bool, ff_bias) = true;
-  /// The convolution module's batch norm: epsilon, a learned scale and bias
+  /// The convolution module's batch norm: epsilon, the running statistics'
+  /// momentum in training (BatchNormOptions::momentum), a learned scale and bias
   /// (BatchNormOptions::affine), statistics without padding frames (masked;
   /// false: over the padded tensor, as torch's batch_norm).
   RETC_ARG(double, conv_norm_epsilon) = 1e-5;
+  RETC_ARG(double, conv_norm_momentum) = 0.1;
   RETC_ARG(bool, conv_norm_affine) = true;
   RETC_ARG(bool, conv_norm_masked) = true;
   /// The frontend's final Linear has a bias (rf's input_projection has none).
