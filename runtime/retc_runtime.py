@@ -1281,20 +1281,18 @@ def _save_tf_variables(values, step, out_path):
     import returnn.tf.compat as tf_compat
 
     with tf.Graph().as_default(), _naming_full_disk(out_path):
-        # The values are fed, not put into the graph as constants: the .meta file would
-        # hold them all (a published model's 680 MB, written twice: 50 s instead of 5).
+        # The values are fed to the variables' initializers in one run, not put into the
+        # graph as constants: the .meta file would hold them all (a published model's
+        # 680 MB, written twice: 50 s instead of 5).
+        values = dict(values, global_step=numpy.int64(step))
         variables = {n: tf_compat.v1.get_variable(n, shape=v.shape, dtype=tf.as_dtype(v.dtype),
                                                   initializer=tf_compat.v1.zeros_initializer())
                      for n, v in values.items()}
-        global_step = tf_compat.v1.get_variable("global_step", shape=(), dtype=tf.int64,
-                                                initializer=tf_compat.v1.zeros_initializer())
-        saver = tf_compat.v1.train.Saver(var_list=[*variables.values(), global_step],
+        saver = tf_compat.v1.train.Saver(var_list=list(variables.values()),
                                          write_version=tf_compat.v1.train.SaverDef.V2)
         with tf_compat.v1.Session() as session:
-            session.run(tf_compat.v1.global_variables_initializer())
-            for n, v in variables.items():
-                v.load(values[n], session)
-            global_step.load(numpy.int64(step), session)
+            session.run([v.initializer for v in variables.values()],
+                        feed_dict={v.initializer.inputs[1]: values[n] for n, v in variables.items()})
             saver.save(session, out_path, write_meta_graph=True, write_state=False)
 
 
@@ -1704,8 +1702,8 @@ class _feeding_output_lengths:
     keys) and fetches the output's lengths: an output whose time axis is a dim of
     another key (a frame-wise model cut to its alignment's length, e.g.
     swb-conformer-hybrid-2021 at the length of "classes") needs that key fed, though
-    no layer of the forward path reads it. Adds the keys whose dims hold a dynamic
-    axis of an output layer to the used ones while the forward task runs."""
+    no layer of the forward path reads it. While the forward task runs, an output
+    layer's dynamic axis that no used key has adds the keys that have it."""
 
     def __enter__(self):
         from returnn.tf.network import TFNetwork
@@ -1716,11 +1714,14 @@ class _feeding_output_lengths:
             keys = set(original(net, exclude_extra_added=exclude_extra_added))
             if net.parent_net is not None:
                 return keys
-            dynamic = [tag for layer in net.get_output_layers() for tag in layer.output.dim_tags
-                       if tag.is_dynamic() and not tag.is_batch_dim()]
-            for key, data in net.extern_data.data.items():
-                if key not in keys and any(tag in data.dim_tags for tag in dynamic):
-                    keys.add(key)
+            data = net.extern_data.data
+            for layer in net.get_output_layers():
+                for tag in layer.output.dim_tags:
+                    if not tag.is_dynamic() or tag.is_batch_dim():
+                        continue
+                    if any(tag in data[key].dim_tags for key in keys if key in data):
+                        continue  # fed already (12ax's labels share the features' time)
+                    keys.update(key for key in data if tag in data[key].dim_tags)
             return keys
 
         TFNetwork.get_used_data_keys = get_used_data_keys
