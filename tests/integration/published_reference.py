@@ -1,5 +1,5 @@
 """RETURNN's own run of a published network (tests/data/published), for
-test_published_forward.py: the published config's network is built in
+test_published.py: the published config's network is built in
 evaluation (TF, RETURNN's behavior version as the file sets it, none; the
 changes in DEVIATIONS, each with its reason), its params are initialized
 (biases, norms and running statistics moved by seeded noise) and saved as a
@@ -16,6 +16,11 @@ Usage: published_reference.py CONFIG DATA.hdf OUT_DIR OUTPUT [LAYER ...]
 
 A process of its own: RETURNN's global state (the behavior version, the batch
 dim) must not mix with retc's networks.
+
+The published files are older than the pinned RETURNN and TensorFlow; what
+they need to load at all changes nothing in the network: the 2019 file
+imports `Pretrain` through RETURNN's old module names, and calls TF 1 names
+(tf.random_uniform, tf.log) in its SpecAugment, aliased to tf.compat.v1.
 """
 
 import os
@@ -24,8 +29,6 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy
-
-from published_network import load_published
 
 # What the test changes in a published network for the comparison, by layer
 # class: (the changed layer dict, why). Every other layer is built as the file
@@ -53,6 +56,32 @@ DEVIATIONS = {
         "those frames: RETURNN's masked pool (use_time_mask), then zeros past each end, as retc "
         "lowers it (a masked max pool leaves -inf there, which the next LSTM spreads as NaN)"),
 }
+
+
+def load_published(config_path, change):
+    """(Config, network dict) of a config file, loaded as RETURNN loads it, for TF graph
+    mode, its behavior version the file's (none: 0); change(name, layer dict) -> layer
+    dict applied to every top-level layer."""
+    import returnn.__old_mod_loader__  # noqa: F401
+    import tensorflow as tf
+
+    for name in ("random_uniform", "log"):
+        if not hasattr(tf, name):
+            setattr(tf, name, getattr(tf.compat.v1, name))
+    from returnn.log import log
+    from returnn.config import Config, set_global_config
+    from returnn.util.basic import BehaviorVersion
+    import returnn.tf.compat as tf_compat
+
+    log.initialize(verbosity=[0])
+    tf_compat.v1.disable_eager_execution()
+    config = Config()
+    config.load_file(config_path)
+    set_global_config(config)
+    if config.has("behavior_version"):
+        BehaviorVersion.set(config.int("behavior_version", 0))
+    network = {name: change(name, layer) for name, layer in config.typed_value("network").items()}
+    return config, network
 
 
 def perturbed(value, name, rng):
