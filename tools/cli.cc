@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,8 +18,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "compiler/cost.h"
 #include "compiler/pipeline.h"
 #include "emit/file_util.h"
 #include "emit/target.h"
@@ -233,6 +236,22 @@ const std::vector<Command>& commands() {
        "when variables are initialized) or step (run at every step). --epoch N: the network\n"
        "that trains epoch N (models with pretraining stages; default: the last stage's).\n"
        "-o writes FILE atomically instead of stdout."},
+      {"stats",
+       "stats MODEL [--batch B] [--frames T] [--dim NAME=SIZE,...] [--task TASK]\n"
+       "                  [--depth N] [--json] [-o FILE] [--set NAME=VALUE]",
+       "Prints MODEL's static cost, computed from its IR (what --task, default train,\n"
+       "computes, after the target-neutral passes: weight norm and the like expanded), without\n"
+       "running anything: per module down to --depth levels (default 3) and in total, its\n"
+       "params, FLOPs per input frame of a forward pass and of forward and backward, and the\n"
+       "activation memory per input frame a training step keeps for its backward pass.\n"
+       "Figures are for a batch of B sequences (default 1) of T frames (default 1000): every\n"
+       "dynamic dim of the data has T frames, a strided conv's or pool's frames follow from\n"
+       "its input's; --dim gives a dim by name (e.g. a decoder's labels=60); a dynamic dim\n"
+       "nothing determines takes T and is listed. A per-frame figure is the batch's total\n"
+       "over B * T (attention grows with T). FLOPs: 2 per multiply-add of matmuls,\n"
+       "convolutions and attention products (as torch.profiler counts them), their backward\n"
+       "once per operand that needs a gradient; other ops a few per element. --json: the\n"
+       "same, every module, totals per batch and per frame."},
       {"opt", "opt FILE.ir [--backend NAME] [--passes P1,P2,...] [--print-after-all] [-o FILE]",
        "Reads IR text, runs the passes (default: the whole pipeline of the backend: the\n"
        "neutral passes, then the target's) and prints the result.\n"
@@ -1383,6 +1402,113 @@ int cmd_dump_ir(const std::vector<ModelDef>& models, const Args& a) {
   return output(a, ir::print(*graph, po));
 }
 
+std::string si(double v, absl::string_view unit) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+  int k = 0;
+  while (std::abs(v) >= 1000 && k < 5) {
+    v /= 1000;
+    ++k;
+  }
+  return absl::StrFormat("%.*f %s%s", std::abs(v) >= 100 || k == 0 ? 0 : 2, v, prefixes[k], unit);
+}
+
+int cmd_stats(const std::vector<ModelDef>& models, const Args& a) {
+  auto m = model_arg(models, a);
+  if (!m.ok()) return model_arg_error(m.status());
+  CostOptions opts;
+  int64_t depth = 3;
+  for (auto [flag, value] : {std::pair{"--batch", &opts.batch}, std::pair{"--frames", &opts.frames},
+                             std::pair{"--depth", &depth}}) {
+    if (auto it = a.flags.find(flag); it != a.flags.end()) {
+      if (!absl::SimpleAtoi(it->second, value) || *value < (value == &depth ? 0 : 1))
+        return usage_error(absl::StrCat(flag, " needs a ",
+                                        value == &depth ? "non-negative" : "positive",
+                                        " integer, got '", it->second, "'"));
+    }
+  }
+  if (auto it = a.flags.find("--dim"); it != a.flags.end()) {
+    for (absl::string_view item : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+      int64_t size = 0;
+      if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &size) || size < 1)
+        return usage_error(
+            absl::StrCat("--dim needs NAME=SIZE with a positive SIZE, got '", item, "'"));
+      opts.dims[kv.first] = size;
+    }
+  }
+  auto graph = build_model(*m, -1);
+  if (!graph.ok()) return error(graph.status());
+  auto task = task_arg(a);
+  if (!task.ok()) return usage_error(task.status().message());
+  if (absl::Status s = select_task(*graph, *task, m->name); !s.ok()) return error(s);
+  std::vector<const PassInfo*> passes;
+  for (const PassInfo& p : neutral_passes()) passes.push_back(&p);
+  if (absl::Status s = run_passes(*graph, passes); !s.ok()) return error(s);
+  auto report = analyze_cost(*graph, opts);
+  if (!report.ok()) return error(report.status());
+  const double frames = static_cast<double>(report->input_frames);
+  if (a.flags.contains("--json")) {
+    nlohmann::json j = {{"model", m->name},
+                        {"batch", opts.batch},
+                        {"frames", opts.frames},
+                        {"input_frames", report->input_frames},
+                        {"assumed", report->assumed},
+                        {"uncounted", report->uncounted},
+                        {"modules", nlohmann::json::array()}};
+    for (const ModuleCost& c : report->modules) {
+      j["modules"].push_back(
+          {{"path", c.path},
+           {"params", c.params},
+           {"forward_flops", c.forward_flops},
+           {"backward_flops", c.backward_flops},
+           {"activation_bytes", c.activation_bytes},
+           {"forward_flops_per_frame", c.forward_flops / frames},
+           {"train_flops_per_frame", (c.forward_flops + c.backward_flops) / frames},
+           {"activation_bytes_per_frame", c.activation_bytes / frames}});
+    }
+    return output(a, j.dump(2) + "\n");
+  }
+  std::string text = absl::StrFormat(
+      "%s: a batch of %d x %d frames (%d input frames), task %s; per input frame:\n\n", m->name,
+      opts.batch, opts.frames, report->input_frames, emit::task_name(*task));
+  size_t width = 7;
+  for (const ModuleCost& c : report->modules) {
+    if (c.depth <= depth)
+      width =
+          std::max(width, 2 * c.depth + std::max<size_t>(c.path.size() - c.path.rfind('.') - 1, 1));
+  }
+  absl::StrAppend(&text, absl::StrFormat("%-*s %12s %16s %16s %14s\n", width, "module", "params",
+                                         "forward FLOPs", "fwd+bwd FLOPs", "activations"));
+  for (const ModuleCost& c : report->modules) {
+    if (c.depth > depth) continue;
+    const std::string name =
+        c.path.empty()
+            ? "(model)"
+            : std::string(2 * (c.depth - 1), ' ') +
+                  c.path.substr(c.path.rfind('.') == std::string::npos ? 0 : c.path.rfind('.') + 1);
+    absl::StrAppend(
+        &text,
+        absl::StrFormat("%-*s %12s %16s %16s %14s\n", width, name,
+                        si(static_cast<double>(c.params), ""), si(c.forward_flops / frames, "FLOP"),
+                        si((c.forward_flops + c.backward_flops) / frames, "FLOP"),
+                        si(c.activation_bytes / frames, "B")));
+  }
+  const ModuleCost& total = report->modules.front();
+  absl::StrAppend(
+      &text, absl::StrFormat("\nthe batch: forward %s, forward+backward %s, activations kept for "
+                             "backward %s\n",
+                             si(total.forward_flops, "FLOP"),
+                             si(total.forward_flops + total.backward_flops, "FLOP"),
+                             si(total.activation_bytes, "B")));
+  if (!report->assumed.empty())
+    absl::StrAppend(
+        &text, "assumed sizes (set them with --dim): ", absl::StrJoin(report->assumed, ", "), "\n");
+  if (!report->uncounted.empty())
+    absl::StrAppend(&text, "not counted (unknown cost): ", absl::StrJoin(report->uncounted, ", "),
+                    "\n");
+  return output(a, text);
+}
+
 int cmd_opt(const Args& a) {
   if (a.positional.size() != 1) return usage_error("opt needs exactly one FILE.ir");
   auto backend = backend_arg(a);
@@ -1489,11 +1615,15 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
     valued = {"--format", "--stage", "--after", "--task", "--epoch", "-o"};
     boolean = {"--debug"};
   }
+  if (cmd == "stats") {
+    valued = {"--batch", "--frames", "--dim", "--task", "--depth", "-o"};
+    boolean = {"--json"};
+  }
   if (cmd == "opt") {
     valued = {"--passes", "-o"};
     boolean = {"--print-after-all"};
   }
-  if (cmd != "list" && cmd != "convert-checkpoint") valued.push_back("--backend");
+  if (cmd != "list" && cmd != "convert-checkpoint" && cmd != "stats") valued.push_back("--backend");
   if (cmd == "list") {
     valued = {"--options"};
     boolean = {"--json"};
@@ -1526,6 +1656,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "forward") return cmd_task(models, *args, emit::Task::kForward);
   if (cmd == "search") return cmd_task(models, *args, emit::Task::kSearch);
   if (cmd == "export") return cmd_export(models, *args);
+  if (cmd == "stats") return cmd_stats(models, *args);
   return cmd_dump_ir(models, *args);
 }
 

@@ -55,13 +55,14 @@ expect_error 2 "unknown command 'frobnicate'" -- "$RETC" frobnicate
 expect_error 2 "compile needs -o FILE" -- "$RETC" compile 12ax
 expect_error 2 "unknown option '--bogus'" -- "$RETC" compile 12ax --bogus -o x
 expect_error 2 "--epochs needs a positive integer" -- "$RETC" compile 12ax -o "$TMP/e.config" --epochs zero
+expect_error 2 "--dim needs NAME=SIZE with a positive SIZE" -- "$RETC" stats 12ax --dim labels=0
 [ ! -e "$TMP/e.config" ] || fail "usage error wrote a file"
 rc=0; "$RETC" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "no command should exit 2, got $rc"
 pass "usage errors"
 
 "$RETC" --help | grep "usage: retc COMMAND" >/dev/null || fail "retc --help"
-for c in list compile check train dump-ir; do
+for c in list compile check train eval forward search export convert-checkpoint dump-ir stats opt; do
   "$RETC" "$c" --help | grep "^usage: retc $c" >/dev/null || fail "retc $c --help"
 done
 pass "help on every command"
