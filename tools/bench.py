@@ -25,6 +25,10 @@ benchmarks/RESULTS.md with the machine and versions:
    on TF against torch; the weight-norm overhead on torch and TF at the
    small batch and at 8 x 500 frames; model creation time; a profile of
    where a torch step's time goes.
+6. A roofline: this machine's float32 matmul rate (torch and TF), the
+   step's FLOPs from `retc stats`, and each step's achieved FLOP/s as a
+   fraction of that rate, both targets, both batch sizes, with a profile of
+   each target's step at 8 x 500.
 """
 
 import argparse
@@ -156,9 +160,10 @@ def random_feed(net, rng, batch, max_time, max_labels):
     return feed
 
 
-def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels):
+def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile=False):
     """Constructs the network (retc config or rf net dict), then trains on one
-    fixed random batch; prints JSON."""
+    fixed random batch; prints JSON (with the op types taking the most time
+    in a traced step if asked)."""
     import numpy
     import tensorflow as tf
     import returnn.tf.compat as tf_compat
@@ -212,9 +217,71 @@ def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, 
                 session.run(fetches, feed_dict=feed)
                 times.append((time.perf_counter() - t) * 1000)
             result["loss_after"] = float(session.run(loss, feed_dict=feed))
+            if profile:
+                result["profile"] = tf_step_profile(session, fetches, feed)
     result["step_ms_median"] = statistics.median(times)
     result["step_ms_min"] = min(times)
     print(json.dumps(result))
+
+
+def tf_step_profile(session, fetches, feed):
+    """[(op type, fraction)]: the top op types of one traced TF step by the
+    time their ops ran (summed over ops; parallel ops overlap)."""
+    import tensorflow as tf
+
+    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    meta = tf.compat.v1.RunMetadata()
+    session.run(fetches, feed_dict=feed, options=options, run_metadata=meta)
+    by_type = {}
+    for dev in meta.step_stats.dev_stats:
+        for node in dev.node_stats:
+            # timeline_label: "name = OpType(inputs)"
+            label = node.timeline_label
+            op = label.split(" = ", 1)[1].split("(", 1)[0] if " = " in label else node.node_name.split(":")[0]
+            by_type[op] = by_type.get(op, 0) + node.all_end_rel_micros
+    total = sum(by_type.values()) or 1
+    return [(k, v / total) for k, v in sorted(by_type.items(), key=lambda kv: -kv[1])[:8]]
+
+
+def worker_matmul(framework, size=4096, seconds=3.0):
+    """This machine's float32 matmul rate (GFLOP/s) in `framework` (torch or
+    tf), with its default threads: square size x size products, repeated for
+    `seconds` after one warm-up; prints JSON."""
+    if framework == "torch":
+        import torch
+
+        a, b = torch.randn(size, size), torch.randn(size, size)
+
+        def run():
+            torch.mm(a, b)
+        threads = torch.get_num_threads()
+    else:
+        import tensorflow as tf
+
+        a, b = tf.random.normal((size, size)), tf.random.normal((size, size))
+        mm = tf.function(tf.matmul)
+
+        def run():
+            mm(a, b).numpy()
+        threads = os.cpu_count()
+    run()
+    count, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        run()
+        count += 1
+    elapsed = time.perf_counter() - t0
+    print(json.dumps({"framework": framework, "size": size, "threads": threads,
+                      "gflops": 2.0 * size ** 3 * count / elapsed / 1e9}))
+
+
+def stats_flops(retc, batch, frames, sets):
+    """`retc stats conformer-12x512` at batch x frames: (forward FLOPs,
+    forward+backward FLOPs, params) of a training step."""
+    cmd = [retc, "stats", "conformer-12x512", "--json", "--batch", str(batch), "--frames", str(frames)]
+    for s in sets:
+        cmd += ["--set", s]
+    total = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["modules"][0]
+    return total["forward_flops"], total["forward_flops"] + total["backward_flops"], total["params"]
 
 
 def run_worker(args):
@@ -429,9 +496,11 @@ def main():
     args = ap.parse_args()
     if args.worker is not None:
         if args.worker[0] == "steps":
-            kind, path, layers, steps, warmup, batch, frames = args.worker[1:]
+            kind, path, layers, steps, warmup, batch, frames = args.worker[1:8]
             worker_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
-                         max(4, int(frames) // 10))
+                         max(4, int(frames) // 10), args.worker[8:9] == ["1"])
+        elif args.worker[0] == "matmul":
+            worker_matmul(args.worker[1])
         elif args.worker[0] == "torch_steps":
             kind, path, layers, steps, warmup, batch, frames, profile = args.worker[1:9]
             worker_torch_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
@@ -564,7 +633,7 @@ def main():
             ("retc", "retc", configs["torch plain"], (args.batch, args.frames), args.steps, True),
             ("rf", "rf", "-", (args.batch, args.frames), args.steps, False),
             ("retc weight norm", "retc", configs["torch wn"], (args.batch, args.frames), args.steps, False),
-            ("retc 8x500", "retc", configs["torch plain"], large, args.large_steps, False),
+            ("retc 8x500", "retc", configs["torch plain"], large, args.large_steps, True),
             ("retc weight norm 8x500", "retc", configs["torch wn"], large, args.large_steps, False)]:
         log("torch steps: %s" % name)
         torch_runs[name] = run_worker(["torch_steps", kind, path, args.step_blocks, steps,
@@ -572,7 +641,8 @@ def main():
                                        1 if profile else 0])
     for name, path in [("TF 8x500", configs["plain"]), ("TF weight norm 8x500", configs["wn"])]:
         log("steps: %s" % name)
-        runs[name] = run_worker(["steps", "retc", path, args.step_blocks, args.large_steps, 1, large[0], large[1]])
+        runs[name] = run_worker(["steps", "retc", path, args.step_blocks, args.large_steps, 1, large[0], large[1],
+                                 1 if name == "TF 8x500" else 0])
     out("| model | batch | params | model creation ms | median step ms | min step ms |")
     out("|---|---|---|---|---|---|")
     for name, r in torch_runs.items():
@@ -606,6 +676,44 @@ def main():
         "%s %.0f%%" % (k, 100 * f) for k, f in tr["profile"]))
     out()
 
+    # 6. roofline
+    log("matmul rate: torch, tf")
+    rate = {fw: run_worker(["matmul", fw])["gflops"] for fw in ("torch", "tf")}
+    best = max(rate.values())
+    retc_bin = os.path.join(args.build, "retc")
+    out("## 6. Roofline: the training step against this machine's matmul rate (%d blocks, CPU)" % args.step_blocks)
+    out()
+    out("This machine's float32 matmul rate, measured in this run (4096 x 4096 products, the frameworks' default "
+        "threads): torch.mm %.1f GFLOP/s, tf.matmul %.1f GFLOP/s." % (rate["torch"], rate["tf"]))
+    out()
+    out("| target | batch | step GFLOP (forward / with backward) | median step ms | achieved GFLOP/s | "
+        "of the best matmul rate | of its framework's rate |")
+    out("|---|---|---|---|---|---|---|")
+    fractions = {}
+    for target, (batch, frames), r in [("TF", (args.batch, args.frames), a), ("TF", large, fl),
+                                      ("torch", (args.batch, args.frames), tr), ("torch", large, tl)]:
+        forward, step, params = stats_flops(retc_bin, batch, frames, ["dropout_broadcast=true",
+                                                                      "blocks=%d" % args.step_blocks])
+        if params != r["params"]:
+            raise RuntimeError("retc stats counts %d params, the run has %d" % (params, r["params"]))
+        achieved = step / (r["step_ms_median"] / 1000) / 1e9
+        fractions[target, batch] = achieved / best
+        out("| %s | %d x %d | %.1f / %.1f | %.1f | %.1f | %.2f | %.2f |" % (
+            target, batch, frames, forward / 1e9, step / 1e9, r["step_ms_median"], achieved, achieved / best,
+            achieved / rate["tf" if target == "TF" else "torch"]))
+    out()
+    out("- FLOPs from `retc stats conformer-12x512 --set dropout_broadcast=true` at the padded batch (the benchmark's "
+        "sequences are 3/4 to all of the longest one's length; every op computes the padding too): 2 FLOPs per "
+        "multiply-add of every matmul, convolution and attention product, their backward once per operand that "
+        "needs a gradient, other ops a few per element; the optimizer's update (Adam, about 10 FLOPs per param, "
+        "0.75 GFLOP) is not counted. tests/integration/test_stats.py holds these counts within 1-6%% of "
+        "torch.profiler's (with_flops) on the same models.")
+    out("- where a TF step goes at 8 x 500 (time of its ops by type, one traced step; ops overlap on 2 cores): " +
+        ", ".join("%s %.0f%%" % (k, 100 * f) for k, f in fl["profile"]))
+    out("- where a torch step goes at 8 x 500 (self CPU time of 2 profiled steps, top ops): " + ", ".join(
+        "%s %.0f%%" % (k, 100 * f) for k, f in tl["profile"]))
+    out()
+
     out("## Targets")
     out()
     t12 = compile_rows[12]["total_ms_median"]
@@ -625,6 +733,8 @@ def main():
          twl["step_ms_median"] <= 1.1 * tl["step_ms_median"]),
         ("TF: weight-norm overhead <= 1.1x at 8 x 500", "%.3f" % (fwl["step_ms_median"] / fl["step_ms_median"]),
          fwl["step_ms_median"] <= 1.1 * fl["step_ms_median"]),
+        ("roofline: achieved fraction of the matmul rate at 8 x 500, faster target, >= 0.6",
+         "%.2f" % max(fractions["TF", 8], fractions["torch", 8]), max(fractions["TF", 8], fractions["torch", 8]) >= 0.6),
         ("50,000-node stress model < 1 s and < 500 MiB", "%.0f ms, %.0f MiB" % (stress[0]["total_ms_median"], stress[1]),
          stress[0]["total_ms_median"] < 1000 and stress[1] < 500),
     ]
