@@ -32,11 +32,11 @@ def _param(root, path):
     return value
 
 
-def _random(distribution, dims, a, b, seed, dtype):
-    """Seeded random initial values: uniform in [a, b), normal or truncated normal
-    (within 2 stddevs) with mean a and stddev b; the same on every run."""
+def _random_values(distribution, shape, a, b, seed, dtype):
+    """Seeded random initial values as a numpy array: uniform in [a, b), normal or
+    truncated normal (within 2 stddevs) with mean a and stddev b; the same on every
+    run (numpy's RandomState, as RETURNN's static random layer on TF)."""
     rng = numpy.random.RandomState(seed)
-    shape = [d.dimension for d in dims]
     if distribution == "uniform":
         value = rng.uniform(a, b, shape)
     else:
@@ -46,7 +46,29 @@ def _random(distribution, dims, a, b, seed, dtype):
             if not outside.any():
                 break
             value[outside] = rng.normal(a, b, int(outside.sum()))
-    return rf.convert_to_tensor(value.astype(dtype), dims=dims)
+    return value.astype(dtype)
+
+
+def _random(distribution, dims, a, b, seed, dtype):
+    """_random_values over dims, as a tensor."""
+    value = _random_values(distribution, [d.dimension for d in dims], a, b, seed, dtype)
+    return rf.convert_to_tensor(value, dims=dims)
+
+
+def _randoms(specs):
+    """The tensors of the specs (distribution, dims, a, b, seed, dtype), drawn in
+    threads: numpy lets go of the GIL while it draws, and each spec has its own
+    generator, so the values are those drawn one by one."""
+    import concurrent.futures
+    import os
+
+    def draw(spec):
+        distribution, dims, a, b, seed, dtype = spec
+        return _random_values(distribution, [d.dimension for d in dims], a, b, seed, dtype)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs), os.cpu_count() or 1)) as pool:
+        values = list(pool.map(draw, specs))
+    return [rf.convert_to_tensor(torch.from_numpy(v), dims=spec[1]) for v, spec in zip(values, specs)]
 
 
 def _softplus(x):

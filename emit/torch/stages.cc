@@ -1,6 +1,12 @@
 #include "emit/torch/stages.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "emit/py_value.h"
 #include "emit/torch/dims.h"
 #include "emit/torch/loops.h"
@@ -25,8 +31,28 @@ void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool 
                  : absl::StrCat(", dtype=", PyValue(std::string(dtype_name(p.dtype))).repr()),
              "))");
     }
+    // The seeded random initial values first, drawn together (_randoms: in
+    // threads); then the rest of stage param-init in order.
+    std::vector<std::pair<std::string, std::string>> randoms;  // name, _random's arguments
     for (const ir::Node& n : g.nodes()) {
-      if (n.stage == ir::Stage::kParamInit) w.line(n.name, " = ", value_of(g, t, n, "self"));
+      if (n.stage != ir::Stage::kParamInit || n.kind != ir::NodeKind::kRandom) continue;
+      const std::string value = value_of(g, t, n, "self");
+      absl::string_view args = value;
+      if (absl::ConsumePrefix(&args, "_random(") && absl::ConsumeSuffix(&args, ")"))
+        randoms.emplace_back(n.name, std::string(args));
+    }
+    if (randoms.size() > 1) {
+      w.line("_drawn = _randoms([");
+      for (const auto& [name, args] : randoms) w.line("    (", args, "),");
+      w.line("])");
+      for (size_t i = 0; i < randoms.size(); ++i) w.line(randoms[i].first, " = _drawn[", i, "]");
+    }
+    for (const ir::Node& n : g.nodes()) {
+      if (n.stage != ir::Stage::kParamInit) continue;
+      if (randoms.size() > 1 && std::any_of(randoms.begin(), randoms.end(),
+                                            [&](const auto& r) { return r.first == n.name; }))
+        continue;
+      w.line(n.name, " = ", value_of(g, t, n, "self"));
     }
     for (const ir::Param& p : g.params()) {
       const ir::ParamOptions& o = p.options;

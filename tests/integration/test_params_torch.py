@@ -149,7 +149,7 @@ def test_stages_counted():
             orig_load(self, *args, **kwargs)
             config_globals = self.typed_value("train_step").__globals__
             # A config holds only the helpers it uses: count those of these it has.
-            _counting(config_globals, sorted(n for n in {"_norm", "_random", helper} if n in config_globals),
+            _counting(config_globals, sorted(n for n in {"_norm", "_random_values", helper} if n in config_globals),
                       counts)
 
         Config.load_file = load_and_count
@@ -158,7 +158,7 @@ def test_stages_counted():
         finally:
             Config.load_file = orig_load
         at_creation = dict(counts)
-        want_init = {"rep-weight-norm": {"_norm": 2, "_random": 3}}.get(model, {"_random": 3})
+        want_init = {"rep-weight-norm": {"_norm": 2, "_random_values": 3}}.get(model, {"_random_values": 3})
         assert at_creation == want_init, (model, "model creation", at_creation, want_init)
         batch = net.batch()
         for step in range(steps):
