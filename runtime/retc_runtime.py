@@ -7,6 +7,7 @@ exceptions propagate and become absl::Status there.
 
 import os
 import sys
+import time
 
 # Nothing here turns CUDA off: RETURNN picks the device (the config's `device`,
 # else a GPU where there is one). The TF target's native ops on tensorflow-cpu
@@ -1524,7 +1525,9 @@ def _search_tf(engine, config, dataset, output_path):
         extra_fetches={"seq_tag": engine.network.get_seq_tags(), "hyps_value": out.placeholder,
                        "hyps_len": out.get_sequence_lengths()},
         extra_fetches_callback=callback)
+    start = time.perf_counter()
     runner.run(report_prefix=engine.get_epoch_str() + " search")
+    engine.retc_decode_seconds = time.perf_counter() - start
     if not runner.finalized:
         raise RuntimeError("RETURNN's search did not finish")
     with open(output_path, "w") as f:
@@ -1821,6 +1824,16 @@ def run_task(config_path, task, mapping, allow_extra, output_path, preload_modul
 
             data_opts = config.typed_value("search_data" if backend == "tf" else "forward_data")
             if backend == "torch":
+                forward = engine.forward_with_callback
+
+                def timed_forward(*args, **kwargs):  # the decoding alone, not the model's set-up
+                    start = time.perf_counter()
+                    try:
+                        return forward(*args, **kwargs)
+                    finally:
+                        engine.retc_decode_seconds = time.perf_counter() - start
+
+                engine.forward_with_callback = timed_forward
                 rnn.execute_main_task()  # the forward task with the search writer
             else:
                 # The dataset first, as RETURNN's own tasks do: a DummyGenericDataset
@@ -1842,7 +1855,8 @@ def run_task(config_path, task, mapping, allow_extra, output_path, preload_modul
                 ref_labels += len(ref)
                 seq_errors += labels != ref
             scores = [("seqs", float(len(hyps))), ("label_errors", float(edits)),
-                      ("ref_labels", float(ref_labels)), ("seq_errors", float(seq_errors))]
+                      ("ref_labels", float(ref_labels)), ("seq_errors", float(seq_errors)),
+                      ("decode_seconds", float(getattr(engine, "retc_decode_seconds", 0.0)))]
         else:
             raise ValueError("run_task: task %r" % task)
         rnn.finalize()

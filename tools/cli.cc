@@ -1163,6 +1163,12 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   } else {
     const double seqs = s["seqs"], refs = s["ref_labels"];
     if (!final_out.empty()) std::cout << "retc: wrote " << final_out << "\n";
+    if (s["decode_seconds"] > 0) {
+      std::cout << "retc: decoded " << seqs << " sequences in "
+                << absl::StrFormat("%.3f", s["decode_seconds"]) << " s ("
+                << absl::StrFormat("%.1f", seqs / s["decode_seconds"])
+                << " sequences per second; model set-up not counted)\n";
+    }
     std::cout << t.data_name << " sequence error: " << (seqs > 0 ? s["seq_errors"] / seqs : 0.0)
               << " (" << s["seq_errors"] << " of " << seqs << " sequences)\n";
     std::cout << t.data_name << " label error: " << (refs > 0 ? s["label_errors"] / refs : 0.0)

@@ -89,8 +89,12 @@ def _normalize(x, *, axis, epsilon):
 
 
 def _norm(x, *, axis):
-    """The L2 norm over `axis`: sqrt(sum(x^2))."""
-    return rf.sqrt(rf.reduce_sum(rf.square(x), axis=axis))
+    """The L2 norm over `axis`: sqrt(sum(x^2)), in one pass over x forward and one
+    backward (torch.linalg.vector_norm; no x-sized square)."""
+    if not axis:
+        return rf.abs(x)
+    raw = torch.linalg.vector_norm(x.raw_tensor, dim=[x.dims.index(d) for d in axis])
+    return rf.Tensor("norm", dims=[d for d in x.dims if d not in axis], dtype=x.dtype, raw_tensor=raw)
 
 
 def _weight_dropout(w, rate):
