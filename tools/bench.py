@@ -718,7 +718,7 @@ def main():
         "sequences are 3/4 to all of the longest one's length; every op computes the padding too): 2 FLOPs per "
         "multiply-add of every matmul, convolution and attention product, their backward once per operand that "
         "needs a gradient, other ops a few per element; the optimizer's update (Adam, about 10 FLOPs per param, "
-        "0.75 GFLOP) is not counted. tests/integration/test_stats.py holds these counts within 1-6%% of "
+        "0.75 GFLOP) is not counted. tests/integration/test_stats.py holds these counts within 1-6% of "
         "torch.profiler's (with_flops) on the same models.")
     out("- where a TF step goes at 8 x 500 (time of its ops by type, one traced step; ops overlap on 2 cores): " +
         ", ".join("%s %.0f%%" % (k, 100 * f) for k, f in fl["profile"]))

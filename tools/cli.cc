@@ -181,7 +181,8 @@ const std::vector<Command>& commands() {
        "(edit distance per reference label) against the dataset's 'classes'; the last line\n"
        "is the label error. --length-norm on (the default, RETURNN's): hypotheses are ranked\n"
        "by their log-probs' sum divided by their length (the end label included); off: by\n"
-       "the sum. CKPT, DIR and SET as for eval; --preload as for forward."},
+       "the sum. CKPT, DIR and SET as for eval; --preload as for forward. It also prints how\n"
+       "long the decoding itself took (sequences per second; set-up and loading not counted)."},
       {"export",
        "export MODEL --onnx OUT.onnx [--checkpoint CKPT] [--workdir DIR]\n"
        "                  [--output NAME[,NAME...]] [--allow-extra-params] [--set NAME=VALUE]",

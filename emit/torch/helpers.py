@@ -33,20 +33,21 @@ def _param(root, path):
 
 
 def _random_values(distribution, shape, a, b, seed, dtype):
-    """Seeded random initial values as a numpy array: uniform in [a, b), normal or
-    truncated normal (within 2 stddevs) with mean a and stddev b; the same on every
-    run (numpy's RandomState, as RETURNN's static random layer on TF)."""
-    rng = numpy.random.RandomState(seed)
+    """Seeded random initial values: uniform in [a, b), normal or truncated normal
+    (within 2 stddevs) with mean a and stddev b; the same on every run (torch's CPU
+    generator seeded with `seed`, drawn in `dtype`)."""
+    gen = torch.Generator().manual_seed(seed)
+    value = torch.empty(shape, dtype=getattr(torch, dtype))
     if distribution == "uniform":
-        value = rng.uniform(a, b, shape)
-    else:
-        value = rng.normal(a, b, shape)
-        while distribution == "truncated_normal":
-            outside = numpy.abs(value - a) > 2 * b
-            if not outside.any():
-                break
-            value[outside] = rng.normal(a, b, int(outside.sum()))
-    return value.astype(dtype)
+        return value.uniform_(a, b, generator=gen)
+    value.normal_(a, b, generator=gen)
+    while distribution == "truncated_normal":
+        outside = (value - a).abs() > 2 * b
+        count = int(outside.sum())
+        if not count:
+            break
+        value[outside] = torch.empty(count, dtype=value.dtype).normal_(a, b, generator=gen)
+    return value
 
 
 def _random(distribution, dims, a, b, seed, dtype):
@@ -57,7 +58,7 @@ def _random(distribution, dims, a, b, seed, dtype):
 
 def _randoms(specs):
     """The tensors of the specs (distribution, dims, a, b, seed, dtype), drawn in
-    threads: numpy lets go of the GIL while it draws, and each spec has its own
+    threads: torch lets go of the GIL while it draws, and each spec has its own
     generator, so the values are those drawn one by one."""
     import concurrent.futures
     import os
@@ -68,7 +69,7 @@ def _randoms(specs):
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs), os.cpu_count() or 1)) as pool:
         values = list(pool.map(draw, specs))
-    return [rf.convert_to_tensor(torch.from_numpy(v), dims=spec[1]) for v, spec in zip(values, specs)]
+    return [rf.convert_to_tensor(v, dims=spec[1]) for v, spec in zip(values, specs)]
 
 
 def _softplus(x):
