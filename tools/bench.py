@@ -327,9 +327,10 @@ def worker_rf_dict(num_layers, repeat):
 
 # --- 5. torch target (run in worker subprocesses) ---------------------------------------------------
 
-def torch_batch(template, batch, max_time, max_labels, seed=1):
+def torch_batch(template, batch, max_time, max_labels, seed=1, full=False):
     """A raw batch for RETURNN's torch engine: random values, sequences of
-    3/4 to all of the longest one's length (as random_feed for TF)."""
+    3/4 to all of the longest one's length (as random_feed for TF); full: all
+    of it (no padding)."""
     import numpy
     import torch
 
@@ -339,6 +340,8 @@ def torch_batch(template, batch, max_time, max_labels, seed=1):
         top = max_time if key == "data" else max_labels
         lens = rng.randint(top * 3 // 4, top + 1, size=(batch,)).astype("int32")
         lens[0] = top
+        if full:
+            lens[:] = top
         shape = [batch if d.is_batch_dim() else (d.dimension or top) for d in data.dims]
         if data.sparse_dim is not None:
             raw[key] = torch.tensor(rng.randint(0, data.sparse_dim.dimension, size=shape).astype("int32"))

@@ -28,6 +28,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from bench import torch_batch  # noqa: E402: after its folder is on the path
+
 FLOP_TOL = 0.10
 MEM_TOL = 0.25
 
@@ -35,24 +38,6 @@ MEM_TOL = 0.25
 def retc(*args):
     return subprocess.run([os.environ.get("RETC", "retc")] + list(args), check=True, stdout=subprocess.PIPE,
                           text=True).stdout
-
-
-def full_batch(template, batch, frames):
-    """Random data, every sequence `frames` long on every dynamic dim."""
-    import numpy
-    import torch
-
-    rng = numpy.random.RandomState(1)
-    raw = {}
-    for key, data in template.data.items():
-        shape = [batch if d.is_batch_dim() else (d.dimension or frames) for d in data.dims]
-        if data.sparse_dim is not None:
-            raw[key] = torch.tensor(rng.randint(0, data.sparse_dim.dimension, size=shape).astype("int32"))
-        else:
-            raw[key] = torch.tensor(rng.normal(size=shape).astype("float32"))
-        if any(d.dimension is None and not d.is_batch_dim() for d in data.dims):
-            raw[key + ":seq_len"] = torch.tensor([frames] * batch, dtype=torch.int32)
-    return raw
 
 
 def measure(config_path, batch, frames):
@@ -79,7 +64,7 @@ def measure(config_path, batch, frames):
     params = {p.untyped_storage().data_ptr() for p in pt_model.parameters()}
     template = TensorDict()
     template.update(config.typed_value("extern_data"), auto_convert=True)
-    raw = full_batch(template, batch, frames)
+    raw = torch_batch(template, batch, frames, frames, full=True)
     extern_data = extern_data_util.raw_dict_to_extern_data(raw, extern_data_template=template, device="cpu",
                                                            with_eval_targets=True)
     rf.init_train_step_run_ctx(train_flag=True, step=0, epoch=1)
