@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up and builds retc (tools/setup.sh), then runs the benchmarks
 # (tools/bench.py): prints the table and writes benchmarks/RESULTS.md.
-# Takes about 20 minutes on 2 cores; `tools/bench.sh --quick` is a smoke run.
+# Takes about 22 minutes on 2 cores; `tools/bench.sh --quick` is a smoke run.
 # Run it on an otherwise idle machine: every figure is measured in this run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
