@@ -303,30 +303,38 @@ absl::StatusOr<CostReport> analyze_cost(const ir::Graph& g, const CostOptions& o
   std::vector<int32_t> saved_by(num, -1);  // which node's backward saved a value first
   absl::flat_hash_set<std::string> uncounted;
 
+  // The frames a node's value stands for: its loop's (a loop's value is one
+  // frame), else 1.
+  auto loop_frames = [&](size_t v) {
+    const int32_t loop = loops.loop_of[v];
+    return loop >= 0 && loops.loops[loop].axis
+               ? static_cast<double>(sizes.get(*loops.loops[loop].axis))
+               : 1.0;
+  };
+  // A gradient-checkpointed module's nodes: computed again in the backward pass.
+  auto checkpointed = [&](const Node& n) {
+    return std::any_of(
+        g.checkpoints().begin(), g.checkpoints().end(),
+        [&](const ir::Checkpoint& c) { return ir::in_checkpoint(c, n.module_path); });
+  };
+
   for (size_t i = 0; i < num; ++i) {
     const Node& n = g.node(g.id_of(i));
     base[i] = static_cast<int32_t>(i);
     if (n.stage != ir::Stage::kStep) continue;
     size_new_dims(g, n, sizes);
-    const double frames = loops.loop_of[i] >= 0 && loops.loops[loops.loop_of[i]].axis
-                              ? static_cast<double>(sizes.get(*loops.loops[loops.loop_of[i]].axis))
-                              : 1.0;
+    const double frames = loop_frames(i);
     const double out_n = sizes.numel(n.type.dims) * frames;
     auto in_node = [&](int k) -> const Node& { return g.node(n.inputs[k]); };
     auto in_n = [&](int k) { return sizes.numel(in_node(k).type.dims) * frames; };
     auto in_grad = [&](int k) { return grad[n.inputs[k].index]; };
     auto bytes = [&](int32_t v) {
       const Node& m = g.node(g.id_of(v));
-      return sizes.numel(m.type.dims) * dtype_bytes(m.type.dtype) *
-             (loops.loop_of[v] >= 0 && loops.loops[loops.loop_of[v]].axis
-                  ? static_cast<double>(sizes.get(*loops.loops[loops.loop_of[v]].axis))
-                  : 1.0);
+      return sizes.numel(m.type.dims) * dtype_bytes(m.type.dtype) * loop_frames(v);
     };
     // A gradient-checkpointed module keeps only its inputs from outside it;
     // what its backward reads is computed again then.
-    const bool recomputed =
-        std::any_of(g.checkpoints().begin(), g.checkpoints().end(),
-                    [&](const ir::Checkpoint& c) { return ir::in_checkpoint(c, n.module_path); });
+    const bool recomputed = checkpointed(n);
     auto keep = [&](int32_t b) {
       if (g.node(g.id_of(b)).kind == NodeKind::kParam || saved.contains(b)) return;
       saved[b] = bytes(b);
@@ -335,9 +343,7 @@ absl::StatusOr<CostReport> analyze_cost(const ir::Graph& g, const CostOptions& o
     if (recomputed) {
       for (const NodeId& in : n.inputs) {
         const Node& m = g.node(in);
-        const bool inside = std::any_of(
-            g.checkpoints().begin(), g.checkpoints().end(),
-            [&](const ir::Checkpoint& c) { return ir::in_checkpoint(c, m.module_path); });
+        const bool inside = checkpointed(m);
         if (!inside && m.stage == ir::Stage::kStep && grad[in.index]) keep(base[in.index]);
       }
     }

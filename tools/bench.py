@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -352,6 +353,26 @@ def torch_batch(template, batch, max_time, max_labels, seed=1, full=False):
     return raw
 
 
+def torch_config(config_path=None, config=None):
+    """A RETURNN config set up for its torch engine as RETURNN sets it up (the
+    global config, its behavior version, rf's torch backend, seed 42): the
+    config at `config_path`, or `config`."""
+    from returnn.log import log as rlog
+    from returnn.config import Config, set_global_config
+    from returnn.util.basic import BehaviorVersion
+    import returnn.frontend as rf
+
+    rlog.initialize(verbosity=[0])
+    if config is None:
+        config = Config()
+        config.load_file(config_path)
+    set_global_config(config)
+    BehaviorVersion.set(config.int("behavior_version", 0) or None)
+    rf.select_backend_torch()
+    rf.set_random_seed(42)
+    return config
+
+
 def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile,
                        device="cpu"):
     """The model (retc's torch config, or rf's ConformerEncoder on the torch
@@ -359,25 +380,13 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
     Updater on one fixed random batch on `device` ("cpu", "cuda"); prints
     JSON (with the top ops of a profiled step if asked)."""
     import torch
-    from returnn.log import log as rlog
-    from returnn.config import Config, set_global_config
-    from returnn.util.basic import BehaviorVersion
     import returnn.frontend as rf
     from returnn.tensor import TensorDict
     from returnn.torch.data import extern_data as extern_data_util
     from returnn.torch.frontend.bridge import rf_module_to_pt_module
     from returnn.torch.updater import Updater
 
-    rlog.initialize(verbosity=[0])
-    if kind == "rf":
-        config = rf_config(num_layers)
-    else:
-        config = Config()
-        config.load_file(config_path)
-    set_global_config(config)
-    BehaviorVersion.set(config.int("behavior_version", 0) or None)
-    rf.select_backend_torch()
-    rf.set_random_seed(42)
+    config = torch_config(config=rf_config(num_layers)) if kind == "rf" else torch_config(config_path)
     result = {"kind": kind}
     t0 = time.perf_counter()
     model = config.typed_value("get_model")(epoch=1, step=0)
@@ -799,6 +808,7 @@ def main():
     with open(args.out + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(args.out + ".tmp", args.out)
+    shutil.rmtree(tmp, ignore_errors=True)  # the configs and the decoding models' work dirs
     log("wrote %s" % args.out)
 
 

@@ -103,14 +103,7 @@ RETC_LOWER(kLstmFinal) {
                       "]");
 }
 
-RETC_LOWER(kRandom) {
-  const std::string& dist = l.n.attrs.get<ir::attr::Distribution>();
-  const bool uniform = dist == "uniform";
-  return absl::StrCat("_random(", PyValue(dist).repr(), ", ", l.a.dims<ir::attr::Shape>(), ", ",
-                      uniform ? l.a.num<ir::attr::Minval>() : l.a.num<ir::attr::Mean>(), ", ",
-                      uniform ? l.a.num<ir::attr::Maxval>() : l.a.num<ir::attr::Stddev>(), ", ",
-                      l.n.attrs.get<ir::attr::Seed>(), ", ", l.dtype(), ")");
-}
+RETC_LOWER(kRandom) { return absl::StrCat("_random(", random_args(l.g, l.t, l.n), ")"); }
 
 RETC_LOWER(kFreshRandom) {
   // rf's random numbers from torch's generator, which RETURNN's engine
@@ -522,6 +515,16 @@ bool reads_data(const ir::Graph& g, const ir::Node& n) {
     if (&g.node(m.node) == &n) return true;
   }
   return false;
+}
+
+std::string random_args(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
+  const Lowering l{g, t, n, "self", AttrText{t, n}};
+  const std::string& dist = n.attrs.get<ir::attr::Distribution>();
+  const bool uniform = dist == "uniform";
+  return absl::StrCat(PyValue(dist).repr(), ", ", l.a.dims<ir::attr::Shape>(), ", ",
+                      uniform ? l.a.num<ir::attr::Minval>() : l.a.num<ir::attr::Mean>(), ", ",
+                      uniform ? l.a.num<ir::attr::Maxval>() : l.a.num<ir::attr::Stddev>(), ", ",
+                      n.attrs.get<ir::attr::Seed>(), ", ", l.dtype());
 }
 
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,

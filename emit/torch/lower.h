@@ -57,4 +57,9 @@ bool reads_data(const ir::Graph& g, const ir::Node& n);
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                      absl::string_view model);
 
+/// The arguments of `_random` for a random node `n` (distribution, dims, the
+/// two numbers, seed, dtype): its lowering, and one spec of Model.__init__'s
+/// `_randoms`, which draws them together.
+std::string random_args(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n);
+
 }  // namespace retc::emit::torch

@@ -1,12 +1,8 @@
 #include "emit/torch/stages.h"
 
-#include <algorithm>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "emit/py_value.h"
 #include "emit/torch/dims.h"
 #include "emit/torch/loops.h"
@@ -33,26 +29,22 @@ void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool 
     }
     // The seeded random initial values first, drawn together (_randoms: in
     // threads); then the rest of stage param-init in order.
-    std::vector<std::pair<std::string, std::string>> randoms;  // name, _random's arguments
+    auto batched = [&](const ir::Node& n) {
+      return n.stage == ir::Stage::kParamInit && n.kind == ir::NodeKind::kRandom;
+    };
+    std::vector<const ir::Node*> randoms;
     for (const ir::Node& n : g.nodes()) {
-      if (n.stage != ir::Stage::kParamInit || n.kind != ir::NodeKind::kRandom) continue;
-      const std::string value = value_of(g, t, n, "self");
-      absl::string_view args = value;
-      if (absl::ConsumePrefix(&args, "_random(") && absl::ConsumeSuffix(&args, ")"))
-        randoms.emplace_back(n.name, std::string(args));
+      if (batched(n)) randoms.push_back(&n);
     }
-    if (randoms.size() > 1) {
+    if (!randoms.empty()) {
       w.line("_drawn = _randoms([");
-      for (const auto& [name, args] : randoms) w.line("    (", args, "),");
+      for (const ir::Node* n : randoms) w.line("    (", random_args(g, t, *n), "),");
       w.line("])");
-      for (size_t i = 0; i < randoms.size(); ++i) w.line(randoms[i].first, " = _drawn[", i, "]");
+      for (size_t i = 0; i < randoms.size(); ++i) w.line(randoms[i]->name, " = _drawn[", i, "]");
     }
     for (const ir::Node& n : g.nodes()) {
-      if (n.stage != ir::Stage::kParamInit) continue;
-      if (randoms.size() > 1 && std::any_of(randoms.begin(), randoms.end(),
-                                            [&](const auto& r) { return r.first == n.name; }))
-        continue;
-      w.line(n.name, " = ", value_of(g, t, n, "self"));
+      if (n.stage == ir::Stage::kParamInit && !batched(n))
+        w.line(n.name, " = ", value_of(g, t, n, "self"));
     }
     for (const ir::Param& p : g.params()) {
       const ir::ParamOptions& o = p.options;

@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from bench import torch_batch  # noqa: E402: after its folder is on the path
+from bench import torch_batch, torch_config  # noqa: E402: after its folder is on the path
 
 FLOP_TOL = 0.10
 MEM_TOL = 0.25
@@ -44,21 +44,12 @@ def measure(config_path, batch, frames):
     """(forward FLOPs, backward FLOPs, saved bytes) of one training step."""
     import torch
     from torch.profiler import ProfilerActivity, profile
-    from returnn.log import log as rlog
-    from returnn.config import Config, set_global_config
-    from returnn.util.basic import BehaviorVersion
     import returnn.frontend as rf
     from returnn.tensor import TensorDict
     from returnn.torch.data import extern_data as extern_data_util
     from returnn.torch.frontend.bridge import rf_module_to_pt_module
 
-    rlog.initialize(verbosity=[0])
-    config = Config()
-    config.load_file(config_path)
-    set_global_config(config)
-    BehaviorVersion.set(config.int("behavior_version", 0) or None)
-    rf.select_backend_torch()
-    rf.set_random_seed(42)
+    config = torch_config(config_path)
     model = config.typed_value("get_model")(epoch=1, step=0)
     pt_model = rf_module_to_pt_module(model)
     params = {p.untyped_storage().data_ptr() for p in pt_model.parameters()}
