@@ -19,6 +19,9 @@ pass "retc check 12ax --backend torch: the params at their module paths"
 grep -E "^Epoch [0-9]+ evaluation: " "$TMP/log"
 [ "$(grep -c '^Epoch [0-9]* evaluation: ' "$TMP/log")" -eq 5 ] || fail "expected 5 evaluated epochs"
 expect_final_error "$TMP/log" 0.05 "12ax on torch"
+# The emitted Adam takes torch's fused update (RETURNN prints the optimizer's group options).
+sed -n '/^Optimizer: Adam (/,/^)/p' "$TMP/log" | grep -Fx "    fused: True" >/dev/null ||
+  fail "the torch Adam is not fused: $(sed -n '/^Optimizer:/,/^)/p' "$TMP/log")"
 last=$(tail -n 1 "$TMP/log")
 "$RETC" train 12ax --backend torch --workdir "$TMP/work" >"$TMP/log2" 2>"$TMP/err2" || fail "second retc train"
 [ "$(grep -c '^Epoch [0-9]* evaluation: ' "$TMP/log2")" -eq 0 ] || fail "the second run trained again"
