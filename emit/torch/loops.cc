@@ -279,6 +279,27 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
     droppable[m.node.index] = false;
     for (ir::NodeId in : g.node(m.node).inputs) droppable[in.index] = false;
   }
+  // The weight-norm folds outside loops and conds whose dot, div and norm
+  // nothing else reads: one _weight_norm_dot from x, v and g (torch's fused
+  // kernel), their own values not written.
+  const auto plain = [&](ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    return n.stage == ir::Stage::kStep && loops.loop_of[id.index] < 0 &&
+           n.kind != ir::NodeKind::kCond && !n.attrs.find<ir::attr::Branch>();
+  };
+  std::vector<bool> marked(g.size(), false), absorbed(g.size(), false);
+  for (const ir::Mark& m : g.marks()) marked[m.node.index] = true;
+  std::vector<std::optional<WeightNormDot>> fused(g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    std::optional<WeightNormDot> m = weight_norm_dot(g, g.nodes()[i]);
+    if (!m || !plain(g.id_of(i))) continue;
+    bool only_here = true;
+    for (ir::NodeId p : {m->dot, m->div, m->norm})
+      only_here = only_here && uses[p.index] == 1 && !marked[p.index] && plain(p);
+    if (!only_here) continue;
+    for (ir::NodeId p : {m->dot, m->div, m->norm}) absorbed[p.index] = true;
+    fused[i] = m;
+  }
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t i = 0; i < g.size(); ++i) {
@@ -294,6 +315,10 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
       const int32_t l = loops.loop_of[i];
       if (l < 0) {
         if (!std::all_of(n.inputs.begin(), n.inputs.end(), ready)) continue;
+        if (absorbed[i]) {  // written by the weight-norm fold that reads it
+          o.done[i] = progress = true;
+          continue;
+        }
         // A scope per run of one checkpointed module's nodes.
         if (const int c = checkpoint_of(n); c != scope_of || (c >= 0 && !scope)) {
           scope.reset();
@@ -302,13 +327,16 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
             scope = std::make_unique<CodeWriter::Scope>(
                 w.block("with rf.gradient_checkpoint_scope():"));
         }
-        write_assignment(w, g, t, n);
+        if (fused[i])
+          w.line(n.name, " = ", weight_norm_dot_value(g, t, n, *fused[i]));
+        else
+          write_assignment(w, g, t, n);
         o.done[i] = progress = true;
         std::vector<std::string> dead;
         for (ir::NodeId in : n.inputs) {
           const ir::Node& v = g.node(in);
-          if (--uses[in.index] == 0 && droppable[in.index] && v.stage == ir::Stage::kStep &&
-              loops.loop_of[in.index] < 0 && checkpoint_of(v) >= 0 &&
+          if (--uses[in.index] == 0 && droppable[in.index] && !absorbed[in.index] &&
+              v.stage == ir::Stage::kStep && loops.loop_of[in.index] < 0 && checkpoint_of(v) >= 0 &&
               std::find(dead.begin(), dead.end(), v.name) == dead.end())
             dead.push_back(v.name);
         }

@@ -1,5 +1,7 @@
 #include "emit/torch/lower.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "emit/config.h"
@@ -525,6 +527,40 @@ std::string random_args(const ir::Graph& g, const ir::DimTable& t, const ir::Nod
                       uniform ? l.a.num<ir::attr::Minval>() : l.a.num<ir::attr::Mean>(), ", ",
                       uniform ? l.a.num<ir::attr::Maxval>() : l.a.num<ir::attr::Stddev>(), ", ",
                       n.attrs.get<ir::attr::Seed>(), ", ", l.dtype());
+}
+
+std::optional<WeightNormDot> weight_norm_dot(const ir::Graph& g, const ir::Node& mul) {
+  using K = ir::NodeKind;
+  if (mul.kind != K::kMul || mul.inputs.size() != 2) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    const ir::Node& dot = g.node(mul.inputs[k]);
+    const ir::Node& div = g.node(mul.inputs[1 - k]);
+    if (dot.kind != K::kDot || div.kind != K::kDiv) continue;
+    const ir::Node& norm = g.node(div.inputs[1]);
+    if (norm.kind != K::kNorm) continue;
+    const ir::NodeId v = norm.inputs[0];
+    const int at = dot.inputs[0] == v ? 0 : dot.inputs[1] == v ? 1 : -1;
+    if (at < 0 || dot.inputs[1 - at] == v) continue;
+    const auto& axes = norm.attrs.get<ir::attr::Axes>();
+    const auto& reduce = dot.attrs.get<ir::attr::Reduce>();
+    if (axes.size() != reduce.size() ||
+        !std::all_of(axes.begin(), axes.end(),
+                     [&](const ir::Dim& a) { return ir::index_of(reduce, a) >= 0; }))
+      continue;
+    return WeightNormDot{mul.inputs[k], mul.inputs[1 - k], div.inputs[1], dot.inputs[1 - at], v,
+                         div.inputs[0]};
+  }
+  return std::nullopt;
+}
+
+std::string weight_norm_dot_value(const ir::Graph& g, const ir::DimTable& t, const ir::Node& mul,
+                                  const WeightNormDot& m) {
+  std::string e = absl::StrCat(
+      "_weight_norm_dot(", g.node(m.x).name, ", ", g.node(m.v).name, ", ", g.node(m.g).name,
+      ", axis=", dims_value(t, g.node(m.norm).attrs.get<ir::attr::Axes>()).repr(),
+      ", reduce=", dims_value(t, g.node(m.dot).attrs.get<ir::attr::Reduce>()).repr(), ")");
+  if (has_repeated_dim(mul.type.dims) || !has_repeated_dim(g.node(m.v).type.dims)) return e;
+  return absl::StrCat("_unprime(", e, ")");
 }
 
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,

@@ -4,6 +4,7 @@
 // from the kind list: a kind without a lowering fails the build, as on TF.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -56,6 +57,19 @@ bool reads_data(const ir::Graph& g, const ir::Node& n);
 
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                      absl::string_view model);
+
+/// expand-parametrizations' weight-norm fold: a mul of dot(x, v) by
+/// div(g, norm(v)), the norm over the dims the dot reduces.
+struct WeightNormDot {
+  ir::NodeId dot, div, norm;
+  ir::NodeId x, v, g;
+};
+std::optional<WeightNormDot> weight_norm_dot(const ir::Graph& g, const ir::Node& mul);
+
+/// The Python of such a mul from x, v and g alone (_weight_norm_dot: torch's
+/// fused weight-norm kernel), without the dot's, div's and norm's values.
+std::string weight_norm_dot_value(const ir::Graph& g, const ir::DimTable& t, const ir::Node& mul,
+                                  const WeightNormDot& m);
 
 /// The arguments of `_random` for a random node `n` (distribution, dims, the
 /// two numbers, seed, dtype): its lowering, and one spec of Model.__init__'s

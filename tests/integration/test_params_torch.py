@@ -133,14 +133,17 @@ def test_stages_counted():
     """The stages, made real on an eager backend. Param-init runs once, when
     the model is made: g's initial value ||v0|| (one norm per weight-normed
     param). The step stage runs at every step: the derived weight's norm once
-    per step and param, though out.weight has two readers; weight dropout and
-    weight noise once per training step, new values each time, off in
-    evaluation. The gradient reaches v and g."""
+    per step and param, though out.weight has two readers (its two products
+    scaled by g/||v||: _norm), ff1.weight has one (w made by torch's fused
+    kernel: _weight_norm_dot); weight dropout and weight noise once per
+    training step, new values each time, off in evaluation. The gradient
+    reaches v and g."""
     from returnn.config import Config
 
     steps = 3
-    for model, helper, per_step in [("rep-weight-norm", "_norm", 2), ("rep-dropout", "_weight_dropout", 1),
-                                    ("rep-noise", "_weight_noise", 1)]:
+    for model, helper, per_step in [("rep-weight-norm", "_norm", {"_norm": 1, "_weight_norm_dot": 1}),
+                                    ("rep-dropout", "_weight_dropout", {"_weight_dropout": 1}),
+                                    ("rep-noise", "_weight_noise", {"_weight_noise": 1})]:
         path = compile_model(model)
         counts = {}
         orig_load = Config.load_file
@@ -149,7 +152,8 @@ def test_stages_counted():
             orig_load(self, *args, **kwargs)
             config_globals = self.typed_value("train_step").__globals__
             # A config holds only the helpers it uses: count those of these it has.
-            _counting(config_globals, sorted(n for n in {"_norm", "_random_values", helper} if n in config_globals),
+            _counting(config_globals, sorted(n for n in {"_norm", "_weight_norm_dot", "_random_values", helper}
+                                        if n in config_globals),
                       counts)
 
         Config.load_file = load_and_count
@@ -164,8 +168,7 @@ def test_stages_counted():
         for step in range(steps):
             counts.clear()
             net.step(batch)
-            want = {helper: per_step}
-            assert counts == want, (model, "step", step, counts, want)
+            assert counts == per_step, (model, "step", step, counts, per_step)
             if model == "rep-weight-norm" and step == 0:
                 for p in ["out.weight", "out.weight_g", "ff1.weight", "ff1.weight_g"]:
                     grad = net.pt_model.get_parameter(p).grad
@@ -176,8 +179,7 @@ def test_stages_counted():
         if model != "rep-weight-norm":
             assert not numpy.allclose(train_outputs[0], train_outputs[1]), (model, "two training steps agree")
         close(eval_outputs[0], eval_outputs[1], 0.0, model + " evaluation")
-        print("%s: at creation %s; each of %d steps %s once per step: %d" % (
-            model, at_creation, steps, helper, per_step))
+        print("%s: at creation %s; in each of %d steps %s" % (model, at_creation, steps, per_step))
 
 
 def net_output(net, batch, train):
