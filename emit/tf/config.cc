@@ -57,6 +57,7 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   out += format_assignment("extern_data", net.extern_data);
   if (stages_use_kind(stages, ir::NodeKind::kScatter))
     out += absl::StrCat(kScatterDefinitions, "\n\n");
+  if (stages_use_kind(stages, ir::NodeKind::kNorm)) out += absl::StrCat(kNormDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kParamAssign))
     out += absl::StrCat(kAssignDefinitions, "\n\n");
   out += format_assignment("network", net.network);

@@ -36,6 +36,8 @@ struct NetDict {
 extern const char kScatterDefinitions[];
 /// The Python functions param assignments call (eval layers), in a config with one.
 extern const char kAssignDefinitions[];
+/// The config's _retc_norm, the L2 norm's eval layer (lower_norm), in a config with one.
+extern const char kNormDefinitions[];
 
 /// Requires: a graph after pipeline(tf::target()) (legal, every node named).
 /// With a `base` dim table (another stage's): dims take base's identifiers

@@ -207,7 +207,11 @@ def test_weight_norm_computed_once():
             return False
         return name in ([ast.literal_eval(f)] if isinstance(f, ast.Constant) else [ast.literal_eval(e) for e in f.elts])
 
-    norms_of_v = [n for n, l in layers.items() if ast.literal_eval(field(l, "class")) == "math_norm" and reads(l, "out.weight")]
+    def is_norm(layer):  # the config's _retc_norm (an eval layer)
+        return ast.literal_eval(field(layer, "class")) == "eval" and \
+            ast.literal_eval(field(layer, "eval")) == "norm(self, source, axis=axis)"
+
+    norms_of_v = [n for n, l in layers.items() if is_norm(l) and reads(l, "out.weight")]
     users_of_scale = [n for n, l in layers.items() if reads(l, "out.div")]
     users_of_v = sorted(n for n, l in layers.items() if reads(l, "out.weight"))
     g_inits = [n for n, l in layers.items() if n == "out.weight_g.init"]
