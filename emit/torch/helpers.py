@@ -78,14 +78,19 @@ def _softplus(x):
                      raw_tensor=torch.nn.functional.softplus(x.raw_tensor))
 
 
-def _normalize(x, *, axis, epsilon):
+def _normalize(x, *, axis, epsilon, scale=None, bias=None):
     """(x - mean) / sqrt(variance + epsilon) over axis, the variance biased (TF's
-    norm layer); over one static dim torch's fused layer norm computes it."""
+    norm layer), then times scale and plus bias (over axis) where given; over
+    one static dim torch's fused layer norm computes it, its affine included."""
     if len(axis) != 1 or axis[0].dimension is None:
-        return rf.normalize(x, axis=axis, epsilon=epsilon)
+        y = rf.normalize(x, axis=axis, epsilon=epsilon)
+        y = y if scale is None else rf.combine(y, "mul", scale, allow_broadcast_all_sources=True)
+        return y if bias is None else rf.combine(y, "add", bias, allow_broadcast_all_sources=True)
     dims = [d for d in x.dims if d != axis[0]] + [axis[0]]
     x = x.copy_transpose(dims)
-    y = torch.nn.functional.layer_norm(x.raw_tensor, (axis[0].dimension,), eps=epsilon)
+    y = torch.nn.functional.layer_norm(x.raw_tensor, (axis[0].dimension,), eps=epsilon,
+                                       weight=None if scale is None else scale.raw_tensor,
+                                       bias=None if bias is None else bias.raw_tensor)
     return rf.Tensor("normalize", dims=dims, dtype=x.dtype, raw_tensor=y)
 
 

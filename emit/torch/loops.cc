@@ -279,9 +279,8 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
     droppable[m.node.index] = false;
     for (ir::NodeId in : g.node(m.node).inputs) droppable[in.index] = false;
   }
-  // The weight-norm folds outside loops and conds whose dot, div and norm
-  // nothing else reads: one _weight_norm_dot from x, v and g (torch's fused
-  // kernel), their own values not written.
+  // The fusions (lower.h) outside loops and conds whose absorbed nodes
+  // nothing else reads: one call, the absorbed nodes not written.
   const auto plain = [&](ir::NodeId id) {
     const ir::Node& n = g.node(id);
     return n.stage == ir::Stage::kStep && loops.loop_of[id.index] < 0 &&
@@ -289,16 +288,18 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
   };
   std::vector<bool> marked(g.size(), false), absorbed(g.size(), false);
   for (const ir::Mark& m : g.marks()) marked[m.node.index] = true;
-  std::vector<std::optional<WeightNormDot>> fused(g.size());
+  std::vector<std::string> fused(g.size());
   for (size_t i = 0; i < g.size(); ++i) {
-    std::optional<WeightNormDot> m = weight_norm_dot(g, g.nodes()[i]);
-    if (!m || !plain(g.id_of(i))) continue;
+    if (!plain(g.id_of(i))) continue;
+    std::optional<Fusion> f = fusion(g, t, g.nodes()[i]);
+    if (!f) continue;
     bool only_here = true;
-    for (ir::NodeId p : {m->dot, m->div, m->norm})
-      only_here = only_here && uses[p.index] == 1 && !marked[p.index] && plain(p);
+    for (ir::NodeId a : f->absorbed)
+      only_here = only_here && uses[a.index] == 1 && !marked[a.index] && !absorbed[a.index] &&
+                  fused[a.index].empty() && plain(a);
     if (!only_here) continue;
-    for (ir::NodeId p : {m->dot, m->div, m->norm}) absorbed[p.index] = true;
-    fused[i] = m;
+    for (ir::NodeId a : f->absorbed) absorbed[a.index] = true;
+    fused[i] = std::move(f->value);
   }
   for (bool progress = true; progress;) {
     progress = false;
@@ -315,7 +316,7 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
       const int32_t l = loops.loop_of[i];
       if (l < 0) {
         if (!std::all_of(n.inputs.begin(), n.inputs.end(), ready)) continue;
-        if (absorbed[i]) {  // written by the weight-norm fold that reads it
+        if (absorbed[i]) {  // written by the fusion that reads it
           o.done[i] = progress = true;
           continue;
         }
@@ -327,8 +328,8 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
             scope = std::make_unique<CodeWriter::Scope>(
                 w.block("with rf.gradient_checkpoint_scope():"));
         }
-        if (fused[i])
-          w.line(n.name, " = ", weight_norm_dot_value(g, t, n, *fused[i]));
+        if (!fused[i].empty())
+          w.line(n.name, " = ", fused[i]);
         else
           write_assignment(w, g, t, n);
         o.done[i] = progress = true;

@@ -529,38 +529,83 @@ std::string random_args(const ir::Graph& g, const ir::DimTable& t, const ir::Nod
                       n.attrs.get<ir::attr::Seed>(), ", ", l.dtype());
 }
 
-std::optional<WeightNormDot> weight_norm_dot(const ir::Graph& g, const ir::Node& mul) {
-  using K = ir::NodeKind;
-  if (mul.kind != K::kMul || mul.inputs.size() != 2) return std::nullopt;
+namespace {
+
+// Input k of binary node `n` when its kind is `kind`, the other input in `other`.
+const ir::Node* operand(const ir::Graph& g, const ir::Node& n, ir::NodeKind kind, int k,
+                        ir::NodeId& other) {
+  const ir::Node& in = g.node(n.inputs[k]);
+  if (in.kind != kind) return nullptr;
+  other = n.inputs[1 - k];
+  return &in;
+}
+
+bool same_set(const std::vector<ir::Dim>& a, const std::vector<ir::Dim>& b) {
+  return a.size() == b.size() &&
+         std::all_of(a.begin(), a.end(), [&](const ir::Dim& d) { return ir::index_of(b, d) >= 0; });
+}
+
+// `e`, renamed back to the IR's dims where `v` has a dim twice and `n` each once.
+std::string unprimed(const ir::Graph& g, const ir::Node& n, ir::NodeId v, std::string e) {
+  if (has_repeated_dim(n.type.dims) || !has_repeated_dim(g.node(v).type.dims)) return e;
+  return absl::StrCat("_unprime(", e, ")");
+}
+
+std::optional<Fusion> weight_norm_dot(const ir::Graph& g, const ir::DimTable& t,
+                                      const ir::Node& mul) {
   for (int k = 0; k < 2; ++k) {
-    const ir::Node& dot = g.node(mul.inputs[k]);
-    const ir::Node& div = g.node(mul.inputs[1 - k]);
-    if (dot.kind != K::kDot || div.kind != K::kDiv) continue;
+    ir::NodeId div_id;
+    const ir::Node* dot = operand(g, mul, ir::NodeKind::kDot, k, div_id);
+    const ir::Node& div = g.node(div_id);
+    if (!dot || div.kind != ir::NodeKind::kDiv) continue;
     const ir::Node& norm = g.node(div.inputs[1]);
-    if (norm.kind != K::kNorm) continue;
+    if (norm.kind != ir::NodeKind::kNorm) continue;
     const ir::NodeId v = norm.inputs[0];
-    const int at = dot.inputs[0] == v ? 0 : dot.inputs[1] == v ? 1 : -1;
-    if (at < 0 || dot.inputs[1 - at] == v) continue;
+    const int at = dot->inputs[0] == v ? 0 : dot->inputs[1] == v ? 1 : -1;
+    if (at < 0 || dot->inputs[1 - at] == v) continue;
     const auto& axes = norm.attrs.get<ir::attr::Axes>();
-    const auto& reduce = dot.attrs.get<ir::attr::Reduce>();
-    if (axes.size() != reduce.size() ||
-        !std::all_of(axes.begin(), axes.end(),
-                     [&](const ir::Dim& a) { return ir::index_of(reduce, a) >= 0; }))
-      continue;
-    return WeightNormDot{mul.inputs[k], mul.inputs[1 - k], div.inputs[1], dot.inputs[1 - at], v,
-                         div.inputs[0]};
+    const auto& reduce = dot->attrs.get<ir::attr::Reduce>();
+    if (!same_set(axes, reduce)) continue;
+    std::string e =
+        absl::StrCat("_weight_norm_dot(", g.node(dot->inputs[1 - at]).name, ", ", g.node(v).name,
+                     ", ", g.node(div.inputs[0]).name, ", axis=", dims_value(t, axes).repr(),
+                     ", reduce=", dims_value(t, reduce).repr(), ")");
+    return Fusion{{mul.inputs[k], div_id, div.inputs[1]}, unprimed(g, mul, v, std::move(e))};
   }
   return std::nullopt;
 }
 
-std::string weight_norm_dot_value(const ir::Graph& g, const ir::DimTable& t, const ir::Node& mul,
-                                  const WeightNormDot& m) {
-  std::string e = absl::StrCat(
-      "_weight_norm_dot(", g.node(m.x).name, ", ", g.node(m.v).name, ", ", g.node(m.g).name,
-      ", axis=", dims_value(t, g.node(m.norm).attrs.get<ir::attr::Axes>()).repr(),
-      ", reduce=", dims_value(t, g.node(m.dot).attrs.get<ir::attr::Reduce>()).repr(), ")");
-  if (has_repeated_dim(mul.type.dims) || !has_repeated_dim(g.node(m.v).type.dims)) return e;
-  return absl::StrCat("_unprime(", e, ")");
+std::optional<Fusion> affine_normalize(const ir::Graph& g, const ir::DimTable& t,
+                                       const ir::Node& add) {
+  for (int k = 0; k < 2; ++k) {
+    ir::NodeId bias, scale;
+    const ir::Node* mul = operand(g, add, ir::NodeKind::kMul, k, bias);
+    if (!mul) continue;
+    for (int j = 0; j < 2; ++j) {
+      const ir::Node* norm = operand(g, *mul, ir::NodeKind::kNormalize, j, scale);
+      if (!norm) continue;
+      const auto& axes = norm->attrs.get<ir::attr::Axes>();
+      if (axes.size() != 1 || axes[0].is_dynamic() || g.node(scale).type.dims != axes ||
+          g.node(bias).type.dims != axes)
+        continue;
+      return Fusion{
+          {add.inputs[k], mul->inputs[j]},
+          absl::StrCat("_normalize(", g.node(norm->inputs[0]).name,
+                       ", axis=", dims_value(t, axes).repr(),
+                       ", epsilon=", PyValue(norm->attrs.get<ir::attr::Epsilon>()).repr(),
+                       ", scale=", g.node(scale).name, ", bias=", g.node(bias).name, ")")};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Fusion> fusion(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n) {
+  if (n.inputs.size() != 2) return std::nullopt;
+  if (n.kind == ir::NodeKind::kMul) return weight_norm_dot(g, t, n);
+  if (n.kind != ir::NodeKind::kAdd) return std::nullopt;
+  return affine_normalize(g, t, n);
 }
 
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "emit/py_value.h"
@@ -58,18 +59,17 @@ bool reads_data(const ir::Graph& g, const ir::Node& n);
 std::string value_of(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n,
                      absl::string_view model);
 
-/// expand-parametrizations' weight-norm fold: a mul of dot(x, v) by
-/// div(g, norm(v)), the norm over the dims the dot reduces.
-struct WeightNormDot {
-  ir::NodeId dot, div, norm;
-  ir::NodeId x, v, g;
+/// A node written as one call from values further up: the nodes between
+/// (`absorbed`, each read by the next only) are not written. The patterns:
+/// - weight norm's fold, x·v scaled by g/‖v‖ (expand-parametrizations):
+///   _weight_norm_dot, w made by torch's fused weight-norm kernel;
+/// - normalize over one static dim, times a scale, plus a bias over it:
+///   _normalize with both, torch's layer norm with its affine.
+struct Fusion {
+  std::vector<ir::NodeId> absorbed;
+  std::string value;
 };
-std::optional<WeightNormDot> weight_norm_dot(const ir::Graph& g, const ir::Node& mul);
-
-/// The Python of such a mul from x, v and g alone (_weight_norm_dot: torch's
-/// fused weight-norm kernel), without the dot's, div's and norm's values.
-std::string weight_norm_dot_value(const ir::Graph& g, const ir::DimTable& t, const ir::Node& mul,
-                                  const WeightNormDot& m);
+std::optional<Fusion> fusion(const ir::Graph& g, const ir::DimTable& t, const ir::Node& n);
 
 /// The arguments of `_random` for a random node `n` (distribution, dims, the
 /// two numbers, seed, dtype): its lowering, and one spec of Model.__init__'s
