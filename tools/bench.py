@@ -386,7 +386,9 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
     from returnn.torch.frontend.bridge import rf_module_to_pt_module
     from returnn.torch.updater import Updater
 
-    config = torch_config(config=rf_config(num_layers)) if kind == "rf" else torch_config(config_path)
+    config = torch_config(config=rf_config(num_layers)) if kind.startswith("rf") else torch_config(config_path)
+    if kind == "rf_fused":  # rf with the optimizer retc emits on torch
+        config.set("optimizer", {"class": "adam", "fused": True})
     result = {"kind": kind}
     t0 = time.perf_counter()
     model = config.typed_value("get_model")(epoch=1, step=0)
@@ -656,8 +658,10 @@ def main():
     for name, kind, path, (batch, frames), steps, profile in [
             ("retc", "retc", configs["torch plain"], (args.batch, args.frames), args.steps, True),
             ("rf", "rf", "-", (args.batch, args.frames), args.steps, False),
+            ("rf, fused Adam", "rf_fused", "-", (args.batch, args.frames), args.steps, False),
             ("retc weight norm", "retc", configs["torch wn"], (args.batch, args.frames), args.steps, False),
             ("retc 8x500", "retc", configs["torch plain"], large, args.large_steps, True),
+            ("rf 8x500", "rf", "-", large, args.large_steps, False),
             ("retc weight norm 8x500", "retc", configs["torch wn"], large, args.large_steps, False)]:
         log("torch steps: %s" % name)
         torch_runs[name] = run_worker(["torch_steps", kind, path, args.step_blocks, steps,
@@ -682,8 +686,13 @@ def main():
     tr, trf, twn = torch_runs["retc"], torch_runs["rf"], torch_runs["retc weight norm"]
     tl, twl = torch_runs["retc 8x500"], torch_runs["retc weight norm 8x500"]
     fl, fwl = runs["TF 8x500"], runs["TF weight norm 8x500"]
-    out("- median step retc / rf's ConformerEncoder, both on torch (%d x %d): %.3f" % (
-        args.batch, args.frames, tr["step_ms_median"] / trf["step_ms_median"]))
+    trl, trff = torch_runs["rf 8x500"], torch_runs["rf, fused Adam"]
+    out("- median step retc / rf's ConformerEncoder, both on torch: %.3f at %d x %d, %.3f at 8 x 500; against rf "
+        "with torch's fused Adam (as retc emits it on torch, `\"fused\": True`; rf's config as written has the "
+        "default per-param loop): %.3f at %d x %d" % (
+            tr["step_ms_median"] / trf["step_ms_median"], args.batch, args.frames,
+            tl["step_ms_median"] / trl["step_ms_median"], tr["step_ms_median"] / trff["step_ms_median"],
+            args.batch, args.frames))
     out("- the same retc model, TF / torch: %.3f at %d x %d, %.3f at 8 x 500" % (
         a["step_ms_median"] / tr["step_ms_median"], args.batch, args.frames,
         fl["step_ms_median"] / tl["step_ms_median"]))
@@ -785,14 +794,19 @@ def main():
          a["construct_ms"] <= b["construct_ms"]),
         ("step time within 3% of rf's or better", "%.3f" % (a["step_ms_median"] / b["step_ms_median"]),
          a["step_ms_median"] <= 1.03 * b["step_ms_median"]),
-        ("weight-norm overhead <= 1.1x", "%.3f" % (w["step_ms_median"] / a["step_ms_median"]),
-         w["step_ms_median"] <= 1.1 * a["step_ms_median"]),
-        ("torch: step retc / rf's ConformerEncoder <= 1.0", "%.3f" % (tr["step_ms_median"] / trf["step_ms_median"]),
-         tr["step_ms_median"] <= trf["step_ms_median"]),
-        ("torch: weight-norm overhead <= 1.1x at 8 x 500", "%.3f" % (twl["step_ms_median"] / tl["step_ms_median"]),
-         twl["step_ms_median"] <= 1.1 * tl["step_ms_median"]),
-        ("TF: weight-norm overhead <= 1.1x at 8 x 500", "%.3f" % (fwl["step_ms_median"] / fl["step_ms_median"]),
-         fwl["step_ms_median"] <= 1.1 * fl["step_ms_median"]),
+        ("TF: step retc / rf <= 0.9", "%.3f" % (a["step_ms_median"] / b["step_ms_median"]),
+         a["step_ms_median"] <= 0.9 * b["step_ms_median"]),
+        ("torch: step retc / rf's ConformerEncoder <= 0.8 at %d x %d and at 8 x 500" % (args.batch, args.frames),
+         "%.3f, %.3f" % (tr["step_ms_median"] / trf["step_ms_median"], tl["step_ms_median"] / trl["step_ms_median"]),
+         tr["step_ms_median"] <= 0.8 * trf["step_ms_median"] and tl["step_ms_median"] <= 0.8 * trl["step_ms_median"]),
+        ("torch: model creation retc <= rf", "%.0f ms, %.0f ms" % (tr["create_ms"], trf["create_ms"]),
+         tr["create_ms"] <= trf["create_ms"]),
+        ("weight-norm overhead <= 1.1x at %d x %d, TF and torch" % (args.batch, args.frames), "%.3f, %.3f" % (
+            w["step_ms_median"] / a["step_ms_median"], twn["step_ms_median"] / tr["step_ms_median"]),
+         w["step_ms_median"] <= 1.1 * a["step_ms_median"] and twn["step_ms_median"] <= 1.1 * tr["step_ms_median"]),
+        ("weight-norm overhead <= 1.05x at 8 x 500, TF and torch", "%.3f, %.3f" % (
+            fwl["step_ms_median"] / fl["step_ms_median"], twl["step_ms_median"] / tl["step_ms_median"]),
+         fwl["step_ms_median"] <= 1.05 * fl["step_ms_median"] and twl["step_ms_median"] <= 1.05 * tl["step_ms_median"]),
         ("roofline: achieved fraction of the matmul rate at 8 x 500, faster target, >= 0.6",
          "%.2f" % max(fractions["TF", 8], fractions["torch", 8]), max(fractions["TF", 8], fractions["torch", 8]) >= 0.6),
         ("decoding: torch search seq/s >= TF's, both models",
