@@ -285,14 +285,23 @@ absl::StatusOr<PyValue> lower_param(const Lowering& l, PyValue& network) {
 }
 
 PyValue lower_norm(const Lowering& l) {
-  // The config's _retc_norm (kNormDefinitions): RETURNN's math_norm takes
-  // abs and pow of x and, backward, their gradients over all of x: with
-  // weight norm on, they took a third of a conformer's step at 2 x 200.
+  // Over static dims (a weight's), the config's _retc_norm
+  // (kNormDefinitions): RETURNN's math_norm takes abs and pow of x and,
+  // backward, their gradients over all of x; with weight norm on, they took
+  // a third of a conformer's step at 2 x 200. Over a dynamic dim, math_norm
+  // (its sum leaves out the frames past each sequence's end).
+  const auto& axes = l.attr<ir::attr::Axes>();
+  if (std::any_of(axes.begin(), axes.end(), [](const ir::Dim& d) { return d.is_dynamic(); })) {
+    PyValue layer = l.layer("math_norm");
+    layer.set("p", 2);
+    layer.set("axis", l.dim_or_dims(axes));
+    return layer;
+  }
   PyValue layer = l.layer_from("eval", 0);
   layer.set("eval", "norm(self, source, axis=axis)");
   layer.set("out_type", PyValue::ref("_retc_norm_type"));
-  layer.set("eval_locals", PyValue::dict({{"norm", PyValue::ref("_retc_norm")},
-                                          {"axis", l.dim_or_dims(l.attr<ir::attr::Axes>())}}));
+  layer.set("eval_locals",
+            PyValue::dict({{"norm", PyValue::ref("_retc_norm")}, {"axis", l.dim_or_dims(axes)}}));
   return layer;
 }
 

@@ -1,6 +1,7 @@
 #include "emit/torch/lower.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -545,9 +546,14 @@ bool same_set(const std::vector<ir::Dim>& a, const std::vector<ir::Dim>& b) {
          std::all_of(a.begin(), a.end(), [&](const ir::Dim& d) { return ir::index_of(b, d) >= 0; });
 }
 
-// `e`, renamed back to the IR's dims where `v` has a dim twice and `n` each once.
-std::string unprimed(const ir::Graph& g, const ir::Node& n, ir::NodeId v, std::string e) {
-  if (has_repeated_dim(n.type.dims) || !has_repeated_dim(g.node(v).type.dims)) return e;
+// `e`, the value of `n` from `inputs`, renamed back to the IR's dims where an
+// input has a dim twice and `n` each once (as value_of).
+std::string unprimed(const ir::Graph& g, const ir::Node& n,
+                     std::initializer_list<ir::NodeId> inputs, std::string e) {
+  if (has_repeated_dim(n.type.dims) ||
+      std::none_of(inputs.begin(), inputs.end(),
+                   [&](ir::NodeId in) { return has_repeated_dim(g.node(in).type.dims); }))
+    return e;
   return absl::StrCat("_unprime(", e, ")");
 }
 
@@ -566,11 +572,12 @@ std::optional<Fusion> weight_norm_dot(const ir::Graph& g, const ir::DimTable& t,
     const auto& axes = norm.attrs.get<ir::attr::Axes>();
     const auto& reduce = dot->attrs.get<ir::attr::Reduce>();
     if (!same_set(axes, reduce)) continue;
-    std::string e =
-        absl::StrCat("_weight_norm_dot(", g.node(dot->inputs[1 - at]).name, ", ", g.node(v).name,
-                     ", ", g.node(div.inputs[0]).name, ", axis=", dims_value(t, axes).repr(),
-                     ", reduce=", dims_value(t, reduce).repr(), ")");
-    return Fusion{{mul.inputs[k], div_id, div.inputs[1]}, unprimed(g, mul, v, std::move(e))};
+    const ir::NodeId x = dot->inputs[1 - at], scale = div.inputs[0];
+    std::string e = absl::StrCat("_weight_norm_dot(", g.node(x).name, ", ", g.node(v).name, ", ",
+                                 g.node(scale).name, ", axis=", dims_value(t, axes).repr(),
+                                 ", reduce=", dims_value(t, reduce).repr(), ")");
+    return Fusion{{mul.inputs[k], div_id, div.inputs[1]},
+                  unprimed(g, mul, {x, v, scale}, std::move(e))};
   }
   return std::nullopt;
 }
