@@ -94,6 +94,14 @@ def _normalize(x, *, axis, epsilon, scale=None, bias=None):
     return rf.Tensor("normalize", dims=dims, dtype=x.dtype, raw_tensor=y)
 
 
+def _fused_weight_norm(raw, kept):
+    """Whether torch's fused weight-norm kernel computes norms of `raw` over all
+    dims but `kept`: one kept dim, the first or last, float32 or float64, and not
+    in an ONNX export (the kernel has no ONNX op; vector_norm is ReduceL2)."""
+    return (len(kept) == 1 and kept[0] in (0, raw.dim() - 1) and raw.dtype in (torch.float32, torch.float64)
+            and not torch.onnx.is_in_onnx_export())
+
+
 class _KeptDimNorm(torch.autograd.Function):
     """The L2 norms of v over every dim but `dim` (its first or last), by
     torch's fused weight-norm kernel: one vectorized pass over v, where
@@ -124,7 +132,7 @@ def _norm(x, *, axis):
         return rf.abs(x)
     kept = [i for i, d in enumerate(x.dims) if d not in axis]
     raw = x.raw_tensor
-    if len(kept) == 1 and kept[0] in (0, raw.dim() - 1) and raw.dtype in (torch.float32, torch.float64):
+    if _fused_weight_norm(raw, kept):
         raw = _KeptDimNorm.apply(raw, kept[0])
     else:
         raw = torch.linalg.vector_norm(raw, dim=[x.dims.index(d) for d in axis])
@@ -140,7 +148,7 @@ def _weight_norm_dot(x, v, g, *, axis, reduce):
     does not. Else the fold: (x · v) · (g / ‖v‖)."""
     kept = [i for i, d in enumerate(v.dims) if d not in axis]
     raw = v.raw_tensor
-    if len(kept) == 1 and kept[0] in (0, raw.dim() - 1) and raw.dtype in (torch.float32, torch.float64):
+    if _fused_weight_norm(raw, kept):
         w = torch._weight_norm(raw, g.raw_tensor.reshape(-1), kept[0])
         return rf.matmul(x, rf.Tensor("weight", dims=v.dims, dtype=v.dtype, raw_tensor=w), reduce=reduce)
     return rf.combine(_unprime(rf.matmul(x, v, reduce=reduce)), "mul", g / _unprime(_norm(v, axis=axis)),
