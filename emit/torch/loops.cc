@@ -264,28 +264,27 @@ void write_step_code(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t,
   // a plain statement here, and that this code wrote (a step node outside
   // loops): not a mark or a mark's input (the losses read those after this
   // code), nothing a loop or a cond reads.
+  // A plain statement here: a step node outside loops and conds.
+  const auto plain = [&](ir::NodeId id) {
+    const ir::Node& n = g.node(id);
+    return n.stage == ir::Stage::kStep && loops.loop_of[id.index] < 0 &&
+           n.kind != ir::NodeKind::kCond && !n.attrs.find<ir::attr::Branch>();
+  };
   std::vector<int> uses(g.size(), 0);
   std::vector<bool> droppable(g.size(), !g.checkpoints().empty());
   for (size_t j = 0; j < g.size(); ++j) {
-    const ir::Node& u = g.nodes()[j];
-    const bool plain = u.stage == ir::Stage::kStep && loops.loop_of[j] < 0 &&
-                       u.kind != ir::NodeKind::kCond && !u.attrs.find<ir::attr::Branch>();
-    for (ir::NodeId in : u.inputs) {
+    const bool is_plain = plain(g.id_of(j));
+    for (ir::NodeId in : g.nodes()[j].inputs) {
       ++uses[in.index];
-      if (!plain) droppable[in.index] = false;
+      if (!is_plain) droppable[in.index] = false;
     }
   }
   for (const ir::Mark& m : g.marks()) {
     droppable[m.node.index] = false;
     for (ir::NodeId in : g.node(m.node).inputs) droppable[in.index] = false;
   }
-  // The fusions (lower.h) outside loops and conds whose absorbed nodes
-  // nothing else reads: one call, the absorbed nodes not written.
-  const auto plain = [&](ir::NodeId id) {
-    const ir::Node& n = g.node(id);
-    return n.stage == ir::Stage::kStep && loops.loop_of[id.index] < 0 &&
-           n.kind != ir::NodeKind::kCond && !n.attrs.find<ir::attr::Branch>();
-  };
+  // The fusions (lower.h) of plain statements whose absorbed nodes nothing
+  // else reads: one call, the absorbed nodes not written.
   std::vector<bool> marked(g.size(), false), absorbed(g.size(), false);
   for (const ir::Mark& m : g.marks()) marked[m.node.index] = true;
   std::vector<std::string> fused(g.size());
