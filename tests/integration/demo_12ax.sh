@@ -7,6 +7,7 @@
 # (script(1)), where the progress bar is redrawn in place and erased before
 # RETURNN's own lines.
 source "$(dirname "$0")/lib.sh"
+unset RETC_TF_GRAPH_OPTIMIZER  # as users run it: TF's graph optimizer on (tests/CMakeLists.txt)
 cleanup=(--keep-last 2 --keep-best 1)
 
 "$RETC" train 12ax --workdir "$TMP/work" "${cleanup[@]}" >"$TMP/log" 2>"$TMP/err" || { tail -n 40 "$TMP/log" "$TMP/err"; fail "retc train 12ax"; }

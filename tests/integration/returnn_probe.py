@@ -17,7 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.environ["RETC_SOURCE_DIR"], "runtime"))
-from retc_runtime import _fast_graph_mode_equality, _is_random_state, _random_feed  # noqa: E402  (as `retc` runs TF)
+from retc_runtime import _fast_graph_mode_equality, _is_random_state, _random_feed, tf_session_config  # noqa: E402  (as `retc` runs TF)
 
 import tensorflow as tf  # noqa: E402
 
@@ -111,7 +111,7 @@ class Net:
                                        initial_learning_rate=self.config.float("learning_rate", 1.0))
                 self.updater.set_trainable_vars(self.net.get_trainable_params())
                 self.optim_op = self.updater.get_optim_op()
-            self.session = tf_compat.v1.Session(graph=self.graph)
+            self.session = tf_compat.v1.Session(graph=self.graph, config=tf_session_config())
             self.net.initialize_params(self.session)
             if self.updater:
                 self.updater.init_optimizer_vars(self.session)
