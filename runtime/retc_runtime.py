@@ -402,9 +402,9 @@ def tf_session_config():
     of 64) took 9 s of a 32 s one-epoch run here; its steps ran about 7% faster for it
     (conformer-12x512 at 2 x 200). Off pays for short runs (the test suite sets it),
     not for training."""
-    import tensorflow as tf
+    from tensorflow.python.eager import context
 
-    config = tf.compat.v1.ConfigProto()
+    config = context.context().config  # a copy: TF's session config when none is given (threads)
     if os.environ.get("RETC_TF_GRAPH_OPTIMIZER", "on") == "off":
         config.graph_options.rewrite_options.disable_meta_optimizer = True
     return config
@@ -435,7 +435,7 @@ def _graph_optimizer_choice():
 
 def _prepare(config_path):
     """Before RETURNN runs a config: on the TF backend,
-    _fast_graph_mode_equality() and more; on both, _remember_batches(). Returns the config
+    _fast_graph_mode_equality(), _graph_optimizer_choice() and more; on both, _remember_batches(). Returns the config
     (loaded, not made global)."""
     from returnn.config import Config
 
