@@ -350,6 +350,7 @@ def check(config_path):
     from returnn.tf.network import TFNetwork
     import tensorflow as tf
 
+    _graph_optimizer_off()  # a bad RETC_TF_GRAPH_OPTIMIZER: before the network is built
     log.initialize(verbosity=[2])
     config = Config()
     config.load_file(config_path)
@@ -405,15 +406,23 @@ def tf_session_config():
     from tensorflow.python.eager import context
 
     config = context.context().config  # a copy: TF's session config when none is given (threads)
-    if os.environ.get("RETC_TF_GRAPH_OPTIMIZER", "on") == "off":
+    if _graph_optimizer_off():
         config.graph_options.rewrite_options.disable_meta_optimizer = True
     return config
+
+
+def _graph_optimizer_off():
+    """Whether RETC_TF_GRAPH_OPTIMIZER says off (on, the default, or off; else an error)."""
+    value = os.environ.get("RETC_TF_GRAPH_OPTIMIZER", "on")
+    if value not in ("on", "off"):
+        raise RetcError("RETC_TF_GRAPH_OPTIMIZER must be on or off, not %r" % value)
+    return value == "off"
 
 
 def _graph_optimizer_choice():
     """RETURNN's TF engine makes its session from the config's tf_session_opts: with
     RETC_TF_GRAPH_OPTIMIZER=off, those with grappler off (tf_session_config)."""
-    if os.environ.get("RETC_TF_GRAPH_OPTIMIZER", "on") != "off":
+    if not _graph_optimizer_off():
         return
     from returnn.tf.engine import Engine
 
@@ -434,8 +443,8 @@ def _graph_optimizer_choice():
 
 
 def _prepare(config_path):
-    """Before RETURNN runs a config: on the TF backend,
-    _fast_graph_mode_equality(), _graph_optimizer_choice() and more; on both, _remember_batches(). Returns the config
+    """Before RETURNN runs a config: on the TF backend, _fast_graph_mode_equality(),
+    _graph_optimizer_choice() and more; on both, _remember_batches(). Returns the config
     (loaded, not made global)."""
     from returnn.config import Config
 

@@ -10,6 +10,9 @@ expect_error 2 "^retc: error: unknown backend .nope.; backends: tf, torch" -- "$
 [ ! -e "$TMP/b.config" ] || fail "wrote a config for an unknown backend"
 expect_error 1 "unknown model" -- "$RETC" dump-ir nope
 pass "unknown model"
+# A bad RETC_TF_GRAPH_OPTIMIZER (on or off): one line, before RETURNN builds anything.
+RETC_TF_GRAPH_OPTIMIZER=maybe expect_error 1 "^retc: error: RETURNN check failed: RETC_TF_GRAPH_OPTIMIZER must be on or off, not 'maybe' " -- "$RETC" check 12ax
+pass "a bad RETC_TF_GRAPH_OPTIMIZER"
 
 expect_error 1 "^retc: error: cannot write '$TMP/missing/dir/a.config': No such file or directory$" -- \
   "$RETC" compile 12ax -o "$TMP/missing/dir/a.config"
