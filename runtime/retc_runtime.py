@@ -421,24 +421,25 @@ def _graph_optimizer_off():
 
 def _graph_optimizer_choice():
     """RETURNN's TF engine makes its session from the config's tf_session_opts: with
-    RETC_TF_GRAPH_OPTIMIZER=off, those with grappler off (tf_session_config)."""
-    if not _graph_optimizer_off():
-        return
+    RETC_TF_GRAPH_OPTIMIZER=off (read when the session is made, as tf_session_config
+    does), those with grappler off. Installed once per process."""
+    _graph_optimizer_off()  # a bad value: before RETURNN starts
     from returnn.tf.engine import Engine
 
     make = Engine.make_tf_session
-    if getattr(make, "retc_graph_optimizer_off", False):
+    if getattr(make, "retc_graph_optimizer_choice", False):
         return
 
     def make_tf_session(self):
-        opts = dict(self.config.typed_value("tf_session_opts", {}) or {})
-        graph = dict(opts.get("graph_options", {}))
-        graph["rewrite_options"] = dict(graph.get("rewrite_options", {}), disable_meta_optimizer=True)
-        opts["graph_options"] = graph
-        self.config.typed_dict["tf_session_opts"] = opts
+        if _graph_optimizer_off():
+            opts = dict(self.config.typed_value("tf_session_opts", {}) or {})
+            graph = dict(opts.get("graph_options", {}))
+            graph["rewrite_options"] = dict(graph.get("rewrite_options", {}), disable_meta_optimizer=True)
+            opts["graph_options"] = graph
+            self.config.typed_dict["tf_session_opts"] = opts
         make(self)
 
-    make_tf_session.retc_graph_optimizer_off = True
+    make_tf_session.retc_graph_optimizer_choice = True
     Engine.make_tf_session = make_tf_session
 
 

@@ -14,6 +14,8 @@ cleanup=(--keep-last 2 --keep-best 1)
 grep -E "^(epoch [0-9]+ score|dev: )" "$TMP/log"
 [ "$(grep -c '^epoch [0-9]* score: ' "$TMP/log")" -eq 5 ] || fail "expected 5 epoch lines"
 expect_final_error "$TMP/log" 0.05 12ax
+grep -q "^Setup TF session with options " "$TMP/log" && ! grep -q "disable_meta_optimizer" "$TMP/log" ||
+  fail "TF's graph optimizer is not on by default: $(grep '^Setup TF session' "$TMP/log")"
 last=$(tail -n 1 "$TMP/log")
 
 tf_files=(.index .meta .data-00000-of-00001)

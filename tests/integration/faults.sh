@@ -48,6 +48,10 @@ CACHES=(none)
   { tail -n 20 "$TMP/log" "$TMP/err"; fail "retc train 12ax"; }
 expect_final_error "$TMP/log" 0.5 "12ax on $backend, 1 epoch"
 trained=$FINAL_ERROR
+if [ "$backend" = tf ]; then  # the suite's RETC_TF_GRAPH_OPTIMIZER=off reached RETURNN's session
+  grep -q "^Setup TF session with options .*'disable_meta_optimizer': True" "$TMP/log" ||
+    fail "RETC_TF_GRAPH_OPTIMIZER=off: not in RETURNN's session options"
+fi
 mapfile -t CACHES < <(ls -A "$TMPDIR"; echo none; echo "torchinductor_$user")  # torch's compile cache
 if [ "$backend" = torch ]; then ckpt="$work/model/network.001.pt"; else ckpt="$work/model/network.001"; fi
 
