@@ -310,7 +310,10 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   write_extern_data(w, g, t);
   const size_t helpers_at = w.str().size();  // the used helpers go here, once the code is known
   const ParamUse use = write_param_options(w, g);
-  write_model(w, g, t, use.hooked);
+  // A checkpoint in `load` sets every param where the task is not training
+  // (RETURNN then loads it, and fails on a missing param).
+  const bool loads_all = opts.task.task != Task::kTrain && !opts.task.load.empty();
+  write_model(w, g, t, use.hooked, /*initial_values=*/!loads_all);
   w.blank();
   // The step stage, at every step.
   ASSIGN_OR_RETURN(const ir::LoopAnalysis loops, ir::analyze_loops(g));

@@ -10,12 +10,15 @@
 
 namespace retc::emit::torch {
 
-void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked) {
+void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked,
+                 bool initial_values) {
   w.blank();
   w.blank();
   {
     auto cls = w.block("class Model(rf.Module):");
-    w.line("\"\"\"The model's params, with their initial values.\"\"\"");
+    w.line(initial_values ? "\"\"\"The model's params, with their initial values.\"\"\""
+                          : "\"\"\"The model's params, without initial values: the checkpoint in "
+                            "`load` sets every one.\"\"\"");
     w.blank();
     auto init = w.block("def __init__(self):");
     w.line("super().__init__()");
@@ -34,7 +37,7 @@ void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool 
     };
     std::vector<const ir::Node*> randoms;
     for (const ir::Node& n : g.nodes()) {
-      if (batched(n)) randoms.push_back(&n);
+      if (initial_values && batched(n)) randoms.push_back(&n);
     }
     if (!randoms.empty()) {
       w.line("_drawn = _randoms([");
@@ -43,16 +46,17 @@ void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool 
       for (size_t i = 0; i < randoms.size(); ++i) w.line(randoms[i]->name, " = _drawn[", i, "]");
     }
     for (const ir::Node& n : g.nodes()) {
-      if (n.stage == ir::Stage::kParamInit && !batched(n))
+      if (initial_values && n.stage == ir::Stage::kParamInit && !batched(n))
         w.line(n.name, " = ", value_of(g, t, n, "self"));
     }
     for (const ir::Param& p : g.params()) {
       const ir::ParamOptions& o = p.options;
       const std::string param = absl::StrCat("_param(self, ", PyValue(p.path).repr(), ")");
       if (!o.trainable) w.line(param, ".trainable = False");
-      w.line(param, ".initial = ",
-             o.init_node >= 0 ? g.node(ir::NodeId{o.init_node}).name
-                              : PyValue(o.initial.value).repr());
+      if (initial_values)
+        w.line(param, ".initial = ",
+               o.init_node >= 0 ? g.node(ir::NodeId{o.init_node}).name
+                                : PyValue(o.initial.value).repr());
     }
     if (hooked) w.line("_apply_param_options(self, _param_options)");
   }

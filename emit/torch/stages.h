@@ -15,7 +15,12 @@ namespace retc::emit::torch {
 /// `class Model(rf.Module)` with __init__ (the param-init stage), and
 /// get_model. `hooked`: params have options applied by hooks
 /// (_apply_param_options: decoupled weight decay, gradient clipping).
-void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked);
+/// `initial_values`: false where a checkpoint sets every param (eval, forward,
+/// search with RETURNN's `load`, which fails on a missing param): the stage's
+/// values would be drawn only to be overwritten (seconds at a published
+/// model's size), so the params keep rf's zeros until the checkpoint loads.
+void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool hooked,
+                 bool initial_values);
 
 /// train_step's body for `g` (at the writer's indentation): the step stage,
 /// the losses, the marked outputs as its result. `coupled`: a coupled weight
