@@ -1894,9 +1894,19 @@ def run_task(config_path, task, mapping, allow_extra, output_path, preload_modul
         if task == "eval":
             if backend == "torch":
                 # RETURNN's torch engine sets up eval with training (init_train_from_config),
-                # which would load the optimizer's state from beside `model`: eval needs none.
+                # which would make an optimizer (torch's imports torch._dynamo then: 1.4 s) and
+                # load its state from beside `model`: eval steps none.
                 engine._load_optimizer = lambda **_kwargs: None
-            engine.init_train_from_config(config, rnn.train_data, rnn.dev_data, rnn.eval_data)
+                from returnn.torch.updater import Updater
+
+                create_optimizer = Updater.create_optimizer
+                Updater.create_optimizer = lambda self: None
+                try:
+                    engine.init_train_from_config(config, rnn.train_data, rnn.dev_data, rnn.eval_data)
+                finally:
+                    Updater.create_optimizer = create_optimizer
+            else:
+                engine.init_train_from_config(config, rnn.train_data, rnn.dev_data, rnn.eval_data)
             engine.learning_rate_control.filename = None  # the scores stay in memory
             if backend == "torch":
                 if config.bool("stop_on_nonfinite_train_score", True):  # RETURNN's option (--allow-nonfinite)

@@ -1079,6 +1079,18 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
     check.preload_path =
         std::filesystem::absolute(check.preload_path, ec).lexically_normal().string();
   }
+  // The model first: its mistakes (no output to decode, ...) need no Python, which
+  // the torch target starts below to count the GPUs (torch's import: seconds).
+  auto graph = emit::compile_model(*m, target, task);
+  if (!graph.ok()) return error(graph.status());
+  const std::vector<runtime::CheckpointParam> params = checkpoint_params(*graph);
+  if (!check.preload_module.empty() &&
+      std::none_of(params.begin(), params.end(), [&](const runtime::CheckpointParam& p) {
+        return p.torch_key.starts_with(check.preload_module + ".");
+      })) {
+    return usage_error(absl::StrCat("--preload: '", m->name, "' has no params under '",
+                                    check.preload_module, "' for its ", name, " task"));
+  }
   auto found = checkpoint_arg(a, *m, target);
   if (!found.ok()) return error(found.status());
   const std::string checkpoint = *found;
@@ -1129,16 +1141,6 @@ int cmd_task(const std::vector<ModelDef>& models, const Args& a, emit::Task task
   t.output_file = tmp_out.empty()
                       ? std::string()
                       : std::filesystem::absolute(tmp_out, ec).lexically_normal().string();
-  auto graph = emit::compile_model(*m, target, task);
-  if (!graph.ok()) return error(graph.status());
-  const std::vector<runtime::CheckpointParam> params = checkpoint_params(*graph);
-  if (!check.preload_module.empty() &&
-      std::none_of(params.begin(), params.end(), [&](const runtime::CheckpointParam& p) {
-        return p.torch_key.starts_with(check.preload_module + ".");
-      })) {
-    return usage_error(absl::StrCat("--preload: '", m->name, "' has no params under '",
-                                    check.preload_module, "' for its ", name, " task"));
-  }
   auto text = target.write_config(*graph, opts);
   if (!text.ok()) return error(text.status());
   const std::string path = tmp.path() + "/returnn.config";
