@@ -30,24 +30,26 @@ void write_model(CodeWriter& w, const ir::Graph& g, const ir::DimTable& t, bool 
                  : absl::StrCat(", dtype=", PyValue(std::string(dtype_name(p.dtype))).repr()),
              "))");
     }
-    // The seeded random initial values first, drawn together (_randoms: in
-    // threads); then the rest of stage param-init in order.
-    auto batched = [&](const ir::Node& n) {
-      return n.stage == ir::Stage::kParamInit && n.kind == ir::NodeKind::kRandom;
-    };
-    std::vector<const ir::Node*> randoms;
-    for (const ir::Node& n : g.nodes()) {
-      if (initial_values && batched(n)) randoms.push_back(&n);
-    }
-    if (!randoms.empty()) {
-      w.line("_drawn = _randoms([");
-      for (const ir::Node* n : randoms) w.line("    (", random_args(g, t, *n), "),");
-      w.line("])");
-      for (size_t i = 0; i < randoms.size(); ++i) w.line(randoms[i]->name, " = _drawn[", i, "]");
-    }
-    for (const ir::Node& n : g.nodes()) {
-      if (initial_values && n.stage == ir::Stage::kParamInit && !batched(n))
-        w.line(n.name, " = ", value_of(g, t, n, "self"));
+    if (initial_values) {
+      // The seeded random initial values first, drawn together (_randoms: in
+      // threads); then the rest of stage param-init in order.
+      auto batched = [&](const ir::Node& n) {
+        return n.stage == ir::Stage::kParamInit && n.kind == ir::NodeKind::kRandom;
+      };
+      std::vector<const ir::Node*> randoms;
+      for (const ir::Node& n : g.nodes()) {
+        if (batched(n)) randoms.push_back(&n);
+      }
+      if (!randoms.empty()) {
+        w.line("_drawn = _randoms([");
+        for (const ir::Node* n : randoms) w.line("    (", random_args(g, t, *n), "),");
+        w.line("])");
+        for (size_t i = 0; i < randoms.size(); ++i) w.line(randoms[i]->name, " = _drawn[", i, "]");
+      }
+      for (const ir::Node& n : g.nodes()) {
+        if (n.stage == ir::Stage::kParamInit && !batched(n))
+          w.line(n.name, " = ", value_of(g, t, n, "self"));
+      }
     }
     for (const ir::Param& p : g.params()) {
       const ir::ParamOptions& o = p.options;
