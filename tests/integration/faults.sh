@@ -51,6 +51,9 @@ trained=$FINAL_ERROR
 if [ "$backend" = tf ]; then  # the suite's RETC_TF_GRAPH_OPTIMIZER=off reached RETURNN's session
   grep -q "^Setup TF session with options .*'disable_meta_optimizer': True" "$TMP/log" ||
     fail "RETC_TF_GRAPH_OPTIMIZER=off: not in RETURNN's session options"
+  # The suite's OMP_NUM_THREADS=1: one thread in each of TF's pools (RETURNN makes it 2).
+  grep -q "^Setup TF inter and intra global thread pools, num_threads 1, .*'intra_op_parallelism_threads': 1, 'inter_op_parallelism_threads': 1}" "$TMP/log" ||
+    fail "OMP_NUM_THREADS=1: TF's thread pools not of one thread: $(grep '^Setup TF inter' "$TMP/log")"
 fi
 mapfile -t CACHES < <(ls -A "$TMPDIR"; echo none; echo "torchinductor_$user")  # torch's compile cache
 if [ "$backend" = torch ]; then ckpt="$work/model/network.001.pt"; else ckpt="$work/model/network.001"; fi
