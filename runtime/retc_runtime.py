@@ -501,6 +501,8 @@ def _prepare(config_path):
         _tf_threads_as_omp()
         _raise_runner_errors()
         _atomic_tf_saves()
+        _tensorboard_graph_when_changed()
+        _meta_graph_when_changed()
     else:
         _atomic_torch_saves()
     return config
@@ -546,6 +548,67 @@ def _saved_in_scratch(filename, save, last):
                 os.replace(os.path.join(scratch, f), os.path.join(directory, f))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _tensorboard_graph_when_changed():
+    """RETURNN's TF engine opens a TensorBoard log directory for each run over a dataset
+    (every epoch's training and every dev eval: MODEL_DIR/train-*, dev-N-*) and writes
+    the whole graph into each, serialized op by op in Python (`as_graph_def(add_shapes=
+    True)`). From one epoch to the next the graph is the same. With this, a log
+    directory gets the graph only where the graph changed since the last one written (a
+    new one for a pretraining stage, or ops added): the first training epoch's and,
+    where the first checkpoint's save ops came after it, the first dev eval's. The
+    scalar summaries are written as before. Installed once per process."""
+    from tensorflow.python.summary.writer.writer import SummaryToEventTransformer
+
+    add_graph = SummaryToEventTransformer.add_graph
+    if getattr(add_graph, "_retc", False):
+        return
+    last = {}
+
+    def add_graph_when_changed(self, graph, global_step=None, graph_def=None):
+        import tensorflow as tf
+
+        if isinstance(graph, tf.Graph) and graph_def is None:
+            if last.get("graph") is graph and last.get("version") == graph.version:
+                return
+            last.update(graph=graph, version=graph.version)
+        add_graph(self, graph, global_step=global_step, graph_def=graph_def)
+
+    add_graph_when_changed._retc = True
+    SummaryToEventTransformer.add_graph = add_graph_when_changed
+
+
+def _meta_graph_when_changed():
+    """Every epoch's TF checkpoint has a .meta, the MetaGraphDef (RETURNN's TF engine
+    loads a checkpoint only with it), serialized from the whole graph op by op in Python.
+    From one epoch to the next it is the same. With this, where the graph (the same
+    object, no ops added), the saver and the options are those of the last .meta written,
+    the next one is written from its bytes. Installed once per process."""
+    from tensorflow.python.framework import ops
+    from tensorflow.python.training.saver import Saver
+
+    export = Saver.export_meta_graph
+    if getattr(export, "_retc", False):
+        return
+    last = {}
+
+    def export_meta_graph(self, filename=None, *args, **kwargs):
+        graph = ops.get_default_graph()
+        key = (self, graph, graph.version, args, sorted(kwargs.items()))
+        if filename and last.get("key") == key:
+            with open(filename, "wb") as f:
+                f.write(last["bytes"])
+            return last["meta"]
+        meta = export(self, filename, *args, **kwargs)
+        last.clear()
+        if filename and not kwargs.get("as_text") and not args:
+            with open(filename, "rb") as f:
+                last.update(key=key, meta=meta, bytes=f.read())
+        return meta
+
+    export_meta_graph._retc = True
+    Saver.export_meta_graph = export_meta_graph
 
 
 def _atomic_tf_saves():

@@ -6,6 +6,8 @@
 # another model's, no checkpoint in the workdir, --beam 0, a model without
 # a search output) is one line on stderr and writes nothing; a killed
 # training's scratch directory beside the checkpoints goes when it is run again.
+# On TF, a 2-epoch training's TensorBoard logs hold the graph twice (the first
+# training and dev runs, not each epoch's), and epoch 2's .meta equals epoch 1's.
 # ctest-variants: tf torch
 # ctest-cost: 60
 source "$(dirname "$0")/lib.sh"
@@ -16,6 +18,19 @@ work="$TMP/work"
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "retc train 12ax --backend $backend"; }
 expect_final_error "$TMP/log" 0.5 "12ax on $backend, 2 epochs"
 trained=$FINAL_ERROR
+if [ "$backend" = tf ]; then  # the graph once in TensorBoard's logs, the same .meta each epoch
+  cmp -s "$work/model/network.001.meta" "$work/model/network.002.meta" || fail "the two epochs' .meta differ"
+  "$VENV/bin/python" - "$work/model" <<'PY' || fail "TensorBoard's logs"
+import glob, os, sys
+from tensorflow.compat.v1.train import summary_iterator
+files = sorted(glob.glob(os.path.join(sys.argv[1], "*", "events.out.tfevents.*")))
+graphs = sum(1 for f in files for e in summary_iterator(f) if e.graph_def)
+scalars = sum(1 for f in files for e in summary_iterator(f) if e.summary.value)
+assert len(files) == 4 and graphs == 2 and scalars, (files, graphs, scalars)  # 2 epochs, each train + dev
+print("%d event files, the graph in %d (the first train and dev runs), %d with scalars" % (len(files), graphs, scalars))
+PY
+  pass "tf: the graph in TensorBoard's logs once (training, dev); epoch 2's .meta the same as epoch 1's"
+fi
 
 # What a training killed between its last save's renames and its cleanup leaves (the
 # scratch directory of a process that is gone): training again, with every epoch
