@@ -584,7 +584,9 @@ def _meta_graph_when_changed():
     loads a checkpoint only with it), serialized from the whole graph op by op in Python.
     From one epoch to the next it is the same. With this, where the graph (the same
     object, no ops added), the saver and the options are those of the last .meta written,
-    the next one is written from its bytes. Installed once per process."""
+    the next one is written from its bytes (a graph collection changed without new ops
+    would not be seen). Without this, TF's ten .meta files of conformer-transducer's 10
+    epochs were byte for byte the same. Installed once per process."""
     from tensorflow.python.framework import ops
     from tensorflow.python.training.saver import Saver
 
