@@ -559,6 +559,7 @@ def _tensorboard_graph_when_changed():
     new one for a pretraining stage, or ops added): the first training epoch's and,
     where the first checkpoint's save ops came after it, the first dev eval's. The
     scalar summaries are written as before. Installed once per process."""
+    from tensorflow.python.framework import ops
     from tensorflow.python.summary.writer.writer import SummaryToEventTransformer
 
     add_graph = SummaryToEventTransformer.add_graph
@@ -567,9 +568,7 @@ def _tensorboard_graph_when_changed():
     last = {}
 
     def add_graph_when_changed(self, graph, global_step=None, graph_def=None):
-        import tensorflow as tf
-
-        if isinstance(graph, tf.Graph) and graph_def is None:
+        if isinstance(graph, ops.Graph) and graph_def is None:
             if last.get("graph") is graph and last.get("version") == graph.version:
                 return
             last.update(graph=graph, version=graph.version)
