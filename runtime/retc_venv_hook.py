@@ -10,13 +10,20 @@ ops CPU-only (OpMaker.with_cuda = False). Nothing else changes: no DISABLE_CUDA,
 torch engine and its native ops (the CTC error's edit distance) find CUDA on a GPU machine,
 and a CUDA build of TensorFlow (tools/setup.sh --gpu) builds its kernels as RETURNN does.
 
-It also keeps `import tensorflow` from importing scikit-learn: TensorFlow 2.21 imports Keras 3
-at its start, whose scikit-learn wrappers import scikit-learn when it is installed (librosa
-brings it). Nothing retc or RETURNN runs uses those wrappers, and the import took 0.7 s of each
-TF start (`import returnn.tf.engine`: 4.35 s without, 3.68 s with this; means of 5 runs each,
-alternating, on the 2-core machine).
-While TensorFlow is being imported, `import sklearn` fails as if it were not installed (Keras
-expects that); afterwards it imports as usual (librosa's features).
+It also keeps `import tensorflow` from importing Keras: TensorFlow 2.21 ends its `__init__`
+with an eager `import keras.src.optimizers` (for Keras' registrations in TF's SavedModel
+registry), which imports all of Keras 3. While TensorFlow's `__init__` runs, that module is
+refused as if it were not installed (TensorFlow expects that and goes on); afterwards it imports
+as usual, and `tf.keras` imports Keras at its first use (TensorFlow's lazy loader). RETURNN's TF
+engine does that at once (returnn.tf.updater subclasses a Keras learning-rate schedule), so its
+runs (train, eval, forward, search) import Keras as before; `retc check` and
+`convert-checkpoint` no longer do: on the 2-core machine `import tensorflow` took 2.37 s of CPU
+instead of 2.95, `retc check 12ax` 2.53 s instead of 2.91, `retc convert-checkpoint 12ax --from
+tf` 3.81 s instead of 4.26 (means of 3 and 5 runs each, alternating).
+And wherever Keras starts, scikit-learn is refused meanwhile: Keras' scikit-learn wrappers
+import it when it is installed (librosa brings it), nothing retc or RETURNN runs uses them, and
+it took 0.7 s of each TF engine's start (`import returnn.tf.engine`: 4.35 s with it, 3.68 s
+without; means of 5 runs each, alternating). Afterwards it imports as usual (librosa's features).
 """
 
 import sys
@@ -31,43 +38,67 @@ def _cpu_only_if_tf_has_no_cuda(module):
         module.OpMaker.with_cuda = False
 
 
-def _importing_tensorflow():
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and getattr(getattr(tf, "__spec__", None), "_initializing", False)
+_KERAS_PRELOAD = "keras.src.optimizers"  # what tensorflow/__init__.py imports at its end
 
 
-class _NativeOpFinder:
-    """A meta path finder that only wraps the loader of `returnn.tf.native_op` (and refuses
-    scikit-learn while TensorFlow starts)."""
+def _wrap_exec_module(spec, around):
+    """spec, its loader's exec_module(module) replaced by around(exec_module, module)."""
+    loader = spec.loader
+    if loader is None or not hasattr(loader, "exec_module"):
+        return spec
+    exec_module = loader.exec_module
+    loader.exec_module = lambda module: around(exec_module, module)
+    return spec
+
+
+def _after_native_op(exec_module, module):
+    exec_module(module)
+    _cpu_only_if_tf_has_no_cuda(module)
+
+
+def _tensorflow_without_keras(exec_module, module):
+    """Runs tensorflow/__init__.py with Keras' eager load refused (None in sys.modules: an
+    ImportError, which TensorFlow catches), and lifts the refusal when it ends."""
+    refused = _KERAS_PRELOAD not in sys.modules
+    if refused:
+        sys.modules[_KERAS_PRELOAD] = None
+    try:
+        exec_module(module)
+    finally:
+        if refused and _KERAS_PRELOAD in sys.modules and sys.modules[_KERAS_PRELOAD] is None:
+            del sys.modules[_KERAS_PRELOAD]
+
+
+_WRAPPED = {_TARGET: _after_native_op, "tensorflow": _tensorflow_without_keras}
+
+
+def _initializing(name):
+    module = sys.modules.get(name)
+    return module is not None and getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
+class _Finder:
+    """A meta path finder that only wraps the loaders of `returnn.tf.native_op` and of
+    `tensorflow` (the top-level package), and refuses scikit-learn while Keras or TensorFlow
+    starts."""
 
     def find_spec(self, name, path, target=None):
-        if name == "sklearn" and _importing_tensorflow():
-            raise ImportError("retc: scikit-learn is not imported while TensorFlow starts", name=name)
-        if name != _TARGET:
+        if name == "sklearn" and (_initializing("keras") or _initializing("tensorflow")):
+            raise ImportError("retc: scikit-learn is not imported while Keras starts", name=name)
+        around = _WRAPPED.get(name)
+        if around is None:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
-
-        def exec_and_patch(module):
-            exec_module(module)
-            _cpu_only_if_tf_has_no_cuda(module)
-
-        loader.exec_module = exec_and_patch
-        return spec
+                return _wrap_exec_module(spec, around)
+        return None
 
 
-if not any(isinstance(f, _NativeOpFinder) for f in sys.meta_path):
-    sys.meta_path.insert(0, _NativeOpFinder())
+if not any(isinstance(f, _Finder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _Finder())
 
 
 def _die_with_parent():

@@ -3,6 +3,9 @@ RETURNN: Ctrl-C ends the process even where the interrupted code never
 returns (a KeyboardInterrupt raised while a lock is taken can leave RETURNN's
 clean-up waiting for a thread forever): after STOP_TIMEOUT_S, one line on
 stderr and exit 130; the same for SIGTERM (a cluster's scheduler), exit 143.
+And the venv hook (runtime/retc_venv_hook.py, imported at every start of the
+venv's Python): TensorFlow starts without Keras and scikit-learn, which still
+import at their first use.
 
 Run alone as `python test_runtime.py NAME`.
 """
@@ -58,6 +61,35 @@ def test_interrupt_exits_when_stuck():
 
 def test_sigterm_exits_when_stuck():
     _stuck_after(15, "SIGTERM")
+
+
+TF_START = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import retc_venv_hook  # the source tree's, not the copy tools/setup.sh put into the venv
+sys.path.append(sys.argv[2])  # -S: the venv's packages without its .pth files
+import tensorflow as tf
+assert "keras" not in sys.modules and "sklearn" not in sys.modules, "Keras imported with TensorFlow"
+assert "keras.src.optimizers" not in sys.modules, "the refusal outlived TensorFlow's start"
+optimizer = tf.keras.optimizers.Adam  # Keras at its first use, through TensorFlow's lazy loader
+assert optimizer.__module__ == "keras.src.optimizers.adam", optimizer.__module__
+assert "sklearn" not in sys.modules, "scikit-learn imported while Keras started"
+import sklearn  # afterwards as usual (librosa's features)
+import returnn.tf.native_op
+assert tf.test.is_built_with_cuda() or returnn.tf.native_op.OpMaker.with_cuda is False, "native ops with CUDA"
+print("TensorFlow %s started without Keras; tf.keras, then scikit-learn %s imported after" % (
+    tf.__version__, sklearn.__version__))
+"""
+
+
+def test_tensorflow_starts_without_keras():
+    import sysconfig
+
+    r = subprocess.run([sys.executable, "-S", "-c", TF_START, RUNTIME, sysconfig.get_paths()["purelib"]],
+                       capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    print(r.stdout.strip())
 
 
 if __name__ == "__main__":
