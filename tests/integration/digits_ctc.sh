@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The speech demo, trained once and decoded on both targets: digits-ctc
-# trains on TF on a spoken-digits corpus made here (tools/make_digits.py:
+# trains on TF (4 of its 5 epochs) on a spoken-digits corpus made here (tools/make_digits.py:
 # 1200 training utterances, 200 dev utterances of held-out voices; the
 # bundled corpus of tools/setup.sh has 3000) through OggZipDataset with
 # RETURNN's log-mel features, to a final dev label error of at most 0.15 (its
@@ -26,7 +26,8 @@ pass "a missing corpus: one line, how to make it"
 export RETC_CORPUS_DIR="$RETC_BUILD_DIR/test-corpora"  # digits_corpus.sh made it
 [ -f "$RETC_CORPUS_DIR/digits/.complete" ] || fail "no test corpus (it.digits_corpus makes it)"
 start=$SECONDS
-"$RETC" train digits-ctc --backend "$backend" --workdir "$TMP/work" --progress 2 >"$TMP/log" 2>"$TMP/err" ||
+# 4 of its 5 epochs: on the test corpus its dev label error is 0.039 after epoch 4 and after 5.
+"$RETC" train digits-ctc --backend "$backend" --epochs 4 --workdir "$TMP/work" --progress 2 >"$TMP/log" 2>"$TMP/err" ||
   { tail -n 30 "$TMP/log" "$TMP/err"; fail "train digits-ctc --backend $backend"; }
 expect_final_error "$TMP/log" 0.15 "digits-ctc on $backend"
 # The curriculum (epoch_wise_filter: epoch 1 on utterances of a mean of at
