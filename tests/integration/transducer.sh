@@ -3,7 +3,7 @@
 # time-synchronously: conformer-transducer (conformer-ctc's task: binary
 # numbers to hexadecimal digits; a Conformer encoder, an LSTM prediction
 # network, a joint network, the monotonic transducer loss) trains on TF and
-# on torch to a final dev label error (the greedy decoding's, reported by
+# on torch (9 of its 10 epochs) to a final dev label error (the greedy decoding's, reported by
 # training) of at most 0.05 on each. `retc search` decodes the dev set:
 # greedily (--beam 1) to exactly the label error training reported, and with
 # beam search (beam 12) to at most 0.05; the TF checkpoint converted to torch
@@ -34,7 +34,8 @@ search() {  # BACKEND OUT [ARGS...]: the dev label error of `retc search`, check
 SETS=()
 for backend in tf torch; do
   start=$SECONDS
-  "$RETC" train conformer-transducer --backend "$backend" --workdir "$TMP/$backend" >"$TMP/log_$backend" 2>"$TMP/err" ||
+  # 9 of its 10 epochs: dev label error 0.0065 (TF) and 0.011 (torch) after epoch 9.
+  "$RETC" train conformer-transducer --backend "$backend" --epochs 9 --workdir "$TMP/$backend" >"$TMP/log_$backend" 2>"$TMP/err" ||
     { tail -n 30 "$TMP/log_$backend" "$TMP/err"; fail "train conformer-transducer --backend $backend"; }
   expect_final_error "$TMP/log_$backend" 0.05 "conformer-transducer on $backend"
   trained=$FINAL_ERROR
