@@ -229,13 +229,17 @@ def _torch_gate_order(w, gates, out_dim):
     return rf.gather(w, indices=indices, axis=gates)
 
 
-def _lstm_traced(x, w, w_re, b, h0, c0, *, axis, batch_dims, in_dim, gates, out_dim):
-    """_lstm's frames for an ONNX export (torch.onnx traces the step): torch.lstm over
-    the padded frames, sizes taken from the tensors, not rf's packed sequence (whose
-    batch size rf's LSTM takes as a Python number, which tracing makes a constant).
-    Each sequence's frames are the same: those after its end come later (a forward
-    LSTM; a backward one reads the reversed sequence); the padding's outputs are
-    garbage as ever. The final state would differ, so with_state takes rf's way."""
+def _lstm_padded(x, w, w_re, b, h0, c0, *, axis, batch_dims, in_dim, gates, out_dim):
+    """_lstm's frames without rf's packed sequence: torch.lstm over the padded
+    frames. Each sequence's frames are the same: those after its end come later (a
+    forward LSTM; a backward one reads the reversed sequence); the padding's outputs
+    are garbage as ever (rf's are zeros; nothing reads them unmasked). The final
+    state would differ, so with_state takes rf's way. On the CPU this is oneDNN's
+    fused LSTM (aten::mkldnn_rnn_layer), where a packed sequence takes torch's
+    step-by-step path: a 10-unit LSTM over 10 sequences of up to 150 frames,
+    forward and backward, 1.3-1.6 ms against 20.5. In an ONNX export the sizes are
+    taken from the tensors (rf's LSTM takes the packed batch size as a Python number,
+    which tracing makes a constant)."""
     raw = x.copy_transpose([axis] + batch_dims + [in_dim]).raw_tensor
     flat = raw.reshape(raw.shape[0], -1, raw.shape[-1])
     state = [s.copy_transpose(batch_dims + [out_dim]).raw_tensor.reshape(1, flat.shape[1], -1).to(raw.dtype)
@@ -262,8 +266,8 @@ def _lstm(x, w, w_re, b, *, axis, out_dim, backward, initial=None, with_state=Fa
     if initial is None:
         initial = (rf.zeros(batch_dims + [out_dim]),) * 2
     h0, c0 = (rf.expand_dims(s, [d for d in batch_dims if d not in s.dims]) for s in initial)
-    if torch.onnx.is_in_onnx_export() and not with_state:
-        y = _lstm_traced(x, w, w_re, b, h0, c0, axis=axis, batch_dims=batch_dims, in_dim=in_dim,
+    if not with_state:
+        y = _lstm_padded(x, w, w_re, b, h0, c0, axis=axis, batch_dims=batch_dims, in_dim=in_dim,
                          gates=gates, out_dim=out_dim)
         return rf.reverse_sequence(y, axis=axis) if backward else y
     y, final = x._raw_backend.lstm(
