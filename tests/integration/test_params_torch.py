@@ -6,6 +6,7 @@ Run alone as `python test_params_torch.py NAME`; ctest runs the cases in groups 
 """
 # ctest-group: 5  (cases per process: tests/integration/cases.py)
 
+import os
 import sys
 
 import numpy
@@ -180,6 +181,28 @@ def test_stages_counted():
             assert not numpy.allclose(train_outputs[0], train_outputs[1]), (model, "two training steps agree")
         close(eval_outputs[0], eval_outputs[1], 0.0, model + " evaluation")
         print("%s: at creation %s; in each of %d steps %s" % (model, at_creation, steps, per_step))
+
+
+def test_lstm_padded():
+    """The torch target's LSTMs without a state output (blstm-tagger's two BLSTMs)
+    run over the padded frames, each sequence reversed within its length for a
+    backward one: in a training step torch packs no sequence, and on the CPU
+    oneDNN's fused LSTM runs them (aten::mkldnn_rnn_layer, its backward too), not
+    the step-by-step path of a packed sequence (12 times as slow; README, nn::Lstm).
+    Their values: cross_backend.blstm-tagger and the other LSTM models."""
+    import torch
+
+    net = TorchNet(compile_model("blstm-tagger", binary=os.environ["RETC"]), learning_rate=0.1)
+    batch = net.batch()
+    net.step(batch)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        net.step(batch)
+    ops = {e.key: e.count for e in prof.key_averages()}
+    packed = sorted(o for o in ops if "pack" in o)
+    assert not packed, packed
+    assert ops.get("aten::mkldnn_rnn_layer") == 4, sorted((o, n) for o, n in ops.items() if "rnn" in o or "lstm" in o)
+    assert ops.get("aten::mkldnn_rnn_layer_backward") == 4, sorted((o, n) for o, n in ops.items() if "rnn" in o)
+    print("blstm-tagger's step on torch: 4 LSTMs by aten::mkldnn_rnn_layer forward and backward, no packed sequence")
 
 
 def net_output(net, batch, train):
