@@ -505,6 +505,7 @@ def _prepare(config_path):
         _meta_graph_when_changed()
     else:
         _atomic_torch_saves()
+        _optimizers_without_dynamo()
     return config
 
 
@@ -665,6 +666,50 @@ def _atomic_torch_saves():
     save_epoch._retc = True
     Engine._save_model = save_epoch
     Engine._save_optimizer = lambda self: None  # saved with the model
+
+
+def _optimizers_without_dynamo():
+    """torch.optim imports torch._dynamo (1.2 s of a torch training's start here) only to
+    keep TorchDynamo from tracing into its optimizers: torch._disable_dynamo's wrappers of
+    Optimizer.add_param_group, zero_grad, state_dict and load_state_dict import it at their
+    first call, and each optimizer's step (_use_grad_for_differentiable) at every call, for
+    a graph break. Nothing in RETURNN's torch engine or a retc config compiles with
+    TorchDynamo, so those wrappers are no-ops here: the first four call their function
+    (torch's own cache of a disabled function, set to the function itself), and each step
+    sets the grad mode as _use_grad does, without the import or the graph breaks. Where
+    torch's wrappers are not as described (another torch), nothing changes. 12ax, 2 epochs
+    on torch in process: 4.0-5.4 s of CPU against 5.9-6.8 (3 runs each, alternating), the
+    same params bit for bit."""
+    import functools
+
+    import torch
+
+    if getattr(torch.optim.Optimizer, "_retc_without_dynamo", False):
+        return
+    for name in ("add_param_group", "zero_grad", "state_dict", "load_state_dict"):
+        inner = getattr(torch.optim.Optimizer, name)
+        fn = getattr(inner, "__wrapped__", None)
+        if fn is not None and inner.__code__.co_name == "inner" and "__dynamo_disable" in inner.__code__.co_consts:
+            fn.__dynamo_disable = fn
+
+    def grad_mode_step(step):
+        @functools.wraps(step)
+        def use_grad(self, *args, **kwargs):
+            previous = torch.is_grad_enabled()
+            try:
+                torch.set_grad_enabled(self.defaults["differentiable"])
+                return step(self, *args, **kwargs)
+            finally:
+                torch.set_grad_enabled(previous)
+
+        return use_grad
+
+    for cls in vars(torch.optim).values():
+        step = getattr(cls, "step", None) if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) else None
+        if step is not None and getattr(step, "__code__", None) is not None and \
+                step.__code__.co_name == "_use_grad" and hasattr(step, "__wrapped__") and "step" in vars(cls):
+            cls.step = grad_mode_step(step.__wrapped__)
+    torch.optim.Optimizer._retc_without_dynamo = True
 
 
 def _raise_runner_errors():
@@ -947,6 +992,7 @@ def _torchrun_worker(config_path, interval):
 
     rnn.execute_main_task = execute_with_progress
     _enable_faulthandler()
+    _optimizers_without_dynamo()
     try:
         rnn.main([sys.argv[0], config_path])
     finally:

@@ -5,7 +5,8 @@ clean-up waiting for a thread forever): after STOP_TIMEOUT_S, one line on
 stderr and exit 130; the same for SIGTERM (a cluster's scheduler), exit 143.
 And the venv hook (runtime/retc_venv_hook.py, imported at every start of the
 venv's Python): TensorFlow starts without Keras and scikit-learn, which still
-import at their first use.
+import at their first use. And a torch training never imports TorchDynamo
+(torch.optim's wrappers would, 1.2 s).
 
 Run alone as `python test_runtime.py NAME`.
 """
@@ -90,6 +91,30 @@ def test_tensorflow_starts_without_keras():
                        timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert r.returncode == 0, r.stdout + r.stderr
     print(r.stdout.strip())
+
+
+TORCH_TRAIN = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import retc_runtime
+retc_runtime.train(sys.argv[2], 0)
+assert os.path.exists(sys.argv[3]), "no checkpoint " + sys.argv[3]
+assert "torch._dynamo" not in sys.modules, "a torch training imported torch._dynamo"
+print("a torch training (12ax, one epoch, RETURNN's Adam) without torch._dynamo")
+"""
+
+
+def test_torch_training_without_dynamo():
+    with tempfile.TemporaryDirectory() as tmp:
+        config = os.path.join(tmp, "12ax.config")
+        subprocess.run([os.environ["RETC"], "compile", "12ax", "--backend", "torch", "--epochs", "1",
+                        "--set", "train_seqs=100", "--model-dir", os.path.join(tmp, "model"), "-o", config],
+                       check=True)
+        r = subprocess.run([sys.executable, "-c", TORCH_TRAIN, RUNTIME, config,
+                            os.path.join(tmp, "model", "network.001.pt")],
+                           capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    print(r.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":
