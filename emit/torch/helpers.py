@@ -232,9 +232,9 @@ def _torch_gate_order(w, gates, out_dim):
 def _lstm_padded(x, w, w_re, b, h0, c0, *, axis, batch_dims, in_dim, gates, out_dim):
     """_lstm's frames without rf's packed sequence: torch.lstm over the padded
     frames. Each sequence's frames are the same: those after its end come later (a
-    forward LSTM; a backward one reads the reversed sequence); the padding's outputs
-    are garbage as ever (rf's are zeros; nothing reads them unmasked). The final
-    state would differ, so with_state takes rf's way. On the CPU this is oneDNN's
+    forward LSTM; a backward one reads the reversed sequence); those are set to 0, as
+    rf's packed LSTM and TF's NativeLstm2 give them (an average pool reads them). The
+    final state would differ, so with_state takes rf's way. On the CPU this is oneDNN's
     fused LSTM (aten::mkldnn_rnn_layer), where a packed sequence takes torch's
     step-by-step path: a 10-unit LSTM over 10 sequences of up to 150 frames,
     forward and backward, 1.3-1.6 ms against 20.5. In an ONNX export the sizes are
@@ -249,8 +249,9 @@ def _lstm_padded(x, w, w_re, b, h0, c0, *, axis, batch_dims, in_dim, gates, out_
               w_re.copy_compatible_to_dims([gates, out_dim]).raw_tensor, half, half)
     out, _, _ = torch.lstm(flat, tuple(state), params, True, 1, 0.0, False, False, False)
     out = out.reshape(list(raw.shape[:-1]) + [out.shape[-1]])
-    return rf.Tensor("lstm", dims=[axis] + batch_dims + [out_dim], dtype=x.dtype, raw_tensor=out,
-                     feature_dim=out_dim)
+    y = rf.Tensor("lstm", dims=[axis] + batch_dims + [out_dim], dtype=x.dtype, raw_tensor=out,
+                  feature_dim=out_dim)
+    return y.copy_masked(0.0, dims=[axis])
 
 
 def _lstm(x, w, w_re, b, *, axis, out_dim, backward, initial=None, with_state=False):

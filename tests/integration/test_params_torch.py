@@ -188,8 +188,9 @@ def test_lstm_padded():
     run over the padded frames, each sequence reversed within its length for a
     backward one: in a training step torch packs no sequence, and on the CPU
     oneDNN's fused LSTM runs them (aten::mkldnn_rnn_layer, its backward too), not
-    the step-by-step path of a packed sequence (12 times as slow; README, nn::Lstm).
-    Their values: cross_backend.blstm-tagger and the other LSTM models."""
+    the step-by-step path of a packed sequence (12 times as slow; README, nn::Lstm);
+    their frames past a sequence's end are 0. Their values: cross_backend.blstm-tagger
+    and the other LSTM models."""
     import torch
 
     net = TorchNet(compile_model("blstm-tagger", binary=os.environ["RETC"]), learning_rate=0.1)
@@ -202,7 +203,17 @@ def test_lstm_padded():
     assert not packed, packed
     assert ops.get("aten::mkldnn_rnn_layer") == 4, sorted((o, n) for o, n in ops.items() if "rnn" in o or "lstm" in o)
     assert ops.get("aten::mkldnn_rnn_layer_backward") == 4, sorted((o, n) for o, n in ops.items() if "rnn" in o)
-    print("blstm-tagger's step on torch: 4 LSTMs by aten::mkldnn_rnn_layer forward and backward, no packed sequence")
+    # The frames past a sequence's end are 0, as rf's packed LSTM and TF's kernel give them.
+    net = TorchNet(compile_model("sweep:lstm:plain"), with_updater=False)
+    batch = net.batch()
+    lengths = batch[0]["data:seq_len"].tolist()
+    assert min(lengths) < max(lengths), lengths
+    y = net_output(net, batch, False)  # [time, batch, out]
+    past = [float(numpy.abs(y[n:, b]).max()) for b, n in enumerate(lengths) if n < y.shape[0]]
+    assert past and max(past) == 0.0, ("frames past the end", lengths, past)
+    assert float(numpy.abs(y[0]).min()) > 0.0, "an LSTM output of exactly 0 within the sequences"
+    print("blstm-tagger's step on torch: 4 LSTMs by aten::mkldnn_rnn_layer forward and backward, no packed "
+          "sequence; sweep:lstm:plain: 0 past each sequence's end (lengths %s)" % lengths)
 
 
 def net_output(net, batch, train):
