@@ -189,8 +189,8 @@ def test_lstm_padded():
     backward one: in a training step torch packs no sequence, and on the CPU
     oneDNN's fused LSTM runs them (aten::mkldnn_rnn_layer, its backward too), not
     the step-by-step path of a packed sequence (12 times as slow; README, nn::Lstm);
-    their frames past a sequence's end are 0. Their values: cross_backend.blstm-tagger
-    and the other LSTM models."""
+    their frames past a sequence's end are 0; a step under autocast (--amp bfloat16)
+    runs. Their values: cross_backend.blstm-tagger and the other LSTM models."""
     import torch
 
     net = TorchNet(compile_model("blstm-tagger", binary=os.environ["RETC"]), learning_rate=0.1)
@@ -199,6 +199,8 @@ def test_lstm_padded():
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         net.step(batch)
     ops = {e.key: e.count for e in prof.key_averages()}
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # --amp bfloat16: the LSTM's output in bfloat16
+        net.step(batch)
     packed = sorted(o for o in ops if "pack" in o)
     assert not packed, packed
     assert ops.get("aten::mkldnn_rnn_layer") == 4, sorted((o, n) for o, n in ops.items() if "rnn" in o or "lstm" in o)
