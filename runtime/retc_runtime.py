@@ -705,9 +705,8 @@ def _optimizers_without_dynamo():
         return use_grad
 
     for cls in vars(torch.optim).values():
-        step = getattr(cls, "step", None) if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) else None
-        if step is not None and getattr(step, "__code__", None) is not None and \
-                step.__code__.co_name == "_use_grad" and hasattr(step, "__wrapped__") and "step" in vars(cls):
+        step = vars(cls).get("step") if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) else None
+        if hasattr(step, "__wrapped__") and step.__code__.co_name == "_use_grad":
             cls.step = grad_mode_step(step.__wrapped__)
     torch.optim.Optimizer._retc_without_dynamo = True
 

@@ -65,7 +65,7 @@ def _tensorflow_without_keras(exec_module, module):
     try:
         exec_module(module)
     finally:
-        if refused and _KERAS_PRELOAD in sys.modules and sys.modules[_KERAS_PRELOAD] is None:
+        if refused and sys.modules.get(_KERAS_PRELOAD, 0) is None:
             del sys.modules[_KERAS_PRELOAD]
 
 

@@ -249,8 +249,8 @@ def _lstm_padded(x, w, w_re, b, h0, c0, *, axis, batch_dims, in_dim, gates, out_
               w_re.copy_compatible_to_dims([gates, out_dim]).raw_tensor, half, half)
     out, _, _ = torch.lstm(flat, tuple(state), params, True, 1, 0.0, False, False, False)
     out = out.reshape(list(raw.shape[:-1]) + [out.shape[-1]])
-    dtype = str(out.dtype).replace("torch.", "")  # bfloat16 under autocast (--amp), as rf's
-    y = rf.Tensor("lstm", dims=[axis] + batch_dims + [out_dim], dtype=dtype, raw_tensor=out, feature_dim=out_dim)
+    y = rf.Tensor("lstm", dims=[axis] + batch_dims + [out_dim], raw_tensor=out, feature_dim=out_dim,
+                  dtype=x._raw_backend.get_dtype_name_raw(out))  # bfloat16 under autocast (--amp), as rf's
     return y.copy_masked(0.0, dims=[axis])
 
 
