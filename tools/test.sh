@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 build=${RETC_BUILD:-$(pwd)/build}
 cd "$build"
+# The tests' warm servers (RETC_SERVER, tests/CMakeLists.txt) end with the run.
+trap '"$build/retc" serve --stop --dir "$build/retc-server" >/dev/null 2>&1 || true' EXIT
 ctest --output-on-failure -j2 "$@"

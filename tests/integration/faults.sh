@@ -19,6 +19,7 @@
 # ctest-variants: tf torch
 # ctest-cost: 110
 source "$(dirname "$0")/lib.sh"
+unset RETC_SERVER  # retc's own process: its PID, process group and children are what is checked
 set -m  # background jobs keep the default signal handling
 backend=${1:-tf}
 other=$([ "$backend" = tf ] && echo torch || echo tf)

@@ -18,6 +18,7 @@
 # ctest-variants: tf torch
 # ctest-cost: 50
 source "$(dirname "$0")/lib.sh"
+unset RETC_SERVER  # retc's own process: its PID, process group and children are what is checked
 export TF_CPP_MIN_LOG_LEVEL=3  # the checks import TensorFlow: no start-up chatter
 set -m  # each run in its own process group: kill -9 hits retc alone, as an OOM killer's would
 backend=${1:-tf}
