@@ -2,12 +2,13 @@
 
 #include <Python.h>
 #include <dirent.h>
-#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <poll.h>
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -50,7 +51,9 @@ struct Record {
 };
 
 // The signals a client forwards to its command's child.
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+// Ctrl-Z (SIGTSTP) stops the child, then the client; the shell's SIGCONT
+// (fg, bg) goes on to the child.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT};
 // Those that stop a server (after the commands it runs end).
 constexpr int kServerStop[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr double kDefaultIdleSeconds = 15 * 60;
@@ -62,9 +65,9 @@ constexpr uint32_t kMaxRequest = 16 << 20;
 // (The embedded Python reads no PYTHON* variable; a command's child gets the
 // client's whole environment, tempfile's folder included.)
 bool read_at_start(std::string_view name) {
-  for (std::string_view p : {"OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "TF_", "CUDA_",
-                             "NVIDIA_", "LD_", "TORCH_", "PYTORCH_", "RETC_VENV",
-                             "XDG_CACHE_HOME", "HOME"}) {
+  for (std::string_view p :
+       {"OMP_", "MKL_", "OPENBLAS_", "KMP_", "GOMP_", "TF_", "CUDA_", "NVIDIA_", "LD_", "TORCH_",
+        "PYTORCH_", "RETC_VENV", "XDG_CACHE_HOME", "HOME", "LANG", "LC_", "TZ"}) {
     if (name.starts_with(p)) return true;
   }
   return false;
@@ -114,10 +117,26 @@ std::string server_base(const std::string& dir, const std::string& backend) {
       },
       &id);
   absl::StrAppend(&id, "\n", absl::StrJoin(start_environment(), "\n"));
+  // What a child inherits from the server, not from its client: the resource
+  // limits (ulimit), the nice value and the CPUs it may use (taskset).
+  for (int r = 0; r < RLIM_NLIMITS; ++r) {
+    rlimit l{};
+    if (::getrlimit(static_cast<__rlimit_resource>(r), &l) == 0)
+      absl::StrAppend(&id, "|", r, "=", l.rlim_cur, "/", l.rlim_max);
+  }
+  errno = 0;
+  absl::StrAppend(&id, "|nice=", ::getpriority(PRIO_PROCESS, 0));
+  cpu_set_t cpus;
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &cpus)) absl::StrAppend(&id, ",", c);
+  }
   return absl::StrFormat("%s/%016x-%s", dir, fnv1a(id), backend);
 }
 
-bool fits_socket_path(const std::string& path) { return path.size() < sizeof(sockaddr_un{}.sun_path); }
+bool fits_socket_path(const std::string& path) {
+  return path.size() < sizeof(sockaddr_un{}.sun_path);
+}
 
 sockaddr_un socket_address(const std::string& path) {
   sockaddr_un a{};
@@ -238,8 +257,7 @@ void own_stdio(int (&fds)[3], std::vector<int>& opened) {
 }
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int g_signal_pipe = -1;  // the write end: a signal's number, one byte
@@ -252,8 +270,10 @@ extern "C" void to_signal_pipe(int signum) {
 }
 
 // `retc serve --foreground` for `backend` in `dir`, detached from this
-// process (its own session; stdin /dev/null, its output appended to the
-// log); its PID.
+// process (a process group of its own; stdin /dev/null, its output appended
+// to the log); its PID. It stays in the client's session, so the kernel
+// shares the CPUs between its children and the rest of that session's work
+// as between processes of one session (autogroup), as without a server.
 pid_t start_detached(const std::string& dir, const std::string& backend, double idle_seconds) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -1;
   const std::string base = server_base(dir, backend);
@@ -263,7 +283,7 @@ pid_t start_detached(const std::string& dir, const std::string& backend, double 
   std::cerr.flush();
   pid_t child = ::fork();
   if (child == 0) {
-    ::setsid();
+    ::setpgid(0, 0);  // a terminal's Ctrl-C goes to the client alone
     pid_t server = ::fork();
     if (server != 0) {
       [[maybe_unused]] ssize_t k = ::write(p[1], &server, sizeof server);
@@ -308,8 +328,8 @@ pid_t pidfd_open(pid_t pid) { return static_cast<pid_t>(::syscall(SYS_pidfd_open
 
 // In a command's child, before the command: the client's stdio, folder,
 // umask and environment (the C library's and Python's os.environ both).
-// tempfile's folder follows TMPDIR again; numpy's global random state is drawn again, as a fresh process's is
-// (Python's random module does so itself after a fork).
+// tempfile's folder follows TMPDIR again; numpy's global random state is drawn again, as a fresh
+// process's is (Python's random module does so itself after a fork).
 void adopt_client(const nlohmann::json& req, const std::vector<int>& fds) {
   for (int i = 0; i < 3 && i < static_cast<int>(fds.size()); ++i) ::dup2(fds[i], i);
   for (int fd : fds)
@@ -322,7 +342,8 @@ void adopt_client(const nlohmann::json& req, const std::vector<int>& fds) {
   }
   ::umask(static_cast<mode_t>(req.value("umask", 022)));
   py::list env;
-  for (const std::string& kv : req.value("env", std::vector<std::string>{})) env.append(py::bytes(kv));
+  for (const std::string& kv : req.value("env", std::vector<std::string>{}))
+    env.append(py::bytes(kv));
   py::dict scope;
   scope["env"] = env;
   py::exec(R"(
@@ -391,8 +412,9 @@ std::optional<int> run_in_server(int argc, char** argv, const std::string& backe
   std::vector<int> opened;
   own_stdio(fds, opened);
   Record r;
-  const bool started = send_request(sock, req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), fds) &&
-                       recv_all(sock, &r, sizeof r) && r.kind == kStarted;
+  const bool started =
+      send_request(sock, req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), fds) &&
+      recv_all(sock, &r, sizeof r) && r.kind == kStarted;
   close_all(opened);
   if (!started) {
     ::close(sock);
@@ -405,7 +427,12 @@ std::optional<int> run_in_server(int argc, char** argv, const std::string& backe
   struct sigaction forward {};
   forward.sa_handler = to_signal_pipe;
   forward.sa_flags = SA_RESTART;
-  for (int s : kForwarded) ::sigaction(s, &forward, nullptr);
+  for (int s : kForwarded) {
+    struct sigaction now {};
+    // One this process ignores (a shell's background job's SIGINT) it does not forward either.
+    if (::sigaction(s, nullptr, &now) == 0 && now.sa_handler != SIG_IGN)
+      ::sigaction(s, &forward, nullptr);
+  }
   for (;;) {
     pollfd pf[2] = {{sock, POLLIN, 0}, {p[0], POLLIN, 0}};
     if (::poll(pf, p[0] >= 0 ? 2 : 1, -1) < 0) {
@@ -417,6 +444,7 @@ std::optional<int> run_in_server(int argc, char** argv, const std::string& backe
       while (::read(p[0], &b, 1) == 1) {
         int32_t s = b;
         send_all(sock, &s, sizeof s);
+        if (s == SIGTSTP) ::raise(SIGSTOP);
       }
     }
     if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -471,20 +499,22 @@ absl::Status serve(const std::string& dir, const std::string& backend, double id
   try {
     py::exec(preload_code(backend));
   } catch (const py::error_already_set& e) {
-    return absl::InternalError(absl::StrCat("the ", backend, " server's imports failed: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("the ", backend, " server's imports failed: ", e.what()));
   }
   int listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr = socket_address(sock_path);
   ::unlink(sock_path.c_str());
   if (listen_fd < 0 || ::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listen_fd, 64) != 0)
+      ::chmod(sock_path.c_str(), 0600) != 0 || ::listen(listen_fd, 64) != 0)
     return absl::InternalError(
         absl::StrCat("cannot listen on '", sock_path, "': ", std::strerror(errno)));
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC | O_NONBLOCK) != 0)
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   g_signal_pipe = sp[1];
-  struct sigaction stop {}, saved[std::size(kServerStop)];
+  struct sigaction stop {
+  }, saved[std::size(kServerStop)];
   stop.sa_handler = to_signal_pipe;
   stop.sa_flags = SA_RESTART;
   for (size_t i = 0; i < std::size(kServerStop); ++i) ::sigaction(kServerStop[i], &stop, &saved[i]);
@@ -512,7 +542,8 @@ absl::Status serve(const std::string& dir, const std::string& backend, double id
     }
     int timeout_ms = -1;
     if (workers.empty())
-      timeout_ms = static_cast<int>(std::max(0.0, idle_seconds - (now_seconds() - idle_since)) * 1000) + 1;
+      timeout_ms =
+          static_cast<int>(std::max(0.0, idle_seconds - (now_seconds() - idle_since)) * 1000) + 1;
     if (::poll(pf.data(), pf.size(), timeout_ms) < 0 && errno != EINTR) {
       std::cerr << "retc serve: poll: " << std::strerror(errno) << "\n";
       break;
@@ -547,8 +578,8 @@ absl::Status serve(const std::string& dir, const std::string& backend, double id
           } else {
             send_record(w.conn, kExited, WEXITSTATUS(status));
           }
-          std::cerr << absl::StrFormat("retc serve: PID %d (%s): %s %d after %.1f s\n", w.pid, w.what,
-                                       WIFSIGNALED(status) ? "signal" : "exit",
+          std::cerr << absl::StrFormat("retc serve: PID %d (%s): %s %d after %.1f s\n", w.pid,
+                                       w.what, WIFSIGNALED(status) ? "signal" : "exit",
                                        WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
                                        now_seconds() - w.start);
           if (w.conn >= 0) ::close(w.conn);
@@ -563,6 +594,13 @@ absl::Status serve(const std::string& dir, const std::string& backend, double id
     if (stopping || !(pf[1].revents & POLLIN)) continue;
     int conn = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (conn < 0) continue;
+    ucred peer{};
+    socklen_t peer_len = sizeof peer;
+    if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 ||
+        peer.uid != ::getuid()) {
+      ::close(conn);  // another user's process: it runs nothing as this one
+      continue;
+    }
     std::string json;
     std::vector<int> fds;
     nlohmann::json req;
@@ -592,10 +630,12 @@ absl::Status serve(const std::string& dir, const std::string& backend, double id
     const pid_t pid = ::fork();
     if (pid == 0) {
       PyOS_AfterFork_Child();
-      for (size_t i = 0; i < std::size(kServerStop); ++i) ::sigaction(kServerStop[i], &saved[i], nullptr);
+      for (size_t i = 0; i < std::size(kServerStop); ++i)
+        ::sigaction(kServerStop[i], &saved[i], nullptr);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != self) ::_exit(1);
       ::setpgid(0, 0);
+      ::signal(SIGTTOU, SIG_IGN);  // its client's terminal is not its own: writes go on
       ::close(listen_fd);
       ::close(lock);
       ::close(sp[0]);
@@ -642,9 +682,9 @@ absl::Status start_servers(const std::string& dir, const std::vector<std::string
   for (const std::string& backend : backends) {
     const std::string base = server_base(dir, backend);
     if (!fits_socket_path(base + ".sock"))
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the server's socket path '", base, ".sock' is longer than a socket's (",
-          sizeof(sockaddr_un{}.sun_path) - 1, " characters): use a shorter --dir"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the server's socket path '", base, ".sock' is longer than a socket's (",
+                       sizeof(sockaddr_un{}.sun_path) - 1, " characters): use a shorter --dir"));
     pid_t pid = -1;
     bool was_up = false;
     for (int tries = 0;; ++tries) {
@@ -655,8 +695,8 @@ absl::Status start_servers(const std::string& dir, const std::vector<std::string
       if (tries == 0) {
         pid = start_detached(dir, backend, idle_seconds);
         if (pid < 0)
-          return absl::InternalError(absl::StrCat("cannot start the ", backend, " server: ",
-                                                  std::strerror(errno)));
+          return absl::InternalError(
+              absl::StrCat("cannot start the ", backend, " server: ", std::strerror(errno)));
         continue;
       }
       if (::kill(pid, 0) != 0) {
@@ -667,8 +707,8 @@ absl::Status start_servers(const std::string& dir, const std::vector<std::string
           break;
         }
         if (tries > 600)
-          return absl::InternalError(absl::StrCat("the ", backend, " server did not start (its log: ",
-                                                  base, ".log)"));
+          return absl::InternalError(
+              absl::StrCat("the ", backend, " server did not start (its log: ", base, ".log)"));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -4,8 +4,12 @@
 #include "tests/test_models.h"
 #include "tools/cli.h"
 
-int main(int argc, char** argv) {
+namespace {
+std::vector<retc::ModelDef> models() {
   std::vector<retc::ModelDef> models = retc::testing::test_models();
   for (retc::ModelDef& m : retc::testing::returnn_common_models()) models.push_back(std::move(m));
-  return retc::run_cli(argc, argv, models);
+  return models;
 }
+}  // namespace
+
+int main(int argc, char** argv) { return retc::run_cli(argc, argv, models); }

@@ -271,10 +271,11 @@ const std::vector<Command>& commands() {
        "(OMP_*, TF_*, CUDA_*, ...: another value, another server) starts one for the next\n"
        "command and runs in its own process. The command's child gets the command's\n"
        "arguments, environment, folder, umask, stdin, stdout and stderr and the signals it\n"
-       "gets (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2); the command exits as its child\n"
-       "did, and ends it when killed (kill -9). What differs is the PID of the run. A server\n"
-       "ends after --idle-minutes without a command (default 15), or on --stop, which\n"
-       "stops every server in DIR after the commands they run. Each logs to DIR/*.log."},
+       "gets (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2, Ctrl-Z and fg); the command\n"
+       "exits as its child did, and ends it when killed (kill -9). What differs is the PID\n"
+       "of the run. A server ends after --idle-minutes without a command (default 15), or on\n"
+       "--stop, which stops every server in DIR after the commands they run. Each logs to\n"
+       "DIR/*.log."},
   };
   return kCommands;
 }
@@ -1580,12 +1581,35 @@ extern "C" void on_sigterm(int) {
 }  // namespace
 
 namespace {
-int run_command(int argc, char** argv, const std::vector<ModelDef>& models);
-int run_here(int argc, char** argv, const std::vector<ModelDef>& models);
+// The binary's models, built at their first use: a server's child builds
+// them after it has taken its command's environment (a model may read it:
+// digits-ctc its corpus's folder), the server itself never.
+class Models {
+ public:
+  Models(ModelTable make, bool servable) : make_(std::move(make)), servable_(servable) {}
+  const std::vector<ModelDef>& operator()() const {
+    if (!made_) made_ = make_();
+    return *made_;
+  }
+  /// Built on demand by a function (run_cli's ModelTable form): a server may run them.
+  bool servable() const { return servable_; }
+
+ private:
+  ModelTable make_;
+  bool servable_;
+  mutable std::optional<std::vector<ModelDef>> made_;
+};
+
+int run_command(int argc, char** argv, const Models& table);
+int run_here(int argc, char** argv, const Models& table);
 
 // retc serve: see its help.
-int cmd_serve(const std::vector<ModelDef>& models, const Args& a) {
+int cmd_serve(const Models& table, const Args& a) {
   if (!a.positional.empty()) return usage_error("serve takes no MODEL");
+  if (!table.servable())
+    return error(absl::FailedPreconditionError(
+        "this binary gives run_cli its models made before the command's environment is known; "
+        "a server runs the models of a function: retc::run_cli(argc, argv, my_models)"));
   std::string dir = runtime::server_dir();
   if (auto it = a.flags.find("--dir"); it != a.flags.end())
     dir = std::filesystem::absolute(it->second).lexically_normal().string();
@@ -1593,14 +1617,15 @@ int cmd_serve(const std::vector<ModelDef>& models, const Args& a) {
   if (a.flags.count("--stop")) {
     auto n = runtime::stop_servers(dir);
     if (!n.ok()) return error(n.status());
-    std::cout << "retc serve: stopped " << *n << " server" << (*n == 1 ? "" : "s") << " in "
-              << dir << "\n";
+    std::cout << "retc serve: stopped " << *n << " server" << (*n == 1 ? "" : "s") << " in " << dir
+              << "\n";
     return kOk;
   }
   double minutes = 15;
   if (auto it = a.flags.find("--idle-minutes"); it != a.flags.end()) {
     if (!absl::SimpleAtod(it->second, &minutes) || !(minutes > 0))
-      return usage_error(absl::StrCat("--idle-minutes needs a number above 0, got '", it->second, "'"));
+      return usage_error(
+          absl::StrCat("--idle-minutes needs a number above 0, got '", it->second, "'"));
   }
   std::vector<std::string> names = {"tf", "torch"};
   if (auto it = a.flags.find("--backend"); it != a.flags.end()) {
@@ -1610,8 +1635,8 @@ int cmd_serve(const std::vector<ModelDef>& models, const Args& a) {
   }
   if (a.flags.count("--foreground")) {
     if (names.size() != 1) return usage_error("serve --foreground needs --backend");
-    absl::Status s = runtime::serve(dir, names[0], minutes * 60, [&models](int argc, char** argv) {
-      return run_here(argc, argv, models);
+    absl::Status s = runtime::serve(dir, names[0], minutes * 60, [&table](int argc, char** argv) {
+      return run_here(argc, argv, table);
     });
     return s.ok() ? kOk : error(s);
   }
@@ -1626,24 +1651,28 @@ int cmd_serve(const std::vector<ModelDef>& models, const Args& a) {
 
 namespace {
 // The command in this process (a server's child runs it so too).
-int run_here(int argc, char** argv, const std::vector<ModelDef>& models) {
-  const int rc = run_command(argc, argv, models);
+int run_here(int argc, char** argv, const Models& table) {
+  const int rc = run_command(argc, argv, table);
   std::cout.flush();
   runtime::run_exit_handlers();
   return rc;
 }
 }  // namespace
 
-int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
+int run_cli(int argc, char** argv, const ModelTable& models) {
   if (std::optional<int> rc =
           runtime::run_in_server(argc, argv, runtime::server_backend(argc, argv)))
     return *rc;
-  return run_here(argc, argv, models);
+  return run_here(argc, argv, Models(models, true));
+}
+
+int run_cli(int argc, char** argv, const std::vector<ModelDef>& models) {
+  return run_here(argc, argv, Models([&models] { return models; }, false));
 }
 
 namespace {
 
-int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
+int run_command(int argc, char** argv, const Models& table) {
   struct sigaction term {};
   term.sa_handler = on_sigterm;
   ::sigaction(SIGTERM, &term, nullptr);
@@ -1718,7 +1747,7 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
       std::cout << "--set NAME=VALUE sets an option of MODEL (repeatable; 'retc list --options "
                    "MODEL'\nlists them); a wrong name, type or range is a usage error.\n";
       if (args->positional.size() == 1) {
-        if (const ModelDef* m = find_model(models, args->positional[0])) {
+        if (const ModelDef* m = find_model(table(), args->positional[0])) {
           std::cout << "\n";
           print_options(std::cout, *m);
         }
@@ -1726,6 +1755,8 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
     }
     return kOk;
   }
+  if (cmd == "serve") return cmd_serve(table, *args);
+  const std::vector<ModelDef>& models = table();
   if (cmd == "list") return cmd_list(models, *args);
   if (cmd == "compile") return cmd_compile(models, *args);
   if (cmd == "check") return cmd_check(models, *args);
@@ -1737,7 +1768,6 @@ int run_command(int argc, char** argv, const std::vector<ModelDef>& models) {
   if (cmd == "search") return cmd_task(models, *args, emit::Task::kSearch);
   if (cmd == "export") return cmd_export(models, *args);
   if (cmd == "stats") return cmd_stats(models, *args);
-  if (cmd == "serve") return cmd_serve(models, *args);
   return cmd_dump_ir(models, *args);
 }
 

@@ -3,5 +3,5 @@
 #include "tools/cli.h"
 
 int main(int argc, char** argv) {
-  return retc::run_cli(argc, argv, retc::configs::bundled_models());
+  return retc::run_cli(argc, argv, retc::configs::bundled_models);
 }

@@ -58,4 +58,6 @@ retc::ModelDef my_model() {
   return retc::configured(def);
 }
 
-int main(int argc, char** argv) { return retc::run_cli(argc, argv, {my_model()}); }
+std::vector<retc::ModelDef> my_models() { return {my_model()}; }
+
+int main(int argc, char** argv) { return retc::run_cli(argc, argv, my_models); }
