@@ -646,7 +646,14 @@ absl::Status serve(const std::string& dir, const std::string& backend, double id
         ::close(w.pidfd);
         if (w.conn >= 0) ::close(w.conn);
       }
-      adopt_client(req, fds);
+      try {
+        adopt_client(req, fds);
+      } catch (const std::exception& e) {
+        std::cerr << "retc: error: the retc server's child could not take the command's "
+                     "environment: "
+                  << e.what() << "\n";
+        ::_exit(1);
+      }
       std::vector<char*> argv;
       std::vector<std::string> own = args;
       for (std::string& a : own) argv.push_back(a.data());

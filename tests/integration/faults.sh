@@ -19,7 +19,6 @@
 # ctest-variants: tf torch
 # ctest-cost: 110
 source "$(dirname "$0")/lib.sh"
-unset RETC_SERVER  # retc's own process: its PID, process group and children are what is checked
 set -m  # background jobs keep the default signal handling
 backend=${1:-tf}
 other=$([ "$backend" = tf ] && echo torch || echo tf)
@@ -236,6 +235,10 @@ expect_error 1 "^retc: error: RETURNN failed: No space left on device: cannot wr
 pass "$backend: conversion and forward into a full disk: $(head -c 160 "$TMP/err")"
 umount "$full/w/model" "$full/out"
 no_leftovers "the full-disk checks"
+
+# From here retc runs in its own process (no RETC_SERVER): the lock's PID and
+# the killed run's children are its own.
+unset RETC_SERVER
 
 # slow-12ax: 150 steps an epoch, a log line each. start RUN: in the background;
 # on torch with a data-loader worker (on the CPU the default is none), whose
