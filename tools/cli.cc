@@ -275,7 +275,8 @@ const std::vector<Command>& commands() {
        "exits as its child did, and ends it when killed (kill -9). What differs is the PID\n"
        "of the run. A server ends after --idle-minutes without a command (default 15), or on\n"
        "--stop, which stops every server in DIR after the commands they run. Each logs to\n"
-       "DIR/*.log."},
+       "DIR/*.log. --foreground --backend NAME serves in this process (what the background\n"
+       "start runs)."},
   };
   return kCommands;
 }
