@@ -121,11 +121,11 @@ gone "$server" || fail "the server (PID $server) did not end on --stop"
 [ -z "$(ls "$RETC_SERVER"/*.sock 2>/dev/null)" ] || fail "sockets left after --stop: $(ls "$RETC_SERVER")"
 pass "retc serve --stop ended both servers"
 
-"$RETC" serve --backend torch --idle-minutes 0.05 >"$TMP/start.out" || fail "retc serve --backend torch"
+"$RETC" serve --backend torch --idle-minutes 0.1 >"$TMP/start.out" || fail "retc serve --backend torch"
 server=$(sed -n 's/.*(PID \([0-9]*\)).*/\1/p' "$TMP/start.out")
 "$RETC" check 12ax --backend torch >"$TMP/torch.out" 2>&1 || { cat "$TMP/torch.out"; fail "a torch check through the server"; }
 log torch | grep "(check 12ax --backend torch): exit 0" >/dev/null || fail "the torch check did not run in the server"
 for _ in $(seq 300); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
-! kill -0 "$server" 2>/dev/null || fail "the torch server did not end after 3 s idle"
-log torch | grep "ends (idle for 3 s)" >/dev/null || fail "the torch server's log: $(log torch | tail -n 1)"
-pass "the torch server ran a check and ended after 3 s idle"
+! kill -0 "$server" 2>/dev/null || fail "the torch server did not end after 6 s idle"
+log torch | grep "ends (idle for 6 s)" >/dev/null || fail "the torch server's log: $(log torch | tail -n 1)"
+pass "the torch server ran a check and ended after 6 s idle"
