@@ -124,7 +124,6 @@ std::string server_base(const std::string& dir, const std::string& backend) {
     if (::getrlimit(static_cast<__rlimit_resource>(r), &l) == 0)
       absl::StrAppend(&id, "|", r, "=", l.rlim_cur, "/", l.rlim_max);
   }
-  errno = 0;
   absl::StrAppend(&id, "|nice=", ::getpriority(PRIO_PROCESS, 0));
   cpu_set_t cpus;
   if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0) {
@@ -136,6 +135,19 @@ std::string server_base(const std::string& dir, const std::string& backend) {
 
 bool fits_socket_path(const std::string& path) {
   return path.size() < sizeof(sockaddr_un{}.sun_path);
+}
+
+// The socket path of `base` (server_base) within a socket's length, then the
+// servers' folder made (mode 0700) where it is not.
+absl::Status prepare(const std::string& dir, const std::string& base) {
+  if (!fits_socket_path(base + ".sock"))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the server's socket path '", base, ".sock' is longer than a socket's (",
+        sizeof(sockaddr_un{}.sun_path) - 1, " characters): use a shorter --dir or RETC_SERVER"));
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot make the folder '", dir, "': ", std::strerror(errno)));
+  return absl::OkStatus();
 }
 
 sockaddr_un socket_address(const std::string& path) {
@@ -471,15 +483,9 @@ std::optional<int> run_in_server(int argc, char** argv, const std::string& backe
 
 absl::Status serve(const std::string& dir, const std::string& backend, double idle_seconds,
                    const CommandFn& run) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot make the folder '", dir, "': ", std::strerror(errno)));
   const std::string base = server_base(dir, backend);
   const std::string sock_path = base + ".sock";
-  if (!fits_socket_path(sock_path))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the server's socket path '", sock_path, "' is longer than a socket's (",
-        sizeof(sockaddr_un{}.sun_path) - 1, " characters): use a shorter --dir or RETC_SERVER"));
+  if (absl::Status s = prepare(dir, base); !s.ok()) return s;
   int probe = pidfd_open(::getpid());
   if (probe < 0)
     return absl::FailedPreconditionError("this kernel has no pidfd_open (Linux 5.3 or later)");
@@ -683,15 +689,9 @@ absl::Status serve(const std::string& dir, const std::string& backend, double id
 
 absl::Status start_servers(const std::string& dir, const std::vector<std::string>& backends,
                            double idle_seconds, std::string& log) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot make the folder '", dir, "': ", std::strerror(errno)));
   for (const std::string& backend : backends) {
     const std::string base = server_base(dir, backend);
-    if (!fits_socket_path(base + ".sock"))
-      return absl::InvalidArgumentError(
-          absl::StrCat("the server's socket path '", base, ".sock' is longer than a socket's (",
-                       sizeof(sockaddr_un{}.sun_path) - 1, " characters): use a shorter --dir"));
+    if (absl::Status s = prepare(dir, base); !s.ok()) return s;
     pid_t pid = -1;
     bool was_up = false;
     for (int tries = 0;; ++tries) {

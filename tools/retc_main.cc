@@ -2,6 +2,4 @@
 #include "configs/bundled.h"
 #include "tools/cli.h"
 
-int main(int argc, char** argv) {
-  return retc::run_cli(argc, argv, retc::configs::bundled_models);
-}
+int main(int argc, char** argv) { return retc::run_cli(argc, argv, retc::configs::bundled_models); }
