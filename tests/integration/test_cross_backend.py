@@ -15,10 +15,10 @@ order, the QKV columns of self-attention, conv filters) shows.
 Run alone as `python test_cross_backend.py MODEL tf|torch` (the source backend);
 ctest runs the cases below in groups (cases.py).
 """
-# The cases ctest runs (tests/CMakeLists.txt reads these lines), twelve to a
+# The cases ctest runs (tests/CMakeLists.txt reads these lines), 24 to a
 # process; each direction's cases are listed together, since a process must
 # not run both directions of one model (see main).
-# ctest-group: 12
+# ctest-group: 24
 # ctest-cases: cross_backend.12ax.from_tf 12ax tf
 # ctest-cases: cross_backend.12ax-wn.from_tf 12ax-wn tf
 # ctest-cases: cross_backend.blstm-tagger.from_tf blstm-tagger tf

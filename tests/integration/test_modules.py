@@ -5,7 +5,7 @@ formula written here; numbers are checked where an op has numbers to check.
 
 Run alone as `python test_modules.py NAME`; ctest runs the cases in groups (cases.py).
 """
-# ctest-group: 9  (cases per process: tests/integration/cases.py)
+# ctest-group: 15  (cases per process: tests/integration/cases.py)
 
 import json
 import os

@@ -2,7 +2,7 @@
 
 Run alone as `python test_params.py NAME`; ctest runs the cases in groups (cases.py).
 """
-# ctest-group: 14  (cases per process: tests/integration/cases.py)
+# ctest-group: 15  (cases per process: tests/integration/cases.py)
 
 import math
 import re

@@ -4,7 +4,7 @@ on TF, with the same documented updates.
 
 Run alone as `python test_params_torch.py NAME`; ctest runs the cases in groups (cases.py).
 """
-# ctest-group: 5  (cases per process: tests/integration/cases.py)
+# ctest-group: 12  (cases per process: tests/integration/cases.py)
 
 import os
 import sys
