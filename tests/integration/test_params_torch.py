@@ -4,7 +4,7 @@ on TF, with the same documented updates.
 
 Run alone as `python test_params_torch.py NAME`; ctest runs the cases in groups (cases.py).
 """
-# ctest-group: 12  (cases per process: tests/integration/cases.py)
+# ctest-group: 13  (cases per process: tests/integration/cases.py)
 
 import os
 import sys
@@ -116,6 +116,53 @@ def test_weight_norm():
         v5, g5 = after[name + ".weight"], after[name + ".weight_g"]
         assert not numpy.allclose(v5, v0) and not numpy.allclose(g5, g0), name + " did not train"
     print("weight norm: v0 = plain initial weight, g0 = ||v0||, g and v trained")
+
+
+def test_weight_norm_fold():
+    """_weight_norm_dot's three ways give x · (g v / ‖v‖) and its gradients:
+    _WeightNormFold (a small batch: at most in/2 rows) passes torch's gradcheck
+    in float64, and in float32 it, the fused kernel (more rows) and the fold
+    in rf's ops (v with two out dims) agree with the product written out,
+    values and gradients of x, v and g, within 1e-5 of their scale."""
+    import runpy
+    import torch
+    import returnn.frontend as rf
+    from returnn.tensor import Dim
+
+    helpers = runpy.run_path(compile_model("rep-weight-norm"))
+    fold, dot = helpers["_WeightNormFold"], helpers["_weight_norm_dot"]
+    rng = torch.Generator().manual_seed(1)
+    x, v, g = (torch.randn(*shape, dtype=torch.float64, generator=rng, requires_grad=True)
+               for shape in [(5, 12), (12, 7), (7,)])
+    assert torch.autograd.gradcheck(fold.apply, (x, v, g)), "gradcheck"
+
+    calls = []
+    orig_apply = fold.apply
+    fold.apply = lambda *a: calls.append(1) or orig_apply(*a)
+    try:
+        in_dim, out_dim, out2_dim = Dim(12, name="in"), Dim(7, name="out"), Dim(2, name="out2")
+        for rows, v_dims, way in [(6, [in_dim, out_dim], "the fold in one autograd step"),
+                                  (40, [in_dim, out_dim], "the fused kernel"),
+                                  (6, [in_dim, out_dim, out2_dim], "the fold in rf's ops")]:
+            time_dim = Dim(rows, name="time")
+            raws = [torch.randn(*shape, generator=rng, requires_grad=True)
+                    for shape in [(rows, 12), [d.dimension for d in v_dims], [d.dimension for d in v_dims[1:]]]]
+            xt, vt, gt = (rf.convert_to_tensor(r, dims=dims) for r, dims in
+                          zip(raws, [[time_dim, in_dim], v_dims, v_dims[1:]]))
+            calls.clear()
+            y = dot(xt, vt, gt, axis=[in_dim], reduce=[in_dim])
+            assert bool(calls) == (way == "the fold in one autograd step"), (way, calls)
+            y = y.copy_transpose([time_dim] + v_dims[1:]).raw_tensor
+            xr, vr, gr = raws
+            want = torch.tensordot(xr, gr * vr / vr.norm(dim=0), dims=1)
+            close(y.detach(), want.detach(), 1e-5 * float(want.abs().max()), way)
+            cot = torch.randn(*want.shape, generator=rng)
+            got = torch.autograd.grad(y, raws, cot)
+            for name, a, b in zip("xvg", got, torch.autograd.grad(want, raws, cot)):
+                close(a, b, 1e-5 * float(b.abs().max()), "%s: the gradient of %s" % (way, name))
+            print("%s (%d rows, v %s): the product and its gradients" % (way, rows, [d.dimension for d in v_dims]))
+    finally:
+        fold.apply = orig_apply
 
 
 def _counting(config_globals, names, counts):
