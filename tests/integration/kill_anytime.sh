@@ -9,7 +9,8 @@
 # the command again finishes: training with every epoch trained once and
 # saved, the final dev error within the uninterrupted run's bound, nothing
 # hidden left beside the checkpoints; conversion and forward with the same
-# numbers as the uninterrupted run. (Resuming 12ax is not bitwise the same as
+# numbers as the uninterrupted run (the runs after the kills go through the
+# suite's warm server, RETC_SERVER, where it has one). (Resuming 12ax is not bitwise the same as
 # training straight through, even without a kill: its data generator's and
 # the model's random state restart with the process.)
 # KILLS (default 2) kills of training, KILLS_OTHER (default 1) each of
@@ -18,7 +19,11 @@
 # ctest-variants: tf torch
 # ctest-cost: 50
 source "$(dirname "$0")/lib.sh"
+server=${RETC_SERVER:-}  # the runs after the kills finish through it (tests/CMakeLists.txt sets it)
 unset RETC_SERVER  # retc's own process: its PID, process group and children are what is checked
+# finish COMMAND...: a run to the end after a kill, through the warm server where the
+# suite has one (what it writes is checked; its process is not).
+finish() { RETC_SERVER=$server "$@"; }
 export TF_CPP_MIN_LOG_LEVEL=3  # the checks import TensorFlow: no start-up chatter
 set -m  # each run in its own process group: kill -9 hits retc alone, as an OOM killer's would
 backend=${1:-tf}
@@ -120,7 +125,7 @@ while [ "$n" -lt "$kills" ]; do
     check_state "$work" >/dev/null
   done
   # The last run of the cycle: to the end (a run that ended before its kill is one).
-  [ "$KILLED" = 0 ] || "${train[@]}" "$work" >"$TMP/run.log" 2>&1 || { tail -n 20 "$TMP/run.log"; fail "the run after the kills"; }
+  [ "$KILLED" = 0 ] || finish "${train[@]}" "$work" >"$TMP/run.log" 2>&1 || { tail -n 20 "$TMP/run.log"; fail "the run after the kills"; }
   expect_final_error "$TMP/run.log" 0.5 "12ax on $backend after kills" >/dev/null
   "$VENV/bin/python" - "$work/model" "$epochs" "$backend" <<'PY' || fail "after the kills"
 import os, re, sys, numpy
@@ -196,7 +201,7 @@ kill_then_rerun() {
   kill_at "$@"
   if [ -n "$KILL_MS" ]; then moments+=("$what:${KILL_MS}ms"); else moments+=("$what:ended-first"); fi
   [ ! -e "$file" ] || same_numbers "${@: -1}" "$REF" "$kind"
-  "$@" >"$TMP/run.log" 2>&1 || { cat "$TMP/run.log"; fail "$what after a kill"; }
+  finish "$@" >"$TMP/run.log" 2>&1 || { cat "$TMP/run.log"; fail "$what after a kill"; }
   same_numbers "${@: -1}" "$REF" "$kind"
 }
 MARK=""
