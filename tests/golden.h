@@ -10,8 +10,11 @@
 
 namespace retc::testing {
 
+// tests/golden of the source tree (golden_dir.cc).
+const char* golden_dir();
+
 inline void check_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(RETC_GOLDEN_DIR) + "/" + name;
+  const std::string path = std::string(golden_dir()) + "/" + name;
   const char* update = std::getenv("RETC_UPDATE_GOLDENS");
   if (update && std::string(update) == "1") {
     std::ofstream(path, std::ios::binary) << actual;
