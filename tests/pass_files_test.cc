@@ -27,7 +27,8 @@ std::string read(const std::filesystem::path& p) {
 }
 
 TEST_CASE("pass tests in tests/passes") {
-  const std::filesystem::path dir = std::filesystem::path(retc::testing::golden_dir()).parent_path() / "passes";
+  const std::filesystem::path dir =
+      std::filesystem::path(retc::testing::golden_dir()).parent_path() / "passes";
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() == ".ir") files.push_back(e.path());
