@@ -286,9 +286,9 @@ extern "C" void to_signal_pipe(int signum) {
 // to the log); its PID. It stays in the client's session, so the kernel
 // shares the CPUs between its children and the rest of that session's work
 // as between processes of one session (autogroup), as without a server.
-pid_t start_detached(const std::string& dir, const std::string& backend, double idle_seconds) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return -1;
-  const std::string base = server_base(dir, backend);
+// `base` is server_base(dir, backend), its folder made (prepare).
+pid_t start_detached(const std::string& dir, const std::string& base, const std::string& backend,
+                     double idle_seconds) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return -1;
   std::cout.flush();
@@ -406,7 +406,8 @@ std::optional<int> run_in_server(int argc, char** argv, const std::string& backe
   const std::string base = server_base(dir, backend);
   int sock = connect_to(base + ".sock");
   if (sock < 0) {
-    if (errno == ENOENT || errno == ECONNREFUSED) start_detached(dir, backend, kDefaultIdleSeconds);
+    if ((errno == ENOENT || errno == ECONNREFUSED) && prepare(dir, base).ok())
+      start_detached(dir, base, backend, kDefaultIdleSeconds);
     return std::nullopt;
   }
   nlohmann::json req;
@@ -703,7 +704,7 @@ absl::Status start_servers(const std::string& dir, const std::vector<std::string
         break;
       }
       if (tries == 0) {
-        pid = start_detached(dir, backend, idle_seconds);
+        pid = start_detached(dir, base, backend, idle_seconds);
         if (pid < 0)
           return absl::InternalError(
               absl::StrCat("cannot start the ", backend, " server: ", std::strerror(errno)));

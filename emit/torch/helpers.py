@@ -102,6 +102,12 @@ def _fused_weight_norm(raw, kept):
             and not torch.onnx.is_in_onnx_export())
 
 
+def _kept_dim_norms(v, dim):
+    """The L2 norms of v over every dim but `dim` (its first or last), by torch's
+    fused weight-norm kernel (its w unused)."""
+    return torch._weight_norm_interface(v, v.new_ones(v.shape[dim]), dim)[1]
+
+
 class _KeptDimNorm(torch.autograd.Function):
     """The L2 norms of v over every dim but `dim` (its first or last), by
     torch's fused weight-norm kernel: one vectorized pass over v (it also
@@ -112,7 +118,7 @@ class _KeptDimNorm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, v, dim):
-        _, n = torch._weight_norm_interface(v, v.new_ones(v.shape[dim]), dim)
+        n = _kept_dim_norms(v, dim)
         ctx.save_for_backward(v, n)
         ctx.dim = dim
         return n
@@ -142,14 +148,13 @@ def _norm(x, *, axis):
 
 class _WeightNormFold(torch.autograd.Function):
     """(x v) g / ‖v‖ for x [rows, in] and v [in, out], ‖v‖ over in, as one step
-    of autograd: the norms by torch's fused weight-norm kernel (its w unused),
-    one matmul, its product scaled per column. Backward: dx and dv by one
+    of autograd: the norms (_kept_dim_norms), one matmul, its product scaled per column. Backward: dx and dv by one
     matmul each with the scaled gradient, and v's share through the norms
     added to dv in place (no v-sized tensor between)."""
 
     @staticmethod
     def forward(ctx, x, v, g):
-        n = torch._weight_norm_interface(v, v.new_ones(v.shape[1]), 1)[1].reshape(-1)
+        n = _kept_dim_norms(v, 1).reshape(-1)
         s = g / n
         y = torch.mm(x, v)
         ctx.save_for_backward(x, v, g, n, s, y)
