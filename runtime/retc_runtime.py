@@ -502,6 +502,7 @@ def _prepare(config_path):
         _raise_runner_errors()
         _atomic_tf_saves()
         _tensorboard_graph_when_changed()
+        _tensorboard_files_unique()
         _meta_graph_when_changed()
     else:
         _atomic_torch_saves()
@@ -577,6 +578,34 @@ def _tensorboard_graph_when_changed():
 
     add_graph_when_changed._retc = True
     SummaryToEventTransformer.add_graph = add_graph_when_changed
+
+
+def _tensorboard_files_unique():
+    """An event file's name holds the second its writer opened it in
+    (events.out.tfevents.SECONDS.HOST), and RETURNN's TF engine writes every training
+    epoch of a process into one log directory (MODEL_DIR/train-PROCESS_START): two epochs
+    that started in the same second wrote one file, the second epoch's overwriting the
+    first's events (and with them the graph). With this, a writer whose second's file is
+    there already gets a suffix (".2", ".3", ...: TensorBoard reads every file with
+    "tfevents" in its name, in the order of their names). Installed once per process."""
+    import glob
+    import time
+    from tensorflow.python.summary.writer.event_file_writer import EventFileWriter
+
+    init = EventFileWriter.__init__
+    if getattr(init, "_retc", False):
+        return
+
+    def init_unique(self, logdir, max_queue=10, flush_secs=120, filename_suffix=None):
+        if not filename_suffix and os.path.isdir(logdir):
+            # A second that ends between this look and the writer's open makes a new name.
+            taken = glob.glob(os.path.join(glob.escape(logdir), "events.out.tfevents.%010d.*" % int(time.time())))
+            if taken:
+                filename_suffix = ".%d" % (len(taken) + 1)
+        init(self, logdir, max_queue=max_queue, flush_secs=flush_secs, filename_suffix=filename_suffix)
+
+    init_unique._retc = True
+    EventFileWriter.__init__ = init_unique
 
 
 def _meta_graph_when_changed():

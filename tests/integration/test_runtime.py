@@ -6,7 +6,9 @@ stderr and exit 130; the same for SIGTERM (a cluster's scheduler), exit 143.
 And the venv hook (runtime/retc_venv_hook.py, imported at every start of the
 venv's Python): TensorFlow starts without Keras and scikit-learn, which still
 import at their first use. And a torch training never imports TorchDynamo
-(torch.optim's wrappers would, 1.2 s).
+(torch.optim's wrappers would, 1.2 s). And TensorBoard's event files of one
+second in one log directory (RETURNN's TF engine writes every training epoch
+of a process into one) are files of their own.
 
 Run alone as `python test_runtime.py NAME`.
 """
@@ -114,6 +116,40 @@ def test_torch_training_without_dynamo():
                             os.path.join(tmp, "model", "network.001.pt")],
                            capture_output=True, text=True, timeout=300, cwd=tmp)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    print(r.stdout.strip().splitlines()[-1])
+
+
+TENSORBOARD_SECOND = r"""
+import glob, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import retc_runtime
+import tensorflow as tf
+from tensorflow.compat.v1.summary import FileWriter
+from tensorflow.compat.v1.train import summary_iterator
+
+retc_runtime._tensorboard_files_unique()
+tf.compat.v1.disable_eager_execution()  # as in RETURNN's TF engine
+for attempt in range(10):  # three writers opened within one second
+    logdir = os.path.join(sys.argv[2], str(attempt))
+    os.makedirs(logdir)
+    for i in range(3):
+        w = FileWriter(logdir)
+        w.add_summary(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(tag="w%d" % i, simple_value=i)]))
+        w.close()
+    files = sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*")))
+    if len({os.path.basename(f).split(".")[3] for f in files}) == 1:
+        break
+tags = sorted(v.tag for f in files for e in summary_iterator(f) for v in e.summary.value)
+assert len(files) == 3 and tags == ["w0", "w1", "w2"], (files, tags)
+print("3 writers in one second: %s, each with its events" % ", ".join(os.path.basename(f) for f in files))
+"""
+
+
+def test_tensorboard_files_of_one_second():
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([sys.executable, "-c", TENSORBOARD_SECOND, RUNTIME, tmp], capture_output=True,
+                           text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert r.returncode == 0, r.stdout + r.stderr
     print(r.stdout.strip().splitlines()[-1])
 
 
