@@ -58,6 +58,8 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   if (stages_use_kind(stages, ir::NodeKind::kScatter))
     out += absl::StrCat(kScatterDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kNorm)) out += absl::StrCat(kNormDefinitions, "\n\n");
+  if (stages_use_kind(stages, ir::NodeKind::kNormalize))
+    out += absl::StrCat(kNormalizeDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kParamAssign))
     out += absl::StrCat(kAssignDefinitions, "\n\n");
   out += format_assignment("network", net.network);

@@ -38,6 +38,8 @@ extern const char kScatterDefinitions[];
 extern const char kAssignDefinitions[];
 /// The config's _retc_norm, the L2 norm's eval layer (lower_norm), in a config with one.
 extern const char kNormDefinitions[];
+/// The config's _retc_normalize, normalize's eval layer (lower_normalize), in a config with one.
+extern const char kNormalizeDefinitions[];
 
 /// Requires: a graph after pipeline(tf::target()) (legal, every node named).
 /// With a `base` dim table (another stage's): dims take base's identifiers
