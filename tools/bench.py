@@ -17,11 +17,13 @@ benchmarks/RESULTS.md with the machine and versions:
    al.), hence the different param counts.
 3. RETURNN network construction time, TensorFlow op count and the median
    training step time (CPU, fixed random batch, warm-up then timed steps)
-   for retc's config against rf's net dict of the same model.
+   for retc's config against rf's net dict of the same model, the networks
+   in one process taking turns step by step (at 2 x 200 and 8 x 500).
 4. The weight-normed Conformer's step time against the plain one's.
 5. The torch target: the 12-block Conformer's median training step on
    RETURNN's PyTorch engine, retc's lowering against rf's own
-   ConformerEncoder on the torch backend (same batch); the same retc model
+   ConformerEncoder on the torch backend (same batch; the models of a
+   batch size in one process, taking turns step by step); the same retc model
    on TF against torch; the weight-norm overhead on torch and TF at the
    small batch and at 8 x 500 frames; model creation time; a profile of
    where a torch step's time goes.
@@ -166,10 +168,13 @@ def random_feed(net, rng, batch, max_time, max_labels):
     return feed
 
 
-def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile=False):
-    """Constructs the network (retc config or rf net dict), then trains on one
-    fixed random batch; prints JSON (with the op types taking the most time
-    in a traced step if asked)."""
+def tf_trainer(kind, config_path, num_layers):
+    """The network (retc config or rf net dict) constructed in a graph of its own,
+    with RETURNN's Updater (Adam) and its session: (result dict so far, step(feed),
+    loss(feed), feed(batch, max_time, max_labels), profile(feed)). Each network is
+    built under its own behavior version (rf's config has 21, retc's 38); nothing
+    reads it while a session runs, so networks of both can take turns in one
+    process."""
     import numpy
     import tensorflow as tf
     import returnn.tf.compat as tf_compat
@@ -186,6 +191,7 @@ def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, 
     # than Python's default limit of 1000.
     sys.setrecursionlimit(50000)
     result = {"kind": kind}
+    BehaviorVersion._behavior_version = None
     if kind == "rf":
         ms, net_dict, config = rf_net_dict(num_layers, 1)
     else:
@@ -209,25 +215,66 @@ def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, 
         result["total_ops"] = len(graph.get_operations())
         result["params"] = int(sum(numpy.prod(v.shape.as_list()) for v in net.get_params_list()))
         fetches = [optim_op] + list(net.get_post_control_dependencies())
-        with tf_compat.v1.Session() as session:
-            net.initialize_params(session)
-            updater.init_optimizer_vars(session)
-            updater.set_learning_rate(0.0005, session=session)
-            feed = random_feed(net, numpy.random.RandomState(1), batch, max_time, max_labels)
-            loss = net.get_total_loss()
-            for _ in range(warmup):
-                session.run(fetches, feed_dict=feed)
-            times = []
-            for _ in range(steps):
-                t = time.perf_counter()
-                session.run(fetches, feed_dict=feed)
-                times.append((time.perf_counter() - t) * 1000)
-            result["loss_after"] = float(session.run(loss, feed_dict=feed))
-            if profile:
-                result["profile"] = tf_step_profile(session, fetches, feed)
+        loss = net.get_total_loss()
+        session = tf_compat.v1.Session(graph=graph)
+        net.initialize_params(session)
+        updater.init_optimizer_vars(session)
+        updater.set_learning_rate(0.0005, session=session)
+
+    def feed(batch, max_time, max_labels):
+        return random_feed(net, numpy.random.RandomState(1), batch, max_time, max_labels)
+
+    return (result, lambda f: session.run(fetches, feed_dict=f), lambda f: float(session.run(loss, feed_dict=f)),
+            feed, lambda f: tf_step_profile(session, fetches, f))
+
+
+def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile=False):
+    """tf_trainer's network trained on one fixed random batch for `warmup`, then
+    `steps` timed steps; prints JSON (with the op types taking the most time in a
+    traced step if asked)."""
+    result, step, loss, make_feed, step_profile = tf_trainer(kind, config_path, num_layers)
+    feed = make_feed(batch, max_time, max_labels)
+    for _ in range(warmup):
+        step(feed)
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        step(feed)
+        times.append((time.perf_counter() - t) * 1000)
+    result["loss_after"] = loss(feed)
+    if profile:
+        result["profile"] = step_profile(feed)
     result["step_ms_median"] = statistics.median(times)
     result["step_ms_min"] = min(times)
     print(json.dumps(result))
+
+
+def worker_tf_turns(specs, num_layers, sizes):
+    """The networks of `specs` ("rf" or a retc config, joined by "+") in one
+    process; at each size of `sizes` ("BATCHxFRAMESxSTEPSxWARMUP", joined by "+")
+    each trains on its fixed random batch, the networks taking turns step by step,
+    so that the machine's drift (this one's step times moved by up to 10% from
+    process to process) falls on all alike. The first network's step at the last
+    size is profiled. Prints a JSON list per size, one result per network."""
+    trainers = [tf_trainer("rf" if spec == "rf" else "retc", spec, num_layers) for spec in specs.split("+")]
+    out = []
+    for size in sizes.split("+"):
+        batch, frames, steps, warmup = (int(v) for v in size.split("x"))
+        feeds = [make_feed(batch, frames, max(4, frames // 10)) for _, _, _, make_feed, _ in trainers]
+        times = [[] for _ in trainers]
+        for i in range(warmup + steps):
+            for k, ((_, step, _, _, _), feed) in enumerate(zip(trainers, feeds)):
+                t = time.perf_counter()
+                step(feed)
+                if i >= warmup:
+                    times[k].append((time.perf_counter() - t) * 1000)
+        rows = []
+        for (result, _, loss, _, _), feed, ts in zip(trainers, feeds, times):
+            rows.append(dict(result, loss_after=loss(feed), step_ms_median=statistics.median(ts),
+                             step_ms_min=min(ts), batch=batch, frames=frames))
+        out.append(rows)
+    out[-1][0]["profile"] = trainers[0][4](feeds[0])
+    print(json.dumps(out))
 
 
 def tf_step_profile(session, fetches, feed):
@@ -369,6 +416,7 @@ def torch_config(config_path=None, config=None):
         config = Config()
         config.load_file(config_path)
     set_global_config(config)
+    BehaviorVersion._behavior_version = None  # another model's, in a process where models take turns
     BehaviorVersion.set(config.int("behavior_version", 0) or None)
     rf.select_backend_torch()
     rf.set_random_seed(42)
@@ -379,9 +427,13 @@ def torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, de
     """The model (retc's torch config, or rf's ConformerEncoder on the torch
     backend) made with get_model, with RETURNN's torch Updater (Adam) and one
     fixed random batch on `device` ("cpu", "cuda"): (result dict so far,
-    step(i) -> loss)."""
+    step(i) -> loss). A step runs under its model's config and behavior version
+    (rf reads both while it runs), so that models of rf and retc can take turns
+    in one process."""
     import torch
     import returnn.frontend as rf
+    from returnn.config import set_global_config
+    from returnn.util.basic import BehaviorVersion
     from returnn.tensor import TensorDict
     from returnn.torch.data import extern_data as extern_data_util
     from returnn.torch.frontend.bridge import rf_module_to_pt_module
@@ -405,8 +457,11 @@ def torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, de
     template.update(config.typed_value("extern_data"), auto_convert=True)
     raw = torch_batch(template, batch, max_time, max_labels)
     train_step = config.typed_value("train_step")
+    version = BehaviorVersion.get_if_set()
 
     def step(i):
+        set_global_config(config)
+        BehaviorVersion._behavior_version = version
         updater.set_current_train_step(global_train_step=i, epoch=1)
         updater.zero_grad()
         extern_data = extern_data_util.raw_dict_to_extern_data(
@@ -425,34 +480,24 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
                        device="cpu"):
     """torch_trainer's model trained for `warmup` and then `steps` timed steps;
     prints JSON (with the top ops of a profiled step if asked). `config_path`
-    "A+B" (two retc configs): both models in this process, taking turns step
-    by step, so that the machine's drift (this one's step times moved by 10%
-    from process to process) falls on both alike; prints a list of two."""
-    if "+" in config_path:
-        pair = [torch_trainer(kind, path, num_layers, batch, max_time, max_labels, device)
-                for path in config_path.split("+")]
-        times = [[], []]
-        for i in range(warmup + steps):
-            for k, (result, step) in enumerate(pair):
-                t = time.perf_counter()
-                result["loss_after"] = step(i)
-                if i >= warmup:
-                    times[k].append((time.perf_counter() - t) * 1000)
-        for (result, _), ts in zip(pair, times):
-            result["step_ms_median"] = statistics.median(ts)
-            result["step_ms_min"] = min(ts)
-        print(json.dumps([result for result, _ in pair]))
-        return
-    result, step = torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, device)
-    for i in range(warmup):
-        step(i)
-    times = []
-    for i in range(steps):
-        t = time.perf_counter()
-        result["loss_after"] = step(warmup + i)
-        times.append((time.perf_counter() - t) * 1000)
-    result["step_ms_median"] = statistics.median(times)
-    result["step_ms_min"] = min(times)
+    "A+B+..." (retc configs, or "rf" and "rf_fused" for those models): all in
+    this process, taking turns step by step, so that the machine's drift (this
+    one's step times moved by 10% from process to process) falls on all alike;
+    prints a list, the first model's with the profile."""
+    specs = config_path.split("+")
+    group = [torch_trainer(spec if spec.startswith("rf") else kind, spec, num_layers, batch, max_time, max_labels,
+                           device) for spec in specs]
+    times = [[] for _ in group]
+    for i in range(warmup + steps):
+        for k, (result, step) in enumerate(group):
+            t = time.perf_counter()
+            result["loss_after"] = step(i)
+            if i >= warmup:
+                times[k].append((time.perf_counter() - t) * 1000)
+    for (result, _), ts in zip(group, times):
+        result["step_ms_median"] = statistics.median(ts)
+        result["step_ms_min"] = min(ts)
+    result, step = group[0]
     if profile:
         from torch.profiler import ProfilerActivity, profile as torch_profile
 
@@ -462,7 +507,16 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
         total = sum(e.self_cpu_time_total for e in prof.key_averages())
         top = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:8]
         result["profile"] = [(e.key, e.self_cpu_time_total / total) for e in top]
-    print(json.dumps(result))
+    print(json.dumps([result for result, _ in group] if len(group) > 1 else result))
+
+
+def worker_torch_create(kind, config_path, num_layers):
+    """The time of get_model (the params and their param-init stage) of one model
+    (retc's torch config, or rf's) in this fresh process; prints JSON."""
+    config = torch_config(config=rf_config(num_layers)) if kind == "rf" else torch_config(config_path)
+    t0 = time.perf_counter()
+    config.typed_value("get_model")(epoch=1, step=0)
+    print(json.dumps({"kind": kind, "create_ms": (time.perf_counter() - t0) * 1000}))
 
 
 # --- driver ----------------------------------------------------------------------------------------
@@ -552,6 +606,10 @@ def main():
             kind, path, layers, steps, warmup, batch, frames = args.worker[1:8]
             worker_steps(kind, path, int(layers), int(steps), int(warmup), int(batch), int(frames),
                          max(4, int(frames) // 10), args.worker[8:9] == ["1"])
+        elif args.worker[0] == "torch_create":
+            worker_torch_create(args.worker[1], args.worker[2], int(args.worker[3]))
+        elif args.worker[0] == "tf_turns":
+            worker_tf_turns(args.worker[1], int(args.worker[2]), args.worker[3])
         elif args.worker[0] == "matmul":
             worker_matmul(args.worker[1])
         elif args.worker[0] == "torch_steps":
@@ -639,16 +697,21 @@ def main():
         path = os.path.join(tmp, "retc-%s.config" % name)
         run_compile(binary, ["--conformer", str(args.step_blocks), "--repeat", "1", "--write-config", path] + flags)
         configs[name] = path
-    runs = {}
-    for name, kind, path in [("retc", "retc", configs["plain"]), ("rf", "rf", "-"),
-                             ("retc weight norm", "retc", configs["wn"]),
-                             ("retc, elementwise dropout", "retc", configs["elementwise"])]:
-        log("steps: %s" % name)
-        runs[name] = run_worker(["steps", kind, path, args.step_blocks, args.steps, args.warmup, args.batch,
-                                 args.frames])
+    large = (8, 500)
+    # All four networks in one process, taking turns step by step at the small
+    # batch, then at 8 x 500.
+    log("TF steps: retc, rf, retc weight norm, retc elementwise dropout, taking turns")
+    names = ["retc", "rf", "retc weight norm", "retc, elementwise dropout"]
+    small, big = run_worker(["tf_turns", "+".join([configs["plain"], "rf", configs["wn"], configs["elementwise"]]),
+                             args.step_blocks, "%dx%dx%dx%d+%dx%dx%dx%d" % (
+                                 args.batch, args.frames, args.steps, args.warmup, large[0], large[1],
+                                 args.large_steps, 1)])
+    runs = dict(zip(names, small))
+    runs.update(("TF " + n + " 8x500", r) for n, r in zip(names, big))
     out("| config | params | construct ms | updater ms | TF ops (network / with updater) | median step ms | min step ms |")
     out("|---|---|---|---|---|---|---|")
-    for name, r in runs.items():
+    for name in names:
+        r = runs[name]
         out("| %s | %d | %.0f | %.0f | %d / %d | %.1f | %.1f |" % (
             name, r["params"], r["construct_ms"], r["updater_ms"], r["forward_ops"], r["total_ops"],
             r["step_ms_median"], r["step_ms_min"]))
@@ -658,8 +721,10 @@ def main():
         a["construct_ms"] / b["construct_ms"], a["forward_ops"] / b["forward_ops"], a["total_ops"] / b["total_ops"]))
     out("- median step retc / rf: %.3f" % (a["step_ms_median"] / b["step_ms_median"]))
     out("- weight norm: median step weight-normed / plain (retc): %.3f" % (w["step_ms_median"] / a["step_ms_median"]))
-    out("- %d timed steps after %d warm-up steps on one fixed random batch, each config in its own process." % (
-        args.steps, args.warmup))
+    out("- %d timed steps after %d warm-up steps on one fixed random batch, the four networks in one process "
+        "taking turns step by step (each built under its own config and behavior version), so that the "
+        "machine's drift falls on all alike; each in a process of its own, step times moved by up to 10%% from "
+        "process to process." % (args.steps, args.warmup))
     e = runs["retc, elementwise dropout"]
     out("- The models are made alike where both have options: dropout masks shared over batch and time "
         "(rf's default; retc's `ConformerOptions::dropout_broadcast`), no attention-weight dropout. rf's "
@@ -681,45 +746,38 @@ def main():
                              "--backend", "torch"] + flags)
         configs[name] = path
     large = (8, 500)
+    # The models of a batch size in one process, taking turns step by step.
+    specs = {"retc": configs["torch plain"], "rf": "rf", "rf, fused Adam": "rf_fused",
+             "retc weight norm": configs["torch wn"]}
     torch_runs = {}
-    for name, kind, path, (batch, frames), steps, profile in [
-            ("retc", "retc", configs["torch plain"], (args.batch, args.frames), args.steps, True),
-            ("rf", "rf", "-", (args.batch, args.frames), args.steps, False),
-            ("rf, fused Adam", "rf_fused", "-", (args.batch, args.frames), args.steps, False),
-            ("retc weight norm", "retc", configs["torch plain"] + "+" + configs["torch wn"],
-             (args.batch, args.frames), args.steps, False),
-            ("retc 8x500", "retc", configs["torch plain"], large, args.large_steps, True),
-            ("rf 8x500", "rf", "-", large, args.large_steps, False),
-            ("retc weight norm 8x500", "retc", configs["torch plain"] + "+" + configs["torch wn"], large,
-             args.large_steps, False)]:
-        log("torch steps: %s" % name)
-        r = run_worker(["torch_steps", kind, path, args.step_blocks, steps,
-                        min(args.warmup, 2) if batch == 8 else args.warmup, batch, frames, 1 if profile else 0])
-        if isinstance(r, list):  # plain and weight-normed, taking turns in one process
-            torch_runs[name.replace("weight norm", "taking turns with weight norm")], torch_runs[name] = r
-        else:
-            torch_runs[name] = r
-    for name, path in [("TF 8x500", configs["plain"]), ("TF weight norm 8x500", configs["wn"])]:
-        log("steps: %s" % name)
-        runs[name] = run_worker(["steps", "retc", path, args.step_blocks, args.large_steps, 1, large[0], large[1],
-                                 1 if name == "TF 8x500" else 0])
-    out("| model | batch | params | model creation ms | median step ms | min step ms |")
-    out("|---|---|---|---|---|---|")
+    for (batch, frames), steps, warmup, names in [
+            ((args.batch, args.frames), args.steps, args.warmup, ["retc", "rf", "rf, fused Adam", "retc weight norm"]),
+            (large, args.large_steps, min(args.warmup, 2), ["retc", "rf", "retc weight norm"])]:
+        log("torch steps at %d x %d: %s, taking turns" % (batch, frames, ", ".join(names)))
+        group = run_worker(["torch_steps", "retc", "+".join(specs[n] for n in names), args.step_blocks, steps, warmup,
+                            batch, frames, 1])
+        torch_runs.update((n + ("" if (batch, frames) != large else " 8x500"), r) for n, r in zip(names, group))
+    # Model creation: each model alone in a fresh process, alternating.
+    create = {"retc": [], "rf": []}
+    for _ in range(1 if args.quick else 3):
+        for kind in create:
+            log("torch model creation: %s" % kind)
+            create[kind].append(run_worker(["torch_create", kind, specs[kind], args.step_blocks])["create_ms"])
+    create = {kind: statistics.median(ms) for kind, ms in create.items()}
+    out("| model | batch | params | median step ms | min step ms |")
+    out("|---|---|---|---|---|")
     for name, r in torch_runs.items():
         shape = "%d x %d" % (large if "8x500" in name else (args.batch, args.frames))
-        out("| %s (torch) | %s | %d | %.0f | %.1f | %.1f |" % (
-            name.replace(" 8x500", ""), shape, r["params"], r["create_ms"], r["step_ms_median"], r["step_ms_min"]))
-    for name in ["TF 8x500", "TF weight norm 8x500"]:
-        r = runs[name]
-        out("| retc%s (TF) | %d x %d | %d | | %.1f | %.1f |" % (
-            " weight norm" if "weight" in name else "", large[0], large[1], r["params"], r["step_ms_median"],
-            r["step_ms_min"]))
+        out("| %s (torch) | %s | %d | %.1f | %.1f |" % (
+            name.replace(" 8x500", ""), shape, r["params"], r["step_ms_median"], r["step_ms_min"]))
+    for name in ["retc", "rf", "retc weight norm", "retc, elementwise dropout"]:
+        r = runs["TF %s 8x500" % name]
+        out("| %s (TF) | %d x %d | %d | %.1f | %.1f |" % (
+            name, large[0], large[1], r["params"], r["step_ms_median"], r["step_ms_min"]))
     out()
     tr, trf, twn = torch_runs["retc"], torch_runs["rf"], torch_runs["retc weight norm"]
     tl, twl = torch_runs["retc 8x500"], torch_runs["retc weight norm 8x500"]
-    # The weight-norm ratios: against the plain model of the same process.
-    tp, tpl = torch_runs["retc taking turns with weight norm"], torch_runs["retc taking turns with weight norm 8x500"]
-    fl, fwl = runs["TF 8x500"], runs["TF weight norm 8x500"]
+    fl, fwl, frl = runs["TF retc 8x500"], runs["TF retc weight norm 8x500"], runs["TF rf 8x500"]
     trl, trff = torch_runs["rf 8x500"], torch_runs["rf, fused Adam"]
     out("- median step retc / rf's ConformerEncoder, both on torch: %.3f at %d x %d, %.3f at 8 x 500; against rf "
         "with torch's fused Adam (as retc emits it on torch, `\"fused\": True`; rf's config as written has the "
@@ -727,19 +785,20 @@ def main():
             tr["step_ms_median"] / trf["step_ms_median"], args.batch, args.frames,
             tl["step_ms_median"] / trl["step_ms_median"], tr["step_ms_median"] / trff["step_ms_median"],
             args.batch, args.frames))
-    out("- the same retc model, TF / torch: %.3f at %d x %d, %.3f at 8 x 500" % (
+    out("- on TF at 8 x 500: retc / rf %.3f" % (fl["step_ms_median"] / frl["step_ms_median"]))
+    out("- the same retc model, TF / torch: %.3f at %d x %d, %.3f at 8 x 500 (from two processes)" % (
         a["step_ms_median"] / tr["step_ms_median"], args.batch, args.frames,
         fl["step_ms_median"] / tl["step_ms_median"]))
-    out("- weight norm, median step weight-normed / plain: torch %.3f (%d x %d), %.3f (8 x 500), the two "
-        "models in one process taking turns step by step (rows \"taking turns\"; each in a process of its own, "
-        "this machine's step times moved by up to 10%% from process to process); TF %.3f (%d x %d), "
-        "%.3f (8 x 500)" % (
-            twn["step_ms_median"] / tp["step_ms_median"], args.batch, args.frames,
-            twl["step_ms_median"] / tpl["step_ms_median"], w["step_ms_median"] / a["step_ms_median"],
+    out("- weight norm, median step weight-normed / plain: torch %.3f (%d x %d), %.3f (8 x 500); TF %.3f "
+        "(%d x %d), %.3f (8 x 500)" % (
+            twn["step_ms_median"] / tr["step_ms_median"], args.batch, args.frames,
+            twl["step_ms_median"] / tl["step_ms_median"], w["step_ms_median"] / a["step_ms_median"],
             args.batch, args.frames, fwl["step_ms_median"] / fl["step_ms_median"]))
-    out("- model creation on torch (get_model: params and their param-init stage): retc %.0f ms, rf %.0f ms" % (
-        tr["create_ms"], trf["create_ms"]))
-    out("- %d timed steps (%d at 8 x 500) after warm-up, one fixed random batch, each in its own process; "
+    out("- model creation on torch (get_model: params and their param-init stage; the median of %d fresh "
+        "processes each, alternating): retc %.0f ms, rf %.0f ms" % (
+            1 if args.quick else 3, create["retc"], create["rf"]))
+    out("- %d timed steps (%d at 8 x 500) after warm-up, one fixed random batch; the models of a batch size in "
+        "one process, taking turns step by step, each step under its model's config and behavior version; "
         "RETURNN's torch Updater (Adam)." % (args.steps, args.large_steps))
     out("- where a retc torch step goes (self CPU time of 2 profiled steps, top ops): " + ", ".join(
         "%s %.0f%%" % (k, 100 * f) for k, f in tr["profile"]))
@@ -835,14 +894,14 @@ def main():
         ("torch: step retc / rf's ConformerEncoder <= 0.8 at %d x %d and at 8 x 500" % (args.batch, args.frames),
          "%.3f, %.3f" % (tr["step_ms_median"] / trf["step_ms_median"], tl["step_ms_median"] / trl["step_ms_median"]),
          tr["step_ms_median"] <= 0.8 * trf["step_ms_median"] and tl["step_ms_median"] <= 0.8 * trl["step_ms_median"]),
-        ("torch: model creation retc <= rf", "%.0f ms, %.0f ms" % (tr["create_ms"], trf["create_ms"]),
-         tr["create_ms"] <= trf["create_ms"]),
+        ("torch: model creation retc <= rf", "%.0f ms, %.0f ms" % (create["retc"], create["rf"]),
+         create["retc"] <= create["rf"]),
         ("weight-norm overhead <= 1.1x at %d x %d, TF and torch" % (args.batch, args.frames), "%.3f, %.3f" % (
-            w["step_ms_median"] / a["step_ms_median"], twn["step_ms_median"] / tp["step_ms_median"]),
-         w["step_ms_median"] <= 1.1 * a["step_ms_median"] and twn["step_ms_median"] <= 1.1 * tp["step_ms_median"]),
+            w["step_ms_median"] / a["step_ms_median"], twn["step_ms_median"] / tr["step_ms_median"]),
+         w["step_ms_median"] <= 1.1 * a["step_ms_median"] and twn["step_ms_median"] <= 1.1 * tr["step_ms_median"]),
         ("weight-norm overhead <= 1.05x at 8 x 500, TF and torch", "%.3f, %.3f" % (
-            fwl["step_ms_median"] / fl["step_ms_median"], twl["step_ms_median"] / tpl["step_ms_median"]),
-         fwl["step_ms_median"] <= 1.05 * fl["step_ms_median"] and twl["step_ms_median"] <= 1.05 * tpl["step_ms_median"]),
+            fwl["step_ms_median"] / fl["step_ms_median"], twl["step_ms_median"] / tl["step_ms_median"]),
+         fwl["step_ms_median"] <= 1.05 * fl["step_ms_median"] and twl["step_ms_median"] <= 1.05 * tl["step_ms_median"]),
         ("roofline: achieved fraction of the matmul rate at 8 x 500, faster target, >= 0.6",
          "%.2f" % max(fractions["TF", 8], fractions["torch", 8]), max(fractions["TF", 8], fractions["torch", 8]) >= 0.6),
         ("decoding: torch search seq/s >= TF's, both models",
