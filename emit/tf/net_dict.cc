@@ -1470,7 +1470,7 @@ def _retc_norm(self, source, *, axis):
 
     @tf.custom_gradient
     def norm(v):
-        n = tf.sqrt(tf.reduce_sum(tf.square(v), axis=axes, keepdims=True))
+        n = tf.math.reduce_euclidean_norm(v, axis=axes, keepdims=True)  # no v**2 made
 
         def grad(dn):
             return v * tf.math.divide_no_nan(tf.reshape(dn, tf.shape(n)), n)
