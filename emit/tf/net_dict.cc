@@ -374,8 +374,8 @@ PyValue lower_normalize(const Lowering& l) {
   // The config's _retc_normalize (kNormalizeDefinitions): RETURNN's norm
   // layer's math (its params left out: retc's modules own them) with the
   // gradient in closed form; autodiff of the norm layer's mean and variance
-  // made 12 passes over x backward, a conformer's 60 layer norms 7% of its
-  // step's op time at 2 x 200.
+  // made 12 passes over x backward: a conformer's 60 layer norms took about
+  // a tenth of its step's op time at 2 x 200 (Neg, BroadcastTo, Mul).
   PyValue layer = l.layer_from("eval", 0);
   layer.set("eval", "normalize(self, source, axis=axis, epsilon=epsilon)");
   layer.set("eval_locals", PyValue::dict({{"normalize", PyValue::ref("_retc_normalize")},
