@@ -72,6 +72,9 @@ _stop_signal = 0
 # RETURNN's clean-up joining a thread that never ends; seen once, in a CI run
 # of the interrupt test (every thread in a lock wait, for 645 s).
 STOP_TIMEOUT_S = 20
+# The user's stderr while file descriptor 2 writes to a run's log (retc's call_logged
+# sets it around each run): where _exit_interrupted's one line goes. None: fd 2.
+USER_STDERR_FD = None
 
 
 def _signal_name(signum):
@@ -89,8 +92,13 @@ def _exit_interrupted():
     flush = threading.Thread(target=_flush, daemon=True)  # a lock it needs may be the stuck one
     flush.start()
     flush.join(2)
-    os.write(2, b"retc: error: RETURNN did not stop within %d s of %s: interrupted\n"
-             % (STOP_TIMEOUT_S, _signal_name(_stop_signal).encode()))
+    line = b"retc: error: RETURNN did not stop within %d s of %s: interrupted\n" % (
+        STOP_TIMEOUT_S, _signal_name(_stop_signal).encode())
+    for fd in {2, USER_STDERR_FD if USER_STDERR_FD is not None else 2}:  # the log too, where fd 2 is one
+        try:
+            os.write(fd, line)
+        except OSError:
+            pass
     os._exit(128 + _stop_signal)
 
 

@@ -60,6 +60,9 @@ class StderrToFile {
   StderrToFile(const StderrToFile&) = delete;
   StderrToFile& operator=(const StderrToFile&) = delete;
 
+  /// The user's stderr while this redirects fd 2; -1 where it could not.
+  int saved_fd() const { return saved_; }
+
  private:
   int saved_ = -1;
 };
@@ -148,6 +151,20 @@ absl::StatusOr<T> call_logged(const char* what, const std::string& log_path, F&&
   SavedSigterm sigterm;
   auto m = runtime_module();
   if (!m.ok()) return m.status();
+  // A run that does not stop after a signal ends the process from Python with
+  // one line (_exit_interrupted): on the user's stderr, not only in the log.
+  struct UserStderr {
+    py::module_& m;
+    UserStderr(py::module_& m, int fd) : m(m) {
+      m.attr("USER_STDERR_FD") = fd >= 0 ? py::object(py::int_(fd)) : py::none();
+    }
+    ~UserStderr() {
+      try {
+        m.attr("USER_STDERR_FD") = py::none();
+      } catch (const py::error_already_set&) {
+      }
+    }
+  } user_stderr(*m, redirect.saved_fd());
   try {
     py::tuple r = m->attr("run_logged")(func, log_path, std::forward<Args>(args)...);
     flush_python();

@@ -2,7 +2,8 @@
 RETURNN: Ctrl-C ends the process even where the interrupted code never
 returns (a KeyboardInterrupt raised while a lock is taken can leave RETURNN's
 clean-up waiting for a thread forever): after STOP_TIMEOUT_S, one line on
-stderr and exit 130; the same for SIGTERM (a cluster's scheduler), exit 143.
+the user's stderr (also while fd 2 writes to the run's log, as in retc) and
+in the log, and exit 130; the same for SIGTERM (a cluster's scheduler), exit 143.
 And the venv hook (runtime/retc_venv_hook.py, imported at every start of the
 venv's Python): TensorFlow starts without Keras and scikit-learn, which still
 import at their first use. And a torch training never imports TorchDynamo
@@ -41,6 +42,10 @@ def stuck():
 
 
 retc_runtime.stuck = stuck
+# As retc's call_logged runs it: fd 2 writes to the run's log, the user's stderr aside.
+retc_runtime.USER_STDERR_FD = os.dup(2)
+log = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+os.dup2(log, 2)
 retc_runtime.run_logged("stuck", sys.argv[2])
 """
 
@@ -51,9 +56,13 @@ def _stuck_after(signum, name):
         r = subprocess.run([sys.executable, "-c", STUCK, RUNTIME, os.path.join(tmp, "err.log"), str(signum)],
                            capture_output=True, text=True, timeout=60)
         took = time.time() - start
+        with open(os.path.join(tmp, "err.log")) as f:
+            logged = f.read()
+    line = "retc: error: RETURNN did not stop within 1 s of %s: interrupted\n" % name
     assert r.returncode == 128 + signum, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == "interrupted; now stuck\n", r.stdout
-    assert r.stderr == "retc: error: RETURNN did not stop within 1 s of %s: interrupted\n" % name, r.stderr
+    assert r.stderr == line, r.stderr  # the user's stderr, though fd 2 wrote to the log
+    assert logged.endswith(line), logged
     assert took < 20, took
     print("%s, then stuck: exit %d after %.1f s, one line on stderr" % (name, r.returncode, took))
 
