@@ -750,13 +750,13 @@ def main():
     specs = {"retc": configs["torch plain"], "rf": "rf", "rf, fused Adam": "rf_fused",
              "retc weight norm": configs["torch wn"]}
     torch_runs = {}
-    for (batch, frames), steps, warmup, names in [
+    for (batch, frames), steps, warmup, members in [
             ((args.batch, args.frames), args.steps, args.warmup, ["retc", "rf", "rf, fused Adam", "retc weight norm"]),
             (large, args.large_steps, min(args.warmup, 2), ["retc", "rf", "retc weight norm"])]:
-        log("torch steps at %d x %d: %s, taking turns" % (batch, frames, ", ".join(names)))
-        group = run_worker(["torch_steps", "retc", "+".join(specs[n] for n in names), args.step_blocks, steps, warmup,
+        log("torch steps at %d x %d: %s, taking turns" % (batch, frames, ", ".join(members)))
+        group = run_worker(["torch_steps", "retc", "+".join(specs[n] for n in members), args.step_blocks, steps, warmup,
                             batch, frames, 1])
-        torch_runs.update((n + ("" if (batch, frames) != large else " 8x500"), r) for n, r in zip(names, group))
+        torch_runs.update((n + ("" if (batch, frames) != large else " 8x500"), r) for n, r in zip(members, group))
     # Model creation: each model alone in a fresh process, alternating.
     create = {"retc": [], "rf": []}
     for _ in range(1 if args.quick else 3):
