@@ -94,7 +94,7 @@ def _exit_interrupted():
     flush.join(2)
     line = b"retc: error: RETURNN did not stop within %d s of %s: interrupted\n" % (
         STOP_TIMEOUT_S, _signal_name(_stop_signal).encode())
-    for fd in {2, USER_STDERR_FD if USER_STDERR_FD is not None else 2}:  # the log too, where fd 2 is one
+    for fd in [2] if USER_STDERR_FD is None else [USER_STDERR_FD, 2]:  # and the run's log
         try:
             os.write(fd, line)
         except OSError:

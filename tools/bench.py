@@ -228,19 +228,28 @@ def tf_trainer(kind, config_path, num_layers):
             feed, lambda f: tf_step_profile(session, fetches, f))
 
 
+def take_turns(steps, warmup, timed):
+    """Runs the step functions `steps` (each called with the step's index) in turn,
+    `warmup` untimed rounds, then `timed` timed ones: the machine's drift (this
+    one's step times moved by up to 10% from process to process) falls on all
+    alike. Returns each one's step times in ms and what its last step returned."""
+    times, last = [[] for _ in steps], [None] * len(steps)
+    for i in range(warmup + timed):
+        for k, step in enumerate(steps):
+            t = time.perf_counter()
+            last[k] = step(i)
+            if i >= warmup:
+                times[k].append((time.perf_counter() - t) * 1000)
+    return times, last
+
+
 def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile=False):
     """tf_trainer's network trained on one fixed random batch for `warmup`, then
     `steps` timed steps; prints JSON (with the op types taking the most time in a
     traced step if asked)."""
     result, step, loss, make_feed, step_profile = tf_trainer(kind, config_path, num_layers)
     feed = make_feed(batch, max_time, max_labels)
-    for _ in range(warmup):
-        step(feed)
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        step(feed)
-        times.append((time.perf_counter() - t) * 1000)
+    (times,), _ = take_turns([lambda i: step(feed)], warmup, steps)
     result["loss_after"] = loss(feed)
     if profile:
         result["profile"] = step_profile(feed)
@@ -252,22 +261,16 @@ def worker_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, 
 def worker_tf_turns(specs, num_layers, sizes):
     """The networks of `specs` ("rf" or a retc config, joined by "+") in one
     process; at each size of `sizes` ("BATCHxFRAMESxSTEPSxWARMUP", joined by "+")
-    each trains on its fixed random batch, the networks taking turns step by step,
-    so that the machine's drift (this one's step times moved by up to 10% from
-    process to process) falls on all alike. The first network's step at the last
-    size is profiled. Prints a JSON list per size, one result per network."""
+    each trains on its fixed random batch, the networks taking turns step by step
+    (take_turns). The first network's step at the last size is profiled. Prints a
+    JSON list per size, one result per network."""
     trainers = [tf_trainer("rf" if spec == "rf" else "retc", spec, num_layers) for spec in specs.split("+")]
     out = []
     for size in sizes.split("+"):
         batch, frames, steps, warmup = (int(v) for v in size.split("x"))
         feeds = [make_feed(batch, frames, max(4, frames // 10)) for _, _, _, make_feed, _ in trainers]
-        times = [[] for _ in trainers]
-        for i in range(warmup + steps):
-            for k, ((_, step, _, _, _), feed) in enumerate(zip(trainers, feeds)):
-                t = time.perf_counter()
-                step(feed)
-                if i >= warmup:
-                    times[k].append((time.perf_counter() - t) * 1000)
+        times, _ = take_turns([lambda i, step=step, feed=feed: step(feed)
+                               for (_, step, _, _, _), feed in zip(trainers, feeds)], warmup, steps)
         rows = []
         for (result, _, loss, _, _), feed, ts in zip(trainers, feeds, times):
             rows.append(dict(result, loss_after=loss(feed), step_ms_median=statistics.median(ts),
@@ -487,14 +490,9 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
     specs = config_path.split("+")
     group = [torch_trainer(spec if spec.startswith("rf") else kind, spec, num_layers, batch, max_time, max_labels,
                            device) for spec in specs]
-    times = [[] for _ in group]
-    for i in range(warmup + steps):
-        for k, (result, step) in enumerate(group):
-            t = time.perf_counter()
-            result["loss_after"] = step(i)
-            if i >= warmup:
-                times[k].append((time.perf_counter() - t) * 1000)
-    for (result, _), ts in zip(group, times):
+    times, losses = take_turns([step for _, step in group], warmup, steps)
+    for (result, _), ts, loss in zip(group, times, losses):
+        result["loss_after"] = loss
         result["step_ms_median"] = statistics.median(ts)
         result["step_ms_min"] = min(ts)
     result, step = group[0]

@@ -374,8 +374,8 @@ PyValue lower_normalize(const Lowering& l) {
   // The config's _retc_normalize (kNormalizeDefinitions): RETURNN's norm
   // layer's math (its params left out: retc's modules own them) with the
   // gradient in closed form; autodiff of the norm layer's mean and variance
-  // made 12 passes over x backward: a conformer's 60 layer norms took about
-  // a tenth of its step's op time at 2 x 200 (Neg, BroadcastTo, Mul).
+  // made 11 ops over all of x backward (5 now): a conformer's 60 layer norms
+  // took about a tenth of its step's op time at 2 x 200 (Neg, BroadcastTo, Mul).
   PyValue layer = l.layer_from("eval", 0);
   layer.set("eval", "normalize(self, source, axis=axis, epsilon=epsilon)");
   layer.set("eval_locals", PyValue::dict({{"normalize", PyValue::ref("_retc_normalize")},
@@ -1487,8 +1487,8 @@ const char kNormalizeDefinitions[] = R"PY(
 def _retc_normalize(self, source, *, axis, epsilon):
     """retc: (x - mean) / sqrt(variance + epsilon) of source(0) over `axis` (a list of
     dims), the variance biased, as RETURNN's norm layer; its gradient in closed form,
-    rstd * (dy - mean(dy) - y * mean(dy * y)), five passes over x where autodiff of the
-    mean and variance made twelve."""
+    rstd * (dy - mean(dy) - y * mean(dy * y)), five ops over all of x where autodiff of the
+    mean and variance made eleven."""
     import tensorflow as tf
     from returnn.tf.util.data import Data
 

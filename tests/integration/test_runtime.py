@@ -148,6 +148,8 @@ for attempt in range(10):  # three writers opened within one second
     files = sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*")))
     if len({os.path.basename(f).split(".")[3] for f in files}) == 1:
         break
+else:
+    raise AssertionError("no three writers within one second in 10 tries")
 tags = sorted(v.tag for f in files for e in summary_iterator(f) for v in e.summary.value)
 assert len(files) == 3 and tags == ["w0", "w1", "w2"], (files, tags)
 print("3 writers in one second: %s, each with its events" % ", ".join(os.path.basename(f) for f in files))
