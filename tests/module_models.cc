@@ -502,6 +502,16 @@ void build_reverse_slice(Builder& b) {
   nn::slice(h, io.time, last3, Dim::spatial("tail", 4)).mark_as_output("tail");
   Tensor ones = nn::cast(nn::constant(b, 1.0, {Dim::batch()}, {io.x}), ir::DType::kInt32);
   nn::slice(io.y, io.time, ones, Dim::spatial("labels_1_3", 3)).mark_as_output("labels_1_3");
+  // Slices that cut the features into parts (one split layer on TF), that
+  // leave a part out, and that overlap (slice layers).
+  auto parts = nn::split(io.x, io.in, {Dim::feature("in_a", 2), Dim::feature("in_b", 3)});
+  parts[0].mark_as_output("in_a");
+  parts[1].mark_as_output("in_b");
+  nn::slice(h, io.classes, 0, Dim::feature("class_0", 1)).mark_as_output("class_0");
+  nn::slice(h, io.classes, 2, Dim::feature("class_2", 1)).mark_as_output("class_2");
+  Tensor h2 = h * nn::constant(b, 2.0);
+  nn::slice(h2, io.classes, 0, Dim::feature("h2_01", 2)).mark_as_output("h2_01");
+  nn::slice(h2, io.classes, 1, Dim::feature("h2_12", 2)).mark_as_output("h2_12");
   io.finish(h);
 }
 

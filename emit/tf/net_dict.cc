@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "emit/tf/naming.h"
@@ -79,6 +80,18 @@ struct GraphFacts {
   // param and its value sees the params as the step's forward read them
   // (one read op, before the optimizer's update).
   std::vector<bool> pinned;
+  // Slices that together cut one value's axis into parts (a GLU's halves):
+  // one RETURNN split layer (tf.split; backward one concat) where each slice
+  // was a StridedSlice whose gradient wrote a zero-filled value of the
+  // source's size, summed after (collect_split_groups). By slice node: its
+  // part and the split layer's name; -1 and empty for other nodes.
+  struct Split {
+    std::string layer;
+    std::vector<ir::Dim> parts;
+    size_t first;  // the slice (lowest index) that adds the layer
+  };
+  std::vector<Split> splits;
+  std::vector<int> split_of, split_part;  // by node: its split and part, or -1
 };
 
 // Lowering one node: its layer, built from the node and its inputs' layers.
@@ -621,7 +634,23 @@ PyValue lower_pool(const Lowering& l, PyValue& network) {
                         {"mask_value", 0.0}});
 }
 
-PyValue lower_slice(const Lowering& l) {
+PyValue lower_slice(const Lowering& l, PyValue& network) {
+  if (const int s = l.facts().split_of[l.index()]; s >= 0) {
+    // A part of a split (collect_split_groups): a copy of the split layer's
+    // sub-layer; the group's first slice adds the split layer.
+    const GraphFacts::Split& split = l.facts().splits[s];
+    if (split.first == l.index()) {
+      PyValue layer = l.layer_from("split", 0);
+      layer.set("axis", l.dim_attr<ir::attr::Axis>());
+      std::vector<PyValue> parts;  // each its own tag (dims() marks a repeated dim)
+      for (const ir::Dim& d : split.parts) parts.push_back(l.dim(d));
+      layer.set("out_dims", PyValue::list(std::move(parts)));
+      network.append(split.layer, std::move(layer));
+    }
+    return PyValue::dict(
+        {{"class", "copy"},
+         {"from", absl::StrCat(split.layer, "/", l.facts().split_part[l.index()])}});
+  }
   const int64_t start = l.attr<ir::attr::Start>();
   PyValue layer = l.layer_from("slice", 0);
   layer.set("axis", l.dim_attr<ir::attr::Axis>());
@@ -1008,7 +1037,7 @@ RETC_LOWER(kRawLayer) { return lower_raw_layer(l); }
 
 RETC_LOWER(kPad) { return lower_pad(l); }
 
-RETC_LOWER(kSlice) { return lower_slice(l); }
+RETC_LOWER(kSlice) { return lower_slice(l, network); }
 
 RETC_LOWER(kMaskedSelect) { return lower_masked_select(l); }
 
@@ -1178,6 +1207,50 @@ bool depends_on(const ir::Graph& g, ir::NodeId a, ir::NodeId b) {
 
 namespace {
 
+// splits: slices of one source over one axis, outside loops and conds,
+// whose [start, end) cut the whole axis into two or more parts with none
+// left over or sliced twice. The split layer is named after the first slice
+// ("<slice>_split", unless a node has that name).
+void collect_split_groups(GraphFacts& f) {
+  const ir::Graph& g = f.g;
+  f.split_of.assign(g.size(), -1);
+  f.split_part.assign(g.size(), -1);
+  std::map<std::pair<int32_t, std::string>, std::vector<size_t>> groups;  // (source, axis)
+  for (size_t i = 0; i < g.size(); ++i) {
+    const ir::Node& n = g.nodes()[i];
+    if (n.kind != ir::NodeKind::kSlice || f.loops.loop_of[i] >= 0 ||
+        f.loops.loop_of[n.inputs[0].index] >= 0 || n.attrs.find<ir::attr::Branch>() ||
+        !n.attrs.get<ir::attr::Axis>().size())
+      continue;
+    groups[{n.inputs[0].index, f.t.id(n.attrs.get<ir::attr::Axis>())}].push_back(i);
+  }
+  std::set<std::string> names;
+  if (!groups.empty())
+    for (const ir::Node& n : g.nodes()) names.insert(n.name);
+  auto start = [&](size_t i) { return g.nodes()[i].attrs.get<ir::attr::Start>(); };
+  for (auto& [key, slices] : groups) {
+    if (slices.size() < 2) continue;
+    std::vector<size_t> by_start = slices;
+    std::stable_sort(by_start.begin(), by_start.end(),
+                     [&](size_t a, size_t b) { return start(a) < start(b); });
+    GraphFacts::Split split{g.nodes()[slices[0]].name + "_split", {}, slices[0]};
+    int64_t end = 0;
+    bool cut = !names.count(split.layer);
+    for (size_t i : by_start) {
+      const ir::Dim& d = g.nodes()[i].attrs.get<ir::attr::OutDim>();
+      cut = cut && start(i) == end && d.size();
+      end = start(i) + d.size().value_or(0);
+      split.parts.push_back(d);
+    }
+    if (!cut || end != *g.nodes()[slices[0]].attrs.get<ir::attr::Axis>().size()) continue;
+    for (size_t k = 0; k < by_start.size(); ++k) {
+      f.split_of[by_start[k]] = static_cast<int>(f.splits.size());
+      f.split_part[by_start[k]] = static_cast<int>(k);
+    }
+    f.splits.push_back(std::move(split));
+  }
+}
+
 // The facts every lowering reads: marks, uses, targets, folded weight options.
 void collect_facts(GraphFacts& f) {
   const ir::Graph& g = f.g;
@@ -1197,6 +1270,7 @@ void collect_facts(GraphFacts& f) {
     if (int k = ir::kind_facts(n.kind).target_input; k >= 0) f.is_target[n.inputs[k].index] = true;
   }
   fold_weight_options(f);
+  collect_split_groups(f);
   f.pinned.assign(g.size(), false);
   std::vector<bool> feeds_assign(g.size(), false);  // inputs precede users: one backward sweep
   for (size_t i = g.size(); i-- > 0;) {

@@ -539,8 +539,15 @@ def test_reverse_slice():
         assert list(rev_labels[b, :n]) == list(y[b, :n][::-1]), (rev_labels[b], y[b])
         close(tail[b], numpy.concatenate([h[b, n - 3:n], numpy.zeros((1, 3))]), 1e-6, "tail, sequence %d" % b)
     assert (net.layer("labels_1_3", feed) == y[:, 1:4]).all()
+    x = net.layer("data:data", feed)
+    close(net.layer("in_a", feed), x[..., :2], 0.0, "split of the features, part 0 (a split layer)")
+    close(net.layer("in_b", feed), x[..., 2:], 0.0, "split of the features, part 1")
+    for name, want in [("class_0", h[..., 0:1]), ("class_2", h[..., 2:3]), ("h2_01", 2 * h[..., 0:2]),
+                       ("h2_12", 2 * h[..., 1:3])]:
+        close(net.layer(name, feed), want, 1e-6, name)
     print("reverse (frames, labels) and slices from a start per sequence (past the end: 0; labels) "
-          "match numpy")
+          "match numpy; the features cut into parts (a split layer), a part left out and overlapping "
+          "slices too")
 
 
 def test_raw_layer():
