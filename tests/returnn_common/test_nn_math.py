@@ -18,9 +18,11 @@ def test_op_broadcasting():
 def test_split_glu():
     n = rc.net("math-split-glu")
     net = n.config.typed_value("network")
-    # returnn_common compares its net dict (split, sigmoid, mul); retc's split is two slices
-    slices = sorted((v["slice_start"], v["slice_end"]) for v in net.values() if v["class"] == "slice")
-    assert slices == [(0, 3), (3, 6)], net
+    # returnn_common compares its net dict (split, sigmoid, mul); retc's too: the two slices
+    # that cut the features are one split layer, each half a copy of its part
+    splits = [v for v in net.values() if v["class"] == "split"]
+    assert len(splits) == 1 and [d.dimension for d in splits[0]["out_dims"]] == [3, 3], net
+    assert not [v for v in net.values() if v["class"] == "slice"], net
     assert [v.get("activation") for v in net.values() if v["class"] == "activation"] == ["sigmoid"], net
     assert net["output"]["class"] == "combine" and net["output"]["kind"] == "mul", net
     f = rc.feed(n)
