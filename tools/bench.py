@@ -442,6 +442,12 @@ def torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, de
     from returnn.torch.frontend.bridge import rf_module_to_pt_module
     from returnn.torch.updater import Updater
 
+    # As retc's torch runner runs a config: freed memory kept for the next step
+    # (retc_runtime._keep_freed_memory), for every model of the process alike.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+    import retc_runtime
+
+    retc_runtime._keep_freed_memory()
     config = torch_config(config=rf_config(num_layers)) if kind.startswith("rf") else torch_config(config_path)
     if kind == "rf_fused":  # rf with the optimizer retc emits on torch
         config.set("optimizer", {"class": "adam", "fused": True})

@@ -9,7 +9,8 @@ venv's Python): TensorFlow starts without Keras and scikit-learn, which still
 import at their first use. And a torch training never imports TorchDynamo
 (torch.optim's wrappers would, 1.2 s). And TensorBoard's event files of one
 second in one log directory (RETURNN's TF engine writes every training epoch
-of a process into one) are files of their own.
+of a process into one) are files of their own. And the torch runner keeps freed
+memory in the heap for the next step (no page faults at every step).
 
 Run alone as `python test_runtime.py NAME`.
 """
@@ -162,6 +163,59 @@ def test_tensorboard_files_of_one_second():
                            text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert r.returncode == 0, r.stdout + r.stderr
     print(r.stdout.strip().splitlines()[-1])
+
+
+FREED_MEMORY = r"""
+import os, resource, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+
+
+def faults_per_step():  # a step's tensors of 2 to 24 MiB, freed at its end
+    def step():
+        ts = [torch.empty(n // 4).fill_(1.0) for n in (16 << 20, 4 << 20, 8 << 20, 4 << 20, 24 << 20, 2 << 20)]
+        del ts
+    for _ in range(3):
+        step()
+    r0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(20):
+        step()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - r0) / 20
+
+
+if sys.argv[2] == "child":
+    print(faults_per_step())
+    sys.exit()
+before = faults_per_step()
+import retc_runtime
+
+retc_runtime._keep_freed_memory()
+after = faults_per_step()
+child = float(subprocess.run([sys.executable, "-c", sys.argv[3], sys.argv[1], "child"], capture_output=True,
+                             text=True, check=True).stdout)
+print("%.0f %.0f %.0f %s" % (before, after, child, os.environ["GLIBC_TUNABLES"]))
+"""
+
+
+def test_freed_memory_kept():
+    """The torch runner keeps freed memory in the heap (_keep_freed_memory): a step's
+    tensors of 2 to 24 MiB fault their pages in once, not at every step; in this process
+    and in the processes it starts (torchrun's ranks), and a malloc tunable the user set
+    stays as it was."""
+    for user, want in [("", "glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432"),
+                       ("glibc.malloc.trim_threshold=0", "glibc.malloc.trim_threshold=0:"
+                                                         "glibc.malloc.mmap_threshold=33554432")]:
+        env = dict(os.environ, GLIBC_TUNABLES=user) if user else {
+            k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+        r = subprocess.run([sys.executable, "-c", FREED_MEMORY, RUNTIME, "parent", FREED_MEMORY], capture_output=True,
+                           text=True, timeout=120, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        before, after, child, tunables = r.stdout.split()
+        assert tunables == want, (tunables, want)
+        if not user:
+            assert float(before) > 1000 and 10 * float(after) < float(before) and 10 * float(child) < float(before), \
+                r.stdout
+            print("page faults per step: %s before, %s after, %s in a process it started" % (before, after, child))
 
 
 if __name__ == "__main__":
