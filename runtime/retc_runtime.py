@@ -534,8 +534,8 @@ def _keep_freed_memory():
     up to 1 GiB, and blocks up to 32 MiB come from the heap: 211 faults, 1.5 ms;
     the step 597 -> 521 ms (two processes). The peak memory is the same: what the
     heap keeps is what the step will ask for again. Set in this process (mallopt)
-    and, as GLIBC_TUNABLES, for the processes it starts (torchrun's ranks), where
-    the user's tunables do not name them already. Installed once per process;
+    and, as GLIBC_TUNABLES, for the processes it starts (torchrun's ranks); a
+    setting the user's GLIBC_TUNABLES names stays the user's. Installed once per process;
     nothing where the C library is not glibc."""
     global _kept_freed_memory
     if _kept_freed_memory:
@@ -549,11 +549,11 @@ def _keep_freed_memory():
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return
-    mallopt(_M_TRIM_THRESHOLD, _KEEP_TRIM)
-    mallopt(_M_MMAP_THRESHOLD, _KEEP_MMAP)
     tunables = [t for t in os.environ.get("GLIBC_TUNABLES", "").split(":") if t]
-    for name, value in (("glibc.malloc.trim_threshold", _KEEP_TRIM), ("glibc.malloc.mmap_threshold", _KEEP_MMAP)):
+    for name, param, value in (("glibc.malloc.trim_threshold", _M_TRIM_THRESHOLD, _KEEP_TRIM),
+                               ("glibc.malloc.mmap_threshold", _M_MMAP_THRESHOLD, _KEEP_MMAP)):
         if not any(t.split("=", 1)[0] == name for t in tunables):
+            mallopt(param, value)
             tunables.append("%s=%d" % (name, value))
     os.environ["GLIBC_TUNABLES"] = ":".join(tunables)
 

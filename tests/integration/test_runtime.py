@@ -171,9 +171,9 @@ sys.path.insert(0, sys.argv[1])
 import torch
 
 
-def faults_per_step():  # a step's tensors of 2 to 24 MiB, freed at its end
+def faults_per_step():  # a step's 40 tensors of 4 MiB (40,960 pages), freed at its end
     def step():
-        ts = [torch.empty(n // 4).fill_(1.0) for n in (16 << 20, 4 << 20, 8 << 20, 4 << 20, 24 << 20, 2 << 20)]
+        ts = [torch.empty(1 << 20).fill_(1.0) for _ in range(40)]
         del ts
     for _ in range(3):
         step()
@@ -199,9 +199,9 @@ print("%.0f %.0f %.0f %s" % (before, after, child, os.environ["GLIBC_TUNABLES"])
 
 def test_freed_memory_kept():
     """The torch runner keeps freed memory in the heap (_keep_freed_memory): a step's
-    tensors of 2 to 24 MiB fault their pages in once, not at every step; in this process
-    and in the processes it starts (torchrun's ranks), and a malloc tunable the user set
-    stays as it was."""
+    tensors of 4 MiB fault their pages in once, not at every step; in this process and in
+    the processes it starts (torchrun's ranks: GLIBC_TUNABLES), and a malloc tunable the
+    user set stays as it was."""
     for user, want in [("", "glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432"),
                        ("glibc.malloc.trim_threshold=0", "glibc.malloc.trim_threshold=0:"
                                                          "glibc.malloc.mmap_threshold=33554432")]:
@@ -212,10 +212,12 @@ def test_freed_memory_kept():
         assert r.returncode == 0, r.stdout + r.stderr
         before, after, child, tunables = r.stdout.split()
         assert tunables == want, (tunables, want)
+        # Without it, glibc's own thresholds gave 40,928 in some processes of this machine
+        # and 0 in others (whether its heap grew in place, it seems), so `before` is only shown.
         if not user:
-            assert float(before) > 1000 and 10 * float(after) < float(before) and 10 * float(child) < float(before), \
-                r.stdout
-            print("page faults per step: %s before, %s after, %s in a process it started" % (before, after, child))
+            assert float(after) < 400 and float(child) < 400, r.stdout
+            print("page faults per step of 40,960 pages: %s before, %s after, %s in a process it started"
+                  % (before, after, child))
 
 
 if __name__ == "__main__":
