@@ -157,45 +157,41 @@ TEST_CASE("params become variable layers named by module path") {
   CHECK(*net->network.get("ce")->get("loss") == emit::PyValue("ce"));
 }
 
-TEST_CASE("minimum and maximum become RETURNN combine layers") {
-  int found = 0;
+// The TF net dict of the module test model `name`.
+emit::tf::NetDict tf_net_of_module_model(const std::string& name) {
   for (const ModelDef& m : testing::module_test_models()) {
-    if (m.name != "op-functional") continue;
-    ++found;
+    if (m.name != name) continue;
     auto g = emit::compile_model(m, emit::tf::target());
     REQUIRE(g.ok());
     auto net = emit::tf::emit_net_dict(*g);
     REQUIRE(net.ok());
-    CHECK(*net->network.get("min_xy")->get("kind") == emit::PyValue("minimum"));
-    CHECK(*net->network.get("max_x")->get("kind") == emit::PyValue("maximum"));
-    CHECK(*net->network.get("max_x")->get("class") == emit::PyValue("combine"));
+    return *std::move(net);
   }
-  CHECK(found == 1);
+  FAIL("no module test model " << name);
+  return {};
+}
+
+TEST_CASE("minimum and maximum become RETURNN combine layers") {
+  const emit::tf::NetDict net = tf_net_of_module_model("op-functional");
+  CHECK(*net.network.get("min_xy")->get("kind") == emit::PyValue("minimum"));
+  CHECK(*net.network.get("max_x")->get("kind") == emit::PyValue("maximum"));
+  CHECK(*net.network.get("max_x")->get("class") == emit::PyValue("combine"));
 }
 
 TEST_CASE("slices that cut an axis into parts become one split layer on TF") {
-  int found = 0;
-  for (const ModelDef& m : testing::module_test_models()) {
-    if (m.name != "op-reverse-slice") continue;
-    ++found;
-    auto g = emit::compile_model(m, emit::tf::target());
-    REQUIRE(g.ok());
-    auto net = emit::tf::emit_net_dict(*g);
-    REQUIRE(net.ok());
-    const emit::PyValue* split = net->network.get("in_a_split");
-    REQUIRE(split != nullptr);
-    CHECK(*split->get("class") == emit::PyValue("split"));
-    CHECK(split->get("out_dims")->repr() == "[in_a_dim, in_b_dim]");
-    CHECK(*net->network.get("in_a")->get("from") == emit::PyValue("in_a_split/0"));
-    CHECK(*net->network.get("in_b")->get("from") == emit::PyValue("in_a_split/1"));
-    CHECK(*net->network.get("in_b")->get("class") == emit::PyValue("copy"));
-    // A part left out, parts that overlap: slices.
-    for (const char* name : {"class_0", "class_2", "h2_01", "h2_12"}) {
-      INFO(name);
-      CHECK(*net->network.get(name)->get("class") == emit::PyValue("slice"));
-    }
+  const emit::tf::NetDict net = tf_net_of_module_model("op-reverse-slice");
+  const emit::PyValue* split = net.network.get("in_a_split");
+  REQUIRE(split != nullptr);
+  CHECK(*split->get("class") == emit::PyValue("split"));
+  CHECK(split->get("out_dims")->repr() == "[in_a_dim, in_b_dim]");
+  CHECK(*net.network.get("in_a")->get("from") == emit::PyValue("in_a_split/0"));
+  CHECK(*net.network.get("in_b")->get("from") == emit::PyValue("in_a_split/1"));
+  CHECK(*net.network.get("in_b")->get("class") == emit::PyValue("copy"));
+  // A part left out, parts that overlap: slices.
+  for (const char* name : {"class_0", "class_2", "h2_01", "h2_12"}) {
+    INFO(name);
+    CHECK(*net.network.get(name)->get("class") == emit::PyValue("slice"));
   }
-  CHECK(found == 1);
 }
 
 TEST_CASE("hostile names are escaped in the config") {
