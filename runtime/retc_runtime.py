@@ -164,6 +164,7 @@ def run_logged(func_name, error_log, *args):
     finally:
         _flush()
         _remove_empty_faulthandler_dumps()
+        _give_back_freed_memory()
 
 
 class RetcError(Exception):
@@ -535,20 +536,23 @@ def _keep_freed_memory():
     the step 597 -> 521 ms (two processes). The peak memory is the same: what the
     heap keeps is what the step will ask for again. Set in this process (mallopt)
     and, as GLIBC_TUNABLES, for the processes it starts (torchrun's ranks); a
-    setting the user's GLIBC_TUNABLES names stays the user's. Installed once per process;
-    nothing where the C library is not glibc."""
+    setting the user's GLIBC_TUNABLES names stays the user's. When the run ends,
+    _give_back_freed_memory (a warm server keeps no step's memory while it waits).
+    Installed once per process; nothing where the C library is not glibc."""
     global _kept_freed_memory
-    if _kept_freed_memory:
+    if _kept_freed_memory is not None:
         return
-    _kept_freed_memory = True
+    _kept_freed_memory = False
     import ctypes
     import ctypes.util
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
+        libc.malloc_trim
     except (OSError, AttributeError):
         return
+    _kept_freed_memory = libc
     tunables = [t for t in os.environ.get("GLIBC_TUNABLES", "").split(":") if t]
     for name, param, value in (("glibc.malloc.trim_threshold", _M_TRIM_THRESHOLD, _KEEP_TRIM),
                                ("glibc.malloc.mmap_threshold", _M_MMAP_THRESHOLD, _KEEP_MMAP)):
@@ -558,7 +562,13 @@ def _keep_freed_memory():
     os.environ["GLIBC_TUNABLES"] = ":".join(tunables)
 
 
-_kept_freed_memory = False
+_kept_freed_memory = None  # glibc, once _keep_freed_memory ran (False: not glibc)
+
+
+def _give_back_freed_memory():
+    """The heap's free memory back to the OS (malloc_trim), after a run that kept it."""
+    if _kept_freed_memory:
+        _kept_freed_memory.malloc_trim(0)
 
 
 def _remove_killed_scratch(directory):

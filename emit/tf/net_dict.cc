@@ -83,8 +83,7 @@ struct GraphFacts {
   // Slices that together cut one value's axis into parts (a GLU's halves):
   // one RETURNN split layer (tf.split; backward one concat) where each slice
   // was a StridedSlice whose gradient wrote a zero-filled value of the
-  // source's size, summed after (collect_split_groups). By slice node: its
-  // part and the split layer's name; -1 and empty for other nodes.
+  // source's size, summed after (collect_split_groups).
   struct Split {
     std::string layer;
     std::vector<ir::Dim> parts;
