@@ -49,6 +49,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+RUNTIME_DIR = os.path.join(ROOT, "runtime")  # retc_runtime.py
 # Every retc command measured here starts in its own process (search's figures include the start).
 os.environ.pop("RETC_SERVER", None)
 
@@ -443,8 +444,9 @@ def torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, de
     from returnn.torch.updater import Updater
 
     # As retc's torch runner runs a config: freed memory kept for the next step
-    # (retc_runtime._keep_freed_memory), for every model of the process alike.
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+    # (retc_runtime._keep_freed_memory, once per process), for every model of the process alike.
+    if RUNTIME_DIR not in sys.path:
+        sys.path.insert(0, RUNTIME_DIR)
     import retc_runtime
 
     retc_runtime._keep_freed_memory()

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <set>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "emit/tf/naming.h"
 #include "emit/tf/target.h"
@@ -1223,9 +1223,7 @@ void collect_split_groups(GraphFacts& f) {
       continue;
     groups[{n.inputs[0].index, f.t.id(n.attrs.get<ir::attr::Axis>())}].push_back(i);
   }
-  std::set<std::string> names;
-  if (!groups.empty())
-    for (const ir::Node& n : g.nodes()) names.insert(n.name);
+  absl::flat_hash_set<std::string> names;  // the layers', made at the first split
   auto start = [&](size_t i) { return g.nodes()[i].attrs.get<ir::attr::Start>(); };
   for (auto& [key, slices] : groups) {
     if (slices.size() < 2) continue;
@@ -1234,7 +1232,7 @@ void collect_split_groups(GraphFacts& f) {
                      [&](size_t a, size_t b) { return start(a) < start(b); });
     GraphFacts::Split split{g.nodes()[slices[0]].name + "_split", {}, slices[0]};
     int64_t end = 0;
-    bool cut = !names.count(split.layer);
+    bool cut = true;
     for (size_t i : by_start) {
       const ir::Dim& d = g.nodes()[i].attrs.get<ir::attr::OutDim>();
       cut = cut && start(i) == end && d.size();
@@ -1242,6 +1240,9 @@ void collect_split_groups(GraphFacts& f) {
       split.parts.push_back(d);
     }
     if (!cut || end != *g.nodes()[slices[0]].attrs.get<ir::attr::Axis>().size()) continue;
+    if (names.empty())
+      for (const ir::Node& n : g.nodes()) names.insert(n.name);
+    if (names.contains(split.layer)) continue;
     for (size_t k = 0; k < by_start.size(); ++k) {
       f.split_of[by_start[k]] = static_cast<int>(f.splits.size());
       f.split_part[by_start[k]] = static_cast<int>(k);
