@@ -378,9 +378,34 @@ void build_transposed_conv(Builder& b) {
 // Array ops: cumsum over time, top 3 of the features (values and indices),
 // logical_not, pad of the features (static: 1 left, 2 right, value -1) and
 // of time (dynamic: 2 left, 1 right after each sequence's end, value 0.5).
+// Dots plus a bias, which TF makes one linear layer: with a weight stored
+// [out, in] ("linear_t"), of x and 2x stacked ("linear_stacked"), over the
+// stacked dim, which is not the last ("linear_over_two"), and a dot with a
+// second user, which stays a dot ("dot_plus_bias", "dot_twice").
 void build_array_ops(Builder& b) {
   Io io(b);
-  auto lin = b.set_root(std::make_shared<nn::Linear>(io.in, io.classes));
+  const Dim two = Dim::spatial("two", 2);
+  struct Net : nn::Module {
+    Net(Dim in, Dim out, Dim two) : Module("array_net") {
+      lin = register_module("lin", std::make_shared<nn::Linear>(in, out));
+      w_t = register_parameter("w_t", {out, in}, ir::ParamKind::kWeight);
+      b_t = register_parameter("b_t", {out}, ir::ParamKind::kBias, ir::Initializer::normal(0, 1));
+      w_two = register_parameter("w_two", {two, out}, ir::ParamKind::kWeight);
+    }
+    std::shared_ptr<nn::Linear> lin;
+    nn::Parameter w_t, b_t, w_two;
+  };
+  auto net = b.set_root(std::make_shared<Net>(io.in, io.classes, two));
+  auto& lin = net->lin;
+  const Tensor w = b.param(lin->weight()), bias = b.param(lin->bias());
+  (nn::dot(io.x, b.param(net->w_t), {io.in}) + b.param(net->b_t)).mark_as_output("linear_t");
+  const Tensor stacked = nn::stack({io.x, io.x * nn::constant(b, 2.0)}, two);
+  (nn::dot(stacked, w, {io.in}) + bias).mark_as_output("linear_stacked");
+  (nn::dot(stacked, b.param(net->w_two), {two}) + b.param(net->b_t))
+      .mark_as_output("linear_over_two");
+  const Tensor shared = nn::dot(io.x, w, {io.in});
+  (shared + bias).mark_as_output("dot_plus_bias");
+  (shared * nn::constant(b, 2.0)).mark_as_output("dot_twice");
   nn::cumsum(io.x, io.time).mark_as_output("cumsum");
   auto [values, indices] = nn::top_k(io.x, io.in, Dim::feature("top3", 3));
   values.mark_as_output("top_values");

@@ -1,5 +1,7 @@
 #include "emit/tf/config.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "emit/tf/net_dict.h"
 #include "ir/status_macros.h"
@@ -58,6 +60,9 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   if (stages_use_kind(stages, ir::NodeKind::kScatter))
     out += absl::StrCat(kScatterDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kNorm)) out += absl::StrCat(kNormDefinitions, "\n\n");
+  if (net.uses_linear ||
+      std::any_of(earlier.begin(), earlier.end(), [](const NetDict& n) { return n.uses_linear; }))
+    out += absl::StrCat(kLinearDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kNormalize))
     out += absl::StrCat(kNormalizeDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kParamAssign))

@@ -29,6 +29,8 @@ struct NetDict {
   PyValue network;
   /// Whether weight decay is decoupled (RETURNN's `decouple_constraints`).
   bool decouple_weight_decay = false;
+  /// Whether a layer calls the config's _retc_linear (kLinearDefinitions).
+  bool uses_linear = false;
 };
 
 /// The Python functions that the net dict of a graph with scatter nodes
@@ -38,6 +40,8 @@ extern const char kScatterDefinitions[];
 extern const char kAssignDefinitions[];
 /// The config's _retc_norm, the L2 norm's eval layer (lower_norm), in a config with one.
 extern const char kNormDefinitions[];
+/// The config's _retc_linear, a Linear's eval layer (lower_linear), in a config with one.
+extern const char kLinearDefinitions[];
 /// The config's _retc_normalize, normalize's eval layer (lower_normalize), in a config with one.
 extern const char kNormalizeDefinitions[];
 

@@ -322,6 +322,34 @@ def test_array_ops():
         close(pad_time[b, :n + 3], want, 1e-6, "pad of time, sequence %d" % b)
     print("cumsum, top_k, logical_not, pad (features; time: lengths %s -> %s) match numpy" % (
         list(lens), [n + 3 for n in lens]))
+    # Dots plus a bias: one linear layer on TF (a weight stored [out, in]; x and 2x stacked), and
+    # a dot with a second user, which stays a dot.
+    net_dict = net.config.typed_value("network")
+    linears = sorted(k for k, v in net_dict.items() if v["class"] == "eval" and v["eval"].startswith("linear("))
+    assert linears == ["linear_over_two", "linear_stacked", "linear_t", "output"], linears
+    assert net_dict["dot_plus_bias"]["class"] == "combine", net_dict["dot_plus_bias"]
+    params = {k.split("/param")[0]: v.astype("float64") for k, v in net.params().items()}
+    w, bias, w_t, b_t = params["lin/weight"], params["lin/bias"], params["w_t"], params["b_t"]
+    stacked, names = _named(net, feed, "linear_stacked")
+    stacked = numpy.moveaxis(stacked, [names.index("batch"), names.index("time"), names.index("classes")], [0, 1, -1])
+    for b, n in enumerate(lens):
+        close(net.layer("output", feed)[b, :n], x[b, :n] @ w + bias, 1e-5, "linear")
+        close(net.layer("linear_t", feed)[b, :n], x[b, :n] @ w_t.T + b_t, 1e-5, "linear, weight [out, in]")
+        close(net.layer("dot_plus_bias", feed)[b, :n], x[b, :n] @ w + bias, 1e-5, "dot plus bias")
+        close(net.layer("dot_twice", feed)[b, :n], 2 * (x[b, :n] @ w), 1e-5, "the dot's second user")
+    assert stacked.shape[2] == 2, (stacked.shape, names)
+    for k in range(2):
+        got = stacked[:, :, k]
+        for b, n in enumerate(lens):
+            close(got[b, :n], (k + 1) * x[b, :n] @ w + bias, 1e-5, "linear of stacked values, part %d" % k)
+    over_two, names = _named(net, feed, "linear_over_two")
+    over_two = numpy.moveaxis(over_two, [names.index(d) for d in ("batch", "time", "classes", "input")], range(4))
+    w_two = params["w_two"]
+    for b, n in enumerate(lens):
+        close(over_two[b, :n], x[b, :n, None, :] * (w_two[0] + 2 * w_two[1])[None, :, None]
+              + b_t[None, :, None], 1e-5, "linear over the stacked dim (not the last)")
+    print("dots plus a bias as one linear layer (weight [in, out] and [out, in], stacked values, over a "
+          "dim not the last) and a shared dot match numpy")
 
 
 def _named(net, feed, name):

@@ -177,14 +177,16 @@ def test_weight_norm():
         close(_derived(g0, v0), plain[name + "/weight/param:0"], 1e-5, name + " initial weight")
         v5, g5 = after[name + "/weight/param:0"], after[name + "/weight_g/param:0"]
         assert not numpy.allclose(v5, v0) and not numpy.allclose(g5, g0), name + " did not train"
-    # The Linear's dot folds the norm: x.(g v/||v||) = (x.v) * (g/||v||). On
-    # the read-back values after training, the scale is g/||v|| and the
-    # layer equals the product with the derived weight w = g v / ||v||.
+    # The Linear's dot folds the norm: x.(g v/||v||) = (x.v) * (g/||v||), with
+    # the bias one linear layer on TF. On the read-back values after training,
+    # the scale is g/||v|| and the layer equals the product with the derived
+    # weight w = g v / ||v||, plus the bias.
     g5, v5 = after["out/weight_g/param:0"], after["out/weight/param:0"]
     close(net.layer("out.div"), g5 / numpy.sqrt((v5.astype("float64") ** 2).sum(axis=0)), 1e-5, "g/||v||")
     feed = net.feed(2)
-    close(net.layer("out.mul", feed), net.layer("activation", feed) @ _derived(g5, v5), 1e-4, "x.w")
-    print("weight norm: initial weights equal, g and v trained, x.(g*v/||v||) holds")
+    close(net.layer("out.add", feed), net.layer("activation", feed) @ _derived(g5, v5) + after["out/bias/param:0"],
+          1e-4, "x.w + b")
+    print("weight norm: initial weights equal, g and v trained, x.(g*v/||v||) + b holds")
 
 
 def test_weight_norm_computed_once():
@@ -217,7 +219,7 @@ def test_weight_norm_computed_once():
     g_inits = [n for n, l in layers.items() if n == "out.weight_g.init"]
     assert len(norms_of_v) == 1, norms_of_v
     assert len(users_of_scale) == 2, users_of_scale
-    assert users_of_v == ["out.dot", "out.dot_2", "out.norm"], users_of_v
+    assert users_of_v == ["out.add", "out.add_2", "out.norm"], users_of_v  # linear layers (dot, scale, bias)
     assert len(g_inits) == 1
     print("weight norm of out: 1 norm and 1 scale layer per step, the scale read by %d layers: %s" % (
         len(users_of_scale), users_of_scale))
