@@ -1235,6 +1235,12 @@ bool depends_on(const ir::Graph& g, ir::NodeId a, ir::NodeId b) {
 
 namespace {
 
+// Whether node i is a layer of the top-level network (in no loop's unit and
+// no cond's branch): where the lowerings that merge layers apply.
+bool outside_loops_and_conds(const GraphFacts& f, size_t i) {
+  return f.loops.loop_of[i] < 0 && !f.g.nodes()[i].attrs.find<ir::attr::Branch>();
+}
+
 // splits: slices of one source over one axis, outside loops and conds,
 // whose [start, end) cut the whole axis into two or more parts with none
 // left over or sliced twice. The split layer is named after the first slice
@@ -1246,9 +1252,8 @@ void collect_split_groups(GraphFacts& f) {
   std::map<std::pair<int32_t, std::string>, std::vector<size_t>> groups;  // (source, axis)
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& n = g.nodes()[i];
-    if (n.kind != ir::NodeKind::kSlice || f.loops.loop_of[i] >= 0 ||
-        f.loops.loop_of[n.inputs[0].index] >= 0 || n.attrs.find<ir::attr::Branch>() ||
-        !n.attrs.get<ir::attr::Axis>().size())
+    if (n.kind != ir::NodeKind::kSlice || !outside_loops_and_conds(f, i) ||
+        f.loops.loop_of[n.inputs[0].index] >= 0 || !n.attrs.get<ir::attr::Axis>().size())
       continue;
     groups[{n.inputs[0].index, f.t.id(n.attrs.get<ir::attr::Axis>())}].push_back(i);
   }
@@ -1294,17 +1299,15 @@ void collect_linears(GraphFacts& f) {
   f.linear_dot.assign(g.size(), -1);
   f.linear_scale.assign(g.size(), -1);
   f.in_linear.assign(g.size(), false);
-  auto outside = [&](size_t i) {  // of loops and conds
-    return f.loops.loop_of[i] < 0 && !g.nodes()[i].attrs.find<ir::attr::Branch>();
-  };
   auto inner = [&](size_t i, ir::NodeKind kind) {  // a value only the fused layer reads
     const ir::Node& n = g.nodes()[i];
     return n.kind == kind && n.inputs.size() == 2 && n.inputs[0] != n.inputs[1] && f.uses[i] == 1 &&
-           !f.is_output[i] && !f.is_loss[i] && outside(i);
+           !f.is_output[i] && !f.is_loss[i] && outside_loops_and_conds(f, i);
   };
   for (size_t i = 0; i < g.size(); ++i) {
     const ir::Node& add = g.nodes()[i];
-    if (add.kind != ir::NodeKind::kAdd || add.inputs.size() != 2 || !outside(i)) continue;
+    if (add.kind != ir::NodeKind::kAdd || add.inputs.size() != 2 || !outside_loops_and_conds(f, i))
+      continue;
     for (size_t k = 0; k < 2; ++k) {
       size_t d = add.inputs[k].index;
       int scale = -1;
