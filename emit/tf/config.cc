@@ -60,9 +60,12 @@ absl::StatusOr<std::string> write_config(const std::vector<StageGraph>& stages,
   if (stages_use_kind(stages, ir::NodeKind::kScatter))
     out += absl::StrCat(kScatterDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kNorm)) out += absl::StrCat(kNormDefinitions, "\n\n");
-  if (net.uses_linear ||
-      std::any_of(earlier.begin(), earlier.end(), [](const NetDict& n) { return n.uses_linear; }))
-    out += absl::StrCat(kLinearDefinitions, "\n\n");
+  auto any_net = [&](bool NetDict::*flag) {
+    return net.*flag ||
+           std::any_of(earlier.begin(), earlier.end(), [&](const NetDict& n) { return n.*flag; });
+  };
+  if (any_net(&NetDict::uses_linear)) out += absl::StrCat(kLinearDefinitions, "\n\n");
+  if (any_net(&NetDict::uses_scaled_linear)) out += absl::StrCat(kScaledLinearDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kNormalize))
     out += absl::StrCat(kNormalizeDefinitions, "\n\n");
   if (stages_use_kind(stages, ir::NodeKind::kParamAssign))

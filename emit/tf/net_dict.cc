@@ -1493,6 +1493,8 @@ absl::StatusOr<NetDict> emit_net_dict(const ir::Graph& g, const ir::DimTable* ba
   NetDict out;
   out.uses_linear =
       std::any_of(f.linear_dot.begin(), f.linear_dot.end(), [](int d) { return d >= 0; });
+  out.uses_scaled_linear =
+      std::any_of(f.linear_scale.begin(), f.linear_scale.end(), [](int d) { return d >= 0; });
   for (size_t i = 0; i < t.dims().size(); ++i) {
     const ir::Dim& d = t.dims()[i];
     if (!t.from_base(i)) out.dims.emplace_back(t.id(d), dim_definition(t, d));
@@ -1666,8 +1668,9 @@ def _retc_linear_type(sources, name, reduce, **_kwargs):
 
 def _retc_linear(self, source, *, reduce):
     """retc: source(0) . source(1) over `reduce` (times source(3) where given: weight norm's
-    g / |v|), plus the bias source(2): one matmul and tf.nn.bias_add on its 2-d result, which
-    TF's oneDNN remapper fuses into one kernel (backward one BiasAddGrad for the bias)."""
+    g / |v|, by _retc_scaled_linear), plus the bias source(2): one matmul and tf.nn.bias_add on
+    its 2-d result, which TF's oneDNN remapper fuses into one kernel (backward one BiasAddGrad
+    for the bias)."""
     import tensorflow as tf
     from returnn.tf.util.data import Data
 
@@ -1677,14 +1680,66 @@ def _retc_linear(self, source, *, reduce):
     x = x.copy_move_axis(x.get_axis_from_description(reduce), -1)
     w_in = w.get_axis_from_description(reduce)  # the first of a square weight's
     out_dim = w.dim_tags[1 - w_in]
+    in_dim = x.dim_tags[-1].dimension
     xp = x.placeholder
-    y = tf.matmul(tf.reshape(xp, [-1, x.dim_tags[-1].dimension]), w.placeholder, transpose_b=w_in == 1)
+    x2 = tf.reshape(xp, [-1, in_dim])
+    tb = w_in == 1  # a weight [out, in]
     if len(self.sources) == 4:
-        y = y * source(3, auto_convert=False)
-    y = tf.nn.bias_add(y, b.placeholder)
+        y = _retc_scaled_linear(x2, w.placeholder, source(3, auto_convert=False), b.placeholder, w_in)
+    else:
+        y = tf.nn.bias_add(tf.matmul(x2, w.placeholder, transpose_b=tb), b.placeholder)
     y = tf.reshape(y, tf.concat([tf.shape(xp)[:-1], [out_dim.dimension]], 0))
     out = Data(name="linear_out", dims=x.dim_tags[:-1] + (out_dim,), dtype=x.dtype, placeholder=y)
     return out.copy_compatible_to(self.output).placeholder
+)PY";
+
+const char kScaledLinearDefinitions[] = R"PY(
+
+def _retc_scaled_linear(x2, v, s, b, w_in):
+    """retc: x2 . (v * s) + b for x2 [rows, in], v [in, out] (w_in 0) or [out, in] (w_in 1), s and
+    b [out] (weight norm: s = g / |v|), the cheaper way for the rows at run time, as on torch:
+    at most half as many rows as the in dim, the product is scaled ((x2 . v) * s, no weight-sized
+    tensor made), else the weight (then matmul and bias are one oneDNN kernel). The gradient in
+    closed form, by the same choice: a tf.cond in each direction and no gradient through a cond
+    (TF's would make zeros of the branch not taken and accumulate through variables)."""
+    import tensorflow as tf
+
+    tb = w_in == 1
+
+    def dot_t(a, c):  # a^T . c, the shape of v
+        return tf.matmul(c, a, transpose_a=True) if tb else tf.matmul(a, c, transpose_a=True)
+
+    @tf.custom_gradient
+    def scaled_linear(x2, v, s, b):
+        s_w = s if w_in == 0 else s[:, None]  # s over v's out dim
+        fold = 2 * tf.shape(x2)[0] <= x2.shape[-1]
+
+        def by_product():
+            z = tf.matmul(x2, v, transpose_b=tb)
+            return tf.nn.bias_add(tf.multiply(z, s, name="scaled_product"), b), z, tf.zeros([0, 0], v.dtype)
+
+        def by_weight():
+            ws = tf.multiply(v, s_w, name="scaled_weight")
+            y = tf.nn.bias_add(tf.matmul(x2, ws, transpose_b=tb), b)
+            return y, tf.zeros([0, 0], v.dtype), ws
+
+        y, z, ws = tf.cond(fold, by_product, by_weight)
+
+        def grad(dy):
+            def by_product():
+                dz = dy * s
+                return tf.matmul(dz, v, transpose_b=not tb), dot_t(x2, dz), tf.reduce_sum(dy * z, 0)
+
+            def by_weight():
+                gw = dot_t(x2, dy)
+                return tf.matmul(dy, ws, transpose_b=not tb), gw * s_w, tf.reduce_sum(gw * v, w_in)
+
+            dx, dv, ds = tf.cond(fold, by_product, by_weight)
+            return dx, dv, ds, tf.raw_ops.BiasAddGrad(out_backprop=dy)
+
+        return y, grad
+
+    return scaled_linear(x2, v, s, b)
 )PY";
 
 const char kNormalizeDefinitions[] = R"PY(

@@ -31,6 +31,8 @@ struct NetDict {
   bool decouple_weight_decay = false;
   /// Whether a layer calls the config's _retc_linear (kLinearDefinitions).
   bool uses_linear = false;
+  /// Whether one has a scale (weight norm): _retc_scaled_linear (kScaledLinearDefinitions).
+  bool uses_scaled_linear = false;
 };
 
 /// The Python functions that the net dict of a graph with scatter nodes
@@ -42,6 +44,8 @@ extern const char kAssignDefinitions[];
 extern const char kNormDefinitions[];
 /// The config's _retc_linear, a Linear's eval layer (lower_linear), in a config with one.
 extern const char kLinearDefinitions[];
+/// The config's _retc_scaled_linear, which _retc_linear calls for a weight-norm fold.
+extern const char kScaledLinearDefinitions[];
 /// The config's _retc_normalize, normalize's eval layer (lower_normalize), in a config with one.
 extern const char kNormalizeDefinitions[];
 

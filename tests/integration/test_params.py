@@ -225,6 +225,41 @@ def test_weight_norm_computed_once():
         len(users_of_scale), users_of_scale))
 
 
+def test_weight_norm_scaled_linear():
+    """The config's _retc_scaled_linear (weight norm's x . (v s) + b as one layer) chooses by
+    the rows at run time, as torch's _weight_norm_dot: (x . v) s for at most in/2 rows, x . (v s)
+    for more (which one ran is read from the step's trace). Both give the product and its
+    gradients for x, v, s and b as written out, in float64 within 1e-12 of their scale, for a
+    weight [in, out] and [out, in]."""
+    import runpy
+    scaled = runpy.run_path(compile_model("rep-weight-norm"))["_retc_scaled_linear"]
+    rng = numpy.random.RandomState(1)
+    n_in, n_out = 12, 7
+    for rows, way in [(6, "product"), (40, "weight")]:
+        for w_in in (0, 1):
+            values = [rng.randn(rows, n_in), rng.randn(*[(n_in, n_out), (n_out, n_in)][w_in]),
+                      rng.rand(n_out) + 0.5, rng.randn(n_out), rng.randn(rows, n_out)]
+            graph = tf.Graph()
+            with graph.as_default():
+                x, v, s, b, cot = inputs = [tf.compat.v1.placeholder(tf.float64, a.shape) for a in values]
+                y = scaled(x, v, s, b, w_in)
+                want = tf.matmul(x, (v if w_in == 0 else tf.transpose(v)) * s) + b
+                fetches = [y] + tf.gradients(y, [x, v, s, b], cot)
+                wanted = [want] + tf.gradients(want, [x, v, s, b], cot)
+                feed = dict(zip(inputs, values))
+                with tf.compat.v1.Session() as session:
+                    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+                    meta = tf.compat.v1.RunMetadata()
+                    got = session.run(fetches, feed, options=options, run_metadata=meta)
+                    expected = session.run(wanted, feed)
+            ran = {node.node_name.split("/")[-1] for dev in meta.step_stats.dev_stats for node in dev.node_stats}
+            assert sorted(ran & {"scaled_product", "scaled_weight"}) == ["scaled_" + way], (rows, sorted(ran))
+            for name, a, e in zip(["y", "dx", "dv", "ds", "db"], got, expected):
+                close(a, e, 1e-12 * float(numpy.abs(e).max()), "%s, weight %s: %s" % (way, w_in, name))
+            print("%d rows, weight %s: the %s scaled; the product and its gradients" % (
+                rows, "[in, out]" if w_in == 0 else "[out, in]", way))
+
+
 def _outputs(model, train, feed_seed=3):
     net = Net(compile_model(model), train_flag=train)
     feed = net.feed(feed_seed)
