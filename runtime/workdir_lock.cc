@@ -33,19 +33,30 @@ std::string read_all(int fd) {
 // How long a run waits for the lock of a run that was killed (below).
 constexpr std::chrono::seconds kEndingRunWait(30);
 
-// Whether the process named by a lock file's text ("retc train m, PID 42")
-// is ending or gone: killed (SIGKILL pending), exiting (PF_EXITING), a zombie,
-// or no longer there. A process killed by SIGKILL lets go of its files only
-// after the kernel has torn down its memory (a second for a large TF process
-// on a loaded machine), and processes forked from it without an exec (torch's
-// data loader workers) hold the lock's file until they notice and end too:
-// the lock stays held for a while after the run is dead. A live holder is
+// This machine's name, as lock files name it.
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+// Whether the process named by a lock file's text ("retc train m, PID 42 on
+// node3") is ending or gone: killed (SIGKILL pending), exiting (PF_EXITING),
+// a zombie, or no longer there. A process killed by SIGKILL lets go of its
+// files only after the kernel has torn down its memory (a second for a large
+// TF process on a loaded machine), and processes forked from it without an
+// exec (torch's data loader workers) hold the lock's file until they notice
+// and end too: the lock stays held for a while after the run is dead. A live
+// holder, or one on another machine (a workdir on a shared file system), is
 // another run.
 bool holder_is_ending(const std::string& holder) {
   const size_t at = holder.rfind("PID ");
+  if (at == std::string::npos) return false;
+  const std::string pid_host = holder.substr(at + 4);
+  const size_t on = pid_host.find(" on ");
   int pid = 0;
-  if (at == std::string::npos || !absl::SimpleAtoi(holder.substr(at + 4), &pid) || pid <= 0)
-    return false;
+  if (!absl::SimpleAtoi(pid_host.substr(0, on), &pid) || pid <= 0) return false;
+  if (on != std::string::npos && pid_host.substr(on + 4) != host_name()) return false;
   std::ifstream stat_file(absl::StrCat("/proc/", pid, "/stat"));
   std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
   if (stat.empty()) return true;
@@ -124,7 +135,7 @@ absl::StatusOr<WorkdirLock> WorkdirLock::acquire(const std::string& workdir,
       note = absl::StrCat("took over the lock of '", workdir, "' left by a run that ended without ",
                           "releasing it (", previous, ")");
     }
-    const std::string mine = absl::StrCat(what, ", PID ", ::getpid(), "\n");
+    const std::string mine = absl::StrCat(what, ", PID ", ::getpid(), " on ", host_name(), "\n");
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, mine.data(), mine.size(), 0) < 0) {
       ::close(fd);
       return absl::PermissionDeniedError(

@@ -1,6 +1,6 @@
 // One run per workdir: an exclusive lock on WORKDIR/retc.lock (flock(2)),
 // held while the process lives. The kernel drops it when the process dies,
-// however it dies; the file then still names the dead run's PID, and the next
+// however it dies; the file then still names the dead run's PID and machine, and the next
 // run takes the lock over with a note. A process killed by SIGKILL lets go of
 // it only once the kernel has torn it down, and children forked from it
 // without an exec hold it until they end too: a run that finds the lock held

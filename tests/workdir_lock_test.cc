@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -17,6 +18,13 @@
 
 namespace retc::runtime {
 namespace {
+
+// "PID N on HOST" as a lock file names a run of this machine.
+std::string pid_here(pid_t pid) {
+  char host[256] = {};
+  REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+  return "PID " + std::to_string(pid) + " on " + host;
+}
 
 // A fresh folder under TMPDIR, removed at the end of the test.
 struct TempDir {
@@ -69,15 +77,15 @@ TEST_CASE("a workdir held by a live run is refused, naming its PID", "[lock]") {
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(std::string(second.status().message()) ==
-        "'" + dir.path + "' is in use by another run (test holder, PID " + std::to_string(holder) +
+        "'" + dir.path + "' is in use by another run (test holder, " + pid_here(holder) +
             "); wait for it to end, or use another --workdir");
   ::kill(holder, SIGKILL);
   REQUIRE(::waitpid(holder, nullptr, 0) == holder);
   auto third = WorkdirLock::acquire(dir.path, "retc train m", note);
   REQUIRE(third.ok());
   CHECK(note == "took over the lock of '" + dir.path +
-                    "' left by a run that ended without releasing it (test holder, PID " +
-                    std::to_string(holder) + ")");
+                    "' left by a run that ended without releasing it (test holder, " +
+                    pid_here(holder) + ")");
 }
 
 // A warm server's child killed with its client, or a training killed while
@@ -107,12 +115,36 @@ TEST_CASE("a run killed while a process forked from it holds the lock is waited 
     if (!reaped) REQUIRE(::waitpid(holder, nullptr, 0) == holder);
     INFO(err.str());
     REQUIRE(lock.ok());
-    const std::string held = "test holder, PID " + std::to_string(holder);
+    const std::string held = "test holder, " + pid_here(holder);
     CHECK(err.str() ==
           "retc: waiting for the killed run that held '" + dir.path + "' (" + held + ") to end\n");
     CHECK(note == "took over the lock of '" + dir.path +
                       "' left by a run that ended without releasing it (" + held + ")");
   }
+}
+
+// A workdir on a shared file system: the holder's PID means nothing here.
+TEST_CASE("a lock held by a run on another machine is refused at once", "[lock]") {
+  TempDir dir;
+  const pid_t holder = start_holder(dir.path, false, -1, -1);
+  const pid_t gone = ::fork();  // a PID with no process behind it on this machine
+  if (gone == 0) ::_exit(0);
+  REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+  const std::string elsewhere =
+      "retc train m, PID " + std::to_string(gone) + " on elsewhere.invalid";
+  { std::ofstream(dir.path + "/retc.lock", std::ios::trunc) << elsewhere << "\n"; }
+  std::ostringstream err;
+  std::streambuf* saved = std::cerr.rdbuf(err.rdbuf());
+  std::string note;
+  auto second = WorkdirLock::acquire(dir.path, "retc train m", note);
+  std::cerr.rdbuf(saved);
+  ::kill(holder, SIGKILL);
+  REQUIRE(::waitpid(holder, nullptr, 0) == holder);
+  REQUIRE_FALSE(second.ok());
+  CHECK(err.str().empty());  // no wait
+  CHECK(std::string(second.status().message()) ==
+        "'" + dir.path + "' is in use by another run (" + elsewhere +
+            "); wait for it to end, or use another --workdir");
 }
 
 }  // namespace

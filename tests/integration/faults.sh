@@ -269,7 +269,7 @@ descendants() {
 
 start 1
 wait_for 1 "$(step_re 1 10)"
-expect_error 1 "^retc: error: '$slow' is in use by another run \(retc train slow-12ax, PID $pid\); wait for it to end, or use another --workdir$" -- \
+expect_error 1 "^retc: error: '$slow' is in use by another run \(retc train slow-12ax, PID $pid on $(uname -n)\); wait for it to end, or use another --workdir$" -- \
   "$RETC_TEST_MODELS" train slow-12ax --backend "$backend" --workdir "$slow"
 pass "$backend: a second train on a busy workdir: $(cat "$TMP/err")"
 wait_for 1 "$(step_re 2 5)"
@@ -297,7 +297,7 @@ done
 [ -z "$alive" ] || fail "processes of the killed training outlived it by 10 s: $alive"
 start 3
 wait_for 3 "$(step_re 2 5)"
-grep -q "^retc: note: took over the lock of '$slow' left by a run that ended without releasing it (retc train slow-12ax, PID [0-9]*)$" "$TMP/slowerr3" ||
+grep -q "^retc: note: took over the lock of '$slow' left by a run that ended without releasing it (retc train slow-12ax, PID [0-9]* on $(uname -n))$" "$TMP/slowerr3" ||
   fail "no note about the killed run's lock: $(cat "$TMP/slowerr3")"
 kill -TERM "$pid"
 wait "$pid" || true
