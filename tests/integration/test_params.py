@@ -243,8 +243,9 @@ def test_weight_norm_scaled_linear():
             with graph.as_default():
                 x, v, s, b, cot = inputs = [tf.compat.v1.placeholder(tf.float64, a.shape) for a in values]
                 y = scaled(x, v, s, b, w_in)
-                want = tf.matmul(x, (v if w_in == 0 else tf.transpose(v)) * s) + b
                 fetches = [y] + tf.gradients(y, [x, v, s, b], cot)
+                assert not _matmuls_transposing_b(graph), (rows, w_in)
+                want = tf.matmul(x, (v if w_in == 0 else tf.transpose(v)) * s) + b
                 wanted = [want] + tf.gradients(want, [x, v, s, b], cot)
                 feed = dict(zip(inputs, values))
                 with tf.compat.v1.Session() as session:
@@ -258,6 +259,42 @@ def test_weight_norm_scaled_linear():
                 close(a, e, 1e-12 * float(numpy.abs(e).max()), "%s, weight %s: %s" % (way, w_in, name))
             print("%d rows, weight %s: the %s scaled; the product and its gradients" % (
                 rows, "[in, out]" if w_in == 0 else "[out, in]", way))
+
+
+def _matmuls_transposing_b(graph):
+    """The MatMul ops of `graph` with transpose_b (oneDNN's slow path on the CPU, see the
+    config's _retc_matmul_bt)."""
+    return [op.name for op in graph.get_operations() if op.type == "MatMul" and op.get_attr("transpose_b")]
+
+
+def test_plain_linear():
+    """The config's _retc_plain_linear (x . w + b, a Linear without weight norm) and its
+    gradient written out: the product and its gradients for x, w and b as TF's own of
+    matmul and bias, in float64 within 1e-12 of their scale, for a weight [in, out] and
+    [out, in]; no MatMul with transpose_b in it, forward or backward (TF's own gradient of
+    x . w has one for x)."""
+    import runpy
+    linear = runpy.run_path(compile_model("rep-plain"))["_retc_plain_linear"]
+    rng = numpy.random.RandomState(2)
+    n_in, n_out, rows = 12, 7, 9
+    for w_in in (0, 1):
+        values = [rng.randn(rows, n_in), rng.randn(*[(n_in, n_out), (n_out, n_in)][w_in]), rng.randn(n_out),
+                  rng.randn(rows, n_out)]
+        graph = tf.Graph()
+        with graph.as_default():
+            x, w, b, cot = inputs = [tf.compat.v1.placeholder(tf.float64, a.shape) for a in values]
+            y = linear(x, w, b, w_in == 1)
+            fetches = [y] + tf.gradients(y, [x, w, b], cot)
+            assert not _matmuls_transposing_b(graph), w_in
+            want = tf.matmul(x, w, transpose_b=w_in == 1) + b
+            wanted = [want] + tf.gradients(want, [x, w, b], cot)
+            assert _matmuls_transposing_b(graph), "TF's own transposes no operand b: the check checks nothing"
+            with tf.compat.v1.Session() as session:
+                got, expected = session.run([fetches, wanted], dict(zip(inputs, values)))
+        for name, a, e in zip(["y", "dx", "dw", "db"], got, expected):
+            close(a, e, 1e-12 * float(numpy.abs(e).max()), "weight %s: %s" % (w_in, name))
+        print("weight %s: the product and its gradients as TF's own, no MatMul with transpose_b" % (
+            "[in, out]" if w_in == 0 else "[out, in]"))
 
 
 def _outputs(model, train, feed_seed=3):
