@@ -1680,9 +1680,8 @@ def _retc_linear(self, source, *, reduce):
     x = x.copy_move_axis(x.get_axis_from_description(reduce), -1)
     w_in = w.get_axis_from_description(reduce)  # the first of a square weight's
     out_dim = w.dim_tags[1 - w_in]
-    in_dim = x.dim_tags[-1].dimension
     xp = x.placeholder
-    x2 = tf.reshape(xp, [-1, in_dim])
+    x2 = tf.reshape(xp, [-1, x.dim_tags[-1].dimension])
     tb = w_in == 1  # a weight [out, in]
     if len(self.sources) == 4:
         y = _retc_scaled_linear(x2, w.placeholder, source(3, auto_convert=False), b.placeholder, w_in)
@@ -1693,29 +1692,36 @@ def _retc_linear(self, source, *, reduce):
     return out.copy_compatible_to(self.output).placeholder
 
 
-def _retc_matmul_bt(a, b):
-    """retc: a . b^T for 2-d a and b, as a batch of one (BatchMatMulV2 with adj_y): TF's MatMul
-    with transpose_b runs oneDNN's slow path on the CPU (a 100 x 2048 by 2048 x 512 product
-    2.37 ms against 1.06 ms, at 1,000 rows 13.7 against 9.6 ms), and it is what TF's gradient of
-    a matmul uses for the gradient of its input."""
+def _retc_dot(a, b, transpose_b):
+    """retc: a . b, or a . b^T for transpose_b, of 2-d a and b; b^T as a batch of one
+    (BatchMatMulV2 with adj_y): TF's MatMul with transpose_b runs oneDNN's slow path on the CPU
+    (a 100 x 2048 by 2048 x 512 product 2.37 ms against 1.06 ms, at 1,000 rows 13.7 against
+    9.6 ms), and it is what TF's gradient of a matmul uses for the gradient of its input."""
     import tensorflow as tf
 
-    return tf.linalg.matmul(a[None], b[None], adjoint_b=True)[0]
+    return tf.linalg.matmul(a[None], b[None], adjoint_b=True)[0] if transpose_b else tf.matmul(a, b)
+
+
+def _retc_dot_t(a, c, w_in):
+    """retc: a^T . c for 2-d a and c, in the layout of a weight [in, out] (w_in 0) or [out, in]
+    (w_in 1): a weight's gradient from its input a and the product's gradient c."""
+    import tensorflow as tf
+
+    return tf.matmul(c, a, transpose_a=True) if w_in == 1 else tf.matmul(a, c, transpose_a=True)
 
 
 def _retc_plain_linear(x2, w, b, tb):
     """retc: x2 . w + b for x2 [rows, in], w [in, out] (tb: [out, in], times w^T), b [out]; the
-    gradient written out, its products without MatMul's transpose_b (_retc_matmul_bt)."""
+    gradient written out, its products without MatMul's transpose_b (_retc_dot)."""
     import tensorflow as tf
 
     @tf.custom_gradient
     def plain_linear(x2, w, b):
-        y = tf.nn.bias_add(_retc_matmul_bt(x2, w) if tb else tf.matmul(x2, w), b)
+        y = tf.nn.bias_add(_retc_dot(x2, w, tb), b)
 
         def grad(dy):
-            dx = tf.matmul(dy, w) if tb else _retc_matmul_bt(dy, w)
-            dw = tf.matmul(dy, x2, transpose_a=True) if tb else tf.matmul(x2, dy, transpose_a=True)
-            return dx, dw, tf.raw_ops.BiasAddGrad(out_backprop=dy)
+            dw = _retc_dot_t(x2, dy, 1 if tb else 0)
+            return _retc_dot(dy, w, not tb), dw, tf.raw_ops.BiasAddGrad(out_backprop=dy)
 
         return y, grad
 
@@ -1735,24 +1741,18 @@ def _retc_scaled_linear(x2, v, s, b, w_in):
 
     tb = w_in == 1
 
-    def dot(a, c, transpose):  # a . c, or a . c^T (_retc_matmul_bt)
-        return _retc_matmul_bt(a, c) if transpose else tf.matmul(a, c)
-
-    def dot_t(a, c):  # a^T . c, the shape of v
-        return tf.matmul(c, a, transpose_a=True) if tb else tf.matmul(a, c, transpose_a=True)
-
     @tf.custom_gradient
     def scaled_linear(x2, v, s, b):
         s_w = s if w_in == 0 else s[:, None]  # s over v's out dim
         fold = 2 * tf.shape(x2)[0] <= x2.shape[-1]
 
         def by_product():
-            z = dot(x2, v, tb)
+            z = _retc_dot(x2, v, tb)
             return tf.nn.bias_add(tf.multiply(z, s, name="scaled_product"), b), z, tf.zeros([0, 0], v.dtype)
 
         def by_weight():
             ws = tf.multiply(v, s_w, name="scaled_weight")
-            y = tf.nn.bias_add(dot(x2, ws, tb), b)
+            y = tf.nn.bias_add(_retc_dot(x2, ws, tb), b)
             return y, tf.zeros([0, 0], v.dtype), ws
 
         y, z, ws = tf.cond(fold, by_product, by_weight)
@@ -1760,11 +1760,11 @@ def _retc_scaled_linear(x2, v, s, b, w_in):
         def grad(dy):
             def by_product():
                 dz = dy * s
-                return dot(dz, v, not tb), dot_t(x2, dz), tf.reduce_sum(dy * z, 0)
+                return _retc_dot(dz, v, not tb), _retc_dot_t(x2, dz, w_in), tf.reduce_sum(dy * z, 0)
 
             def by_weight():
-                gw = dot_t(x2, dy)
-                return dot(dy, ws, not tb), gw * s_w, tf.reduce_sum(gw * v, w_in)
+                gw = _retc_dot_t(x2, dy, w_in)
+                return _retc_dot(dy, ws, not tb), gw * s_w, tf.reduce_sum(gw * v, w_in)
 
             dx, dv, ds = tf.cond(fold, by_product, by_weight)
             return dx, dv, ds, tf.raw_ops.BiasAddGrad(out_backprop=dy)

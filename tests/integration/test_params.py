@@ -263,7 +263,7 @@ def test_weight_norm_scaled_linear():
 
 def _matmuls_transposing_b(graph):
     """The MatMul ops of `graph` with transpose_b (oneDNN's slow path on the CPU, see the
-    config's _retc_matmul_bt)."""
+    config's _retc_dot)."""
     return [op.name for op in graph.get_operations() if op.type == "MatMul" and op.get_attr("transpose_b")]
 
 
