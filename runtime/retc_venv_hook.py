@@ -24,6 +24,9 @@ And wherever Keras starts, scikit-learn is refused meanwhile: Keras' scikit-lear
 import it when it is installed (librosa brings it), nothing retc or RETURNN runs uses them, and
 it took 0.7 s of each TF engine's start (`import returnn.tf.engine`: 4.35 s with it, 3.68 s
 without; means of 5 runs each, alternating). Afterwards it imports as usual (librosa's features).
+And before torch starts, it loads retc_mkl_cpu.so (runtime/torch/mkl_cpu.c), so that MKL,
+torch's CPU matmuls, picks its kernels by the CPU's features also on AMD's CPUs (a Conformer's
+torch training step on the 2-core AMD EPYC 0.78x).
 """
 
 import sys
@@ -69,7 +72,24 @@ def _tensorflow_without_keras(exec_module, module):
             del sys.modules[_KERAS_PRELOAD]
 
 
-_WRAPPED = {_TARGET: _after_native_op, "tensorflow": _tensorflow_without_keras}
+_MKL_CPU = "retc_mkl_cpu.so"  # runtime/torch/mkl_cpu.c, built beside this file by tools/setup.sh
+
+
+def _torch_with_mkl_kernels(exec_module, module):
+    """Runs torch/__init__.py after loading retc_mkl_cpu.so (RTLD_GLOBAL), so that MKL in
+    torch's libraries picks its kernels by the CPU's features on AMD's CPUs too (the file
+    says why and what it gains). RETC_MKL_VENDOR_CHECK=1 leaves MKL as it is."""
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _MKL_CPU)
+    if os.environ.get("RETC_MKL_VENDOR_CHECK") != "1" and os.path.exists(path):
+        import ctypes
+
+        ctypes.CDLL(path, mode=os.RTLD_GLOBAL)
+    exec_module(module)
+
+
+_WRAPPED = {_TARGET: _after_native_op, "tensorflow": _tensorflow_without_keras, "torch": _torch_with_mkl_kernels}
 
 
 def _initializing(name):
@@ -78,9 +98,9 @@ def _initializing(name):
 
 
 class _Finder:
-    """A meta path finder that only wraps the loaders of `returnn.tf.native_op` and of
-    `tensorflow` (the top-level package), and refuses scikit-learn while Keras or TensorFlow
-    starts."""
+    """A meta path finder that only wraps the loaders of `returnn.tf.native_op`, of
+    `tensorflow` and of `torch` (the top-level packages), and refuses scikit-learn while
+    Keras or TensorFlow starts."""
 
     def find_spec(self, name, path, target=None):
         if name == "sklearn" and (_initializing("keras") or _initializing("tensorflow")):

@@ -350,9 +350,10 @@ def decode(retc, model, backend, checkpoint, beam):
     return int(float(decoded[2])), float(decoded[5]), float(out.splitlines()[-1].split()[-1])
 
 
-def run_worker(args):
+def run_worker(args, env=None):
+    """A worker subprocess (--worker ARGS), with `env` added to the environment; its JSON."""
     out = subprocess.run([sys.executable, __file__, "--worker"] + [str(a) for a in args],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if out.returncode != 0:
         sys.stderr.write(out.stderr[-5000:])
         raise RuntimeError("benchmark worker %s failed (exit %d)" % (args[:2], out.returncode))
@@ -461,6 +462,7 @@ def torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, de
     pt_model.to(device)
     result["params"] = int(sum(p.numel() for p in pt_model.parameters()))
     result["device"] = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    result["mkl_cpu"] = mkl_cpu_loaded()
     updater = Updater(config=config, network=pt_model, device=device, initial_learning_rate=0.0005)
     updater.create_optimizer()
     updater.set_learning_rate(0.0005)
@@ -485,6 +487,13 @@ def torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, de
         return float(loss)
 
     return result, step
+
+
+def mkl_cpu_loaded():
+    """Whether this process runs torch with retc_mkl_cpu.so (runtime/torch/mkl_cpu.c, loaded
+    by the venv hook: MKL's kernels by the CPU's features)."""
+    with open("/proc/self/maps") as maps:
+        return any(line.rstrip().endswith("/retc_mkl_cpu.so") for line in maps)
 
 
 def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_time, max_labels, profile,
@@ -763,6 +772,10 @@ def main():
         group = run_worker(["torch_steps", "retc", "+".join(specs[n] for n in members), args.step_blocks, steps, warmup,
                             batch, frames, 1])
         torch_runs.update((n + ("" if (batch, frames) != large else " 8x500"), r) for n, r in zip(members, group))
+    # The same at the small batch with MKL's own choice of kernels (runtime/torch/mkl_cpu.c not loaded).
+    log("torch steps at %d x %d with MKL's vendor check: retc, rf, taking turns" % (args.batch, args.frames))
+    vendor = run_worker(["torch_steps", "retc", "+".join(specs[n] for n in ("retc", "rf")), args.step_blocks,
+                         args.steps, args.warmup, args.batch, args.frames, 0], env={"RETC_MKL_VENDOR_CHECK": "1"})
     # Model creation: each model alone in a fresh process, alternating.
     create = {"retc": [], "rf": []}
     for _ in range(1 if args.quick else 3):
@@ -800,6 +813,16 @@ def main():
             twn["step_ms_median"] / tr["step_ms_median"], args.batch, args.frames,
             twl["step_ms_median"] / tl["step_ms_median"], w["step_ms_median"] / a["step_ms_median"],
             args.batch, args.frames, fwl["step_ms_median"] / fl["step_ms_median"]))
+    mkl = [r["mkl_cpu"] for r in list(torch_runs.values()) + vendor]
+    out("- MKL's kernels by the CPU's features (runtime/torch/mkl_cpu.c, which the venv hook loads before torch "
+        "starts, in every process of retc's venv, rf's models' too; loaded in the rows above: %s; in the runs "
+        "with RETC_MKL_VENDOR_CHECK=1: %s): at %d x %d, with MKL's own vendor check (%d steps, a process of "
+        "its own, taking turns) retc %.1f ms, rf %.1f ms (retc / rf %.3f); the rows above / those: retc %.3f, "
+        "rf %.3f" % (
+            "yes" if all(mkl[:len(torch_runs)]) else "NO", "yes" if any(mkl[len(torch_runs):]) else "no",
+            args.batch, args.frames, args.steps, vendor[0]["step_ms_median"], vendor[1]["step_ms_median"],
+            vendor[0]["step_ms_median"] / vendor[1]["step_ms_median"],
+            tr["step_ms_median"] / vendor[0]["step_ms_median"], trf["step_ms_median"] / vendor[1]["step_ms_median"]))
     out("- model creation on torch (get_model: params and their param-init stage; the median of %d fresh "
         "processes each, alternating): retc %.0f ms, rf %.0f ms" % (
             1 if args.quick else 3, create["retc"], create["rf"]))
@@ -813,12 +836,14 @@ def main():
     # 6. roofline
     log("matmul rate: torch, tf")
     rate = {fw: run_worker(["matmul", fw])["gflops"] for fw in ("torch", "tf")}
+    vendor_rate = run_worker(["matmul", "torch"], env={"RETC_MKL_VENDOR_CHECK": "1"})["gflops"]
     best = max(rate.values())
     retc_bin = os.path.join(args.build, "retc")
     out("## 6. Roofline: the training step against this machine's matmul rate (%d blocks, CPU)" % args.step_blocks)
     out()
     out("This machine's float32 matmul rate, measured in this run (4096 x 4096 products, the frameworks' default "
-        "threads): torch.mm %.1f GFLOP/s, tf.matmul %.1f GFLOP/s." % (rate["torch"], rate["tf"]))
+        "threads): torch.mm %.1f GFLOP/s (%.1f with MKL's own vendor check, RETC_MKL_VENDOR_CHECK=1), "
+        "tf.matmul %.1f GFLOP/s." % (rate["torch"], vendor_rate, rate["tf"]))
     out()
     out("| target | batch | step GFLOP (forward / with backward) | median step ms | achieved GFLOP/s | "
         "of the best matmul rate | of its framework's rate |")

@@ -106,6 +106,10 @@ site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["pur
 rm -f "$site/retc_disable_cuda.pth"  # what earlier set-ups wrote: DISABLE_CUDA for everything
 cp runtime/retc_venv_hook.py "$site/retc_venv_hook.py"
 echo 'import retc_venv_hook' > "$site/retc_venv_hook.pth"
+# The hook loads it before torch: MKL's kernels by the CPU's features, not its vendor
+# (runtime/torch/mkl_cpu.c). Built beside the hook, into place by a rename.
+cc -O2 -shared -fPIC -o "$site/retc_mkl_cpu.so.tmp" runtime/torch/mkl_cpu.c
+mv "$site/retc_mkl_cpu.so.tmp" "$site/retc_mkl_cpu.so"
 
 if [ "$venv_name" = venv-gpu ] && [ -z "${RETC_VENV:-}" ]; then
   say "the GPU venv is $venv: run retc with RETC_VENV=$venv"

@@ -10,7 +10,8 @@ import at their first use. And a torch training never imports TorchDynamo
 (torch.optim's wrappers would, 1.2 s). And TensorBoard's event files of one
 second in one log directory (RETURNN's TF engine writes every training epoch
 of a process into one) are files of their own. And the torch runner keeps freed
-memory in the heap for the next step (no page faults at every step).
+memory in the heap for the next step (no page faults at every step). And the
+venv hook loads retc_mkl_cpu.so before torch, and MKL's matmuls ask it.
 
 Run alone as `python test_runtime.py NAME`.
 """
@@ -222,6 +223,41 @@ def test_freed_memory_kept():
             assert float(after) < 400 and float(child) < 400 and int(given) >= 100, r.stdout
             print("page faults per step of 40,960 pages: %s before, %s after, %s in a process it started; "
                   "%s MiB given back when the run ended" % (before, after, child, given))
+
+
+MKL_CPU = r"""
+import ctypes, sys
+import torch
+
+loaded = sorted({l.split()[-1] for l in open("/proc/self/maps") if l.rstrip().endswith("/retc_mkl_cpu.so")})
+if sys.argv[1] == "off":
+    assert not loaded, loaded
+    sys.exit()
+assert loaded, "torch started without retc_mkl_cpu.so"
+torch.manual_seed(0)
+a, b = torch.randn(300, 512), torch.randn(512, 700)
+c = torch.mm(a, b)  # MKL's sgemm
+checks = ctypes.CDLL(loaded[0]).retc_mkl_cpu_checks()
+assert checks > 0, "MKL never asked retc_mkl_cpu.so which CPU this is"
+ref = torch.mm(a.double(), b.double())
+err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+assert err < 1e-5, err
+print("%s: MKL asked it %d times; a 300 x 512 x 700 sgemm within %.1e of float64" % (loaded[0], checks, err))
+"""
+
+
+def test_torch_mkl_kernels_by_cpu_features():
+    """The venv hook loads retc_mkl_cpu.so (runtime/torch/mkl_cpu.c) before torch starts
+    (a fresh process of the venv's Python, as retc's runtime and torchrun's ranks start), and
+    MKL's sgemm in torch's libraries asks it whether to use its kernels for the CPU's features;
+    the product stays right. RETC_MKL_VENDOR_CHECK=1: not loaded."""
+    r = subprocess.run([sys.executable, "-c", MKL_CPU, "on"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    print(r.stdout.strip())
+    r = subprocess.run([sys.executable, "-c", MKL_CPU, "off"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, RETC_MKL_VENDOR_CHECK="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    print("RETC_MKL_VENDOR_CHECK=1: not loaded")
 
 
 if __name__ == "__main__":
