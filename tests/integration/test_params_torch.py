@@ -265,6 +265,45 @@ def test_lstm_padded():
           "sequence; sweep:lstm:plain: 0 past each sequence's end (lengths %s)" % lengths)
 
 
+def test_max_pool_tiled():
+    """Max pooling whose windows tile static axes (window = stride, dividing the axis;
+    conformer-ctc's frontend pools its 16 features by 2) runs as _max_pool_tiled: no
+    max_pool op in its trace, and its output and the gradient of x exactly those of
+    rf's pool (torch's max_pool) on the same values, over one axis and over two; a
+    window that does not tile its axis keeps rf's pool. Against TF: cross_backend.conformer-ctc."""
+    import runpy
+    import torch
+    import returnn.frontend as rf
+    from returnn.tensor import Dim
+
+    rf.select_backend_torch()
+    pool = runpy.run_path(compile_model("conformer-ctc", binary=os.environ["RETC"]))["_pool"]
+    rng = torch.Generator().manual_seed(3)
+    batch, time, feat, ch = Dim(3, name="batch"), Dim(6, name="time"), Dim(16, name="feat"), Dim(4, name="ch")
+    for axes, size, strides, tiled in [([feat], [2], [2], True), ([time, feat], [2, 4], [2, 4], True),
+                                       ([feat], [3], [2], False)]:
+        raw = torch.randn(3, 6, 16, 4, generator=rng, requires_grad=True)
+        x = rf.convert_to_tensor(raw, dims=[batch, time, feat, ch])
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            y, = [pool(x, mode="max", size=size, strides=strides, padding="valid", axes=axes,
+                       out_axes=[Dim((a.dimension - k) // s + 1, name=a.name + "_out")
+                                 for a, k, s in zip(axes, size, strides)])]
+        pooled = [e.key for e in prof.key_averages() if "max_pool" in e.key]
+        assert bool(pooled) != tiled, (axes, size, strides, pooled)
+        want, computed = rf.pool(x, mode="max", pool_size=size, padding="valid", strides=strides,
+                                 in_spatial_dims=axes, use_mask=False)
+        for c, d in zip(computed, [d for d in y.dims if d not in x.dims]):
+            want = rf.replace_dim_v2(want, in_dim=c, out_dim=d)
+        want = want.copy_transpose(y.dims).raw_tensor
+        assert torch.equal(y.raw_tensor, want), (axes, size)
+        cot = torch.randn(*want.shape, generator=rng)
+        got, = torch.autograd.grad(y.raw_tensor, raw, cot)
+        ref, = torch.autograd.grad(want, raw, cot)
+        assert torch.equal(got, ref), (axes, size)
+    print("max pooling by windows that tile static axes: no max_pool op, output and gradient as rf's pool's "
+          "(one axis, two axes); a window that does not tile its axis: rf's pool")
+
+
 def net_output(net, batch, train):
     import torch
 
