@@ -3,10 +3,11 @@
    torch's CPU matmuls (aten::mm, addmm, bmm in float32) are MKL's sgemm, which
    PyTorch's wheels link statically into libtorch_cpu.so. MKL picks its kernels
    after asking mkl_serv_intel_cpu_true() whether the CPU is Intel's; on any
-   other CPU the answer is no and it runs generic code, whatever instructions the
-   CPU has. This library answers yes. MKL then still picks by the CPU's feature
-   flags (CPUID), so a CPU without AVX-512 gets the AVX2 kernels, one with it the
-   AVX-512 ones; on an Intel CPU the answer is the one MKL computes itself.
+   other CPU the answer is no and it takes slower code, whatever instructions the
+   CPU has. This library answers yes. MKL then chooses among its kernels by the
+   CPU's feature flags (CPUID), as it does on Intel's CPUs, where the answer is
+   the one MKL computes itself. (Measured only on the CPU below, which has
+   AVX-512; not on one without it.)
 
    Measured on the 2-core AMD EPYC (Zen 4, AVX-512) of retc's CI: a 12-block
    Conformer's torch training step at 2 x 200 frames 566 -> 442 ms (its matmuls
