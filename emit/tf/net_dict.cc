@@ -1682,11 +1682,10 @@ def _retc_linear(self, source, *, reduce):
     out_dim = w.dim_tags[1 - w_in]
     xp = x.placeholder
     x2 = tf.reshape(xp, [-1, x.dim_tags[-1].dimension])
-    tb = w_in == 1  # a weight [out, in]
     if len(self.sources) == 4:
         y = _retc_scaled_linear(x2, w.placeholder, source(3, auto_convert=False), b.placeholder, w_in)
     else:
-        y = _retc_plain_linear(x2, w.placeholder, b.placeholder, tb)
+        y = _retc_plain_linear(x2, w.placeholder, b.placeholder, w_in)
     y = tf.reshape(y, tf.concat([tf.shape(xp)[:-1], [out_dim.dimension]], 0))
     out = Data(name="linear_out", dims=x.dim_tags[:-1] + (out_dim,), dtype=x.dtype, placeholder=y)
     return out.copy_compatible_to(self.output).placeholder
@@ -1710,18 +1709,20 @@ def _retc_dot_t(a, c, w_in):
     return tf.matmul(c, a, transpose_a=True) if w_in == 1 else tf.matmul(a, c, transpose_a=True)
 
 
-def _retc_plain_linear(x2, w, b, tb):
-    """retc: x2 . w + b for x2 [rows, in], w [in, out] (tb: [out, in], times w^T), b [out]; the
-    gradient written out, its products without MatMul's transpose_b (_retc_dot)."""
+def _retc_plain_linear(x2, w, b, w_in):
+    """retc: x2 . w + b for x2 [rows, in], w [in, out] (w_in 0; w_in 1: [out, in], times w^T),
+    b [out]; the gradient written out, its products without MatMul's transpose_b (_retc_dot)."""
     import tensorflow as tf
+
+    tb = w_in == 1
 
     @tf.custom_gradient
     def plain_linear(x2, w, b):
         y = tf.nn.bias_add(_retc_dot(x2, w, tb), b)
 
         def grad(dy):
-            dw = _retc_dot_t(x2, dy, 1 if tb else 0)
-            return _retc_dot(dy, w, not tb), dw, tf.raw_ops.BiasAddGrad(out_backprop=dy)
+            db = tf.raw_ops.BiasAddGrad(out_backprop=dy)
+            return _retc_dot(dy, w, not tb), _retc_dot_t(x2, dy, w_in), db
 
         return y, grad
 

@@ -283,7 +283,7 @@ def test_plain_linear():
         graph = tf.Graph()
         with graph.as_default():
             x, w, b, cot = inputs = [tf.compat.v1.placeholder(tf.float64, a.shape) for a in values]
-            y = linear(x, w, b, w_in == 1)
+            y = linear(x, w, b, w_in)
             fetches = [y] + tf.gradients(y, [x, w, b], cot)
             assert not _matmuls_transposing_b(graph), w_in
             want = tf.matmul(x, w, transpose_b=w_in == 1) + b
