@@ -110,6 +110,21 @@ echo 'import retc_venv_hook' > "$site/retc_venv_hook.pth"
 # (runtime/torch/mkl_cpu.c). Built beside the hook, into place by a rename.
 cc -O2 -shared -fPIC -o "$site/retc_mkl_cpu.so.tmp" runtime/torch/mkl_cpu.c
 mv "$site/retc_mkl_cpu.so.tmp" "$site/retc_mkl_cpu.so"
+# The TF configs' weight norm loads it from beside the hook: two CPU ops for its
+# passes over a weight (runtime/tf/weight_norm_ops.cc). Built against the venv's
+# TensorFlow when its source or that TensorFlow (its library's size and time) changed.
+ops="$site/retc_tf_ops.so"
+ops_want="$(sha256sum < runtime/tf/weight_norm_ops.cc) $(stat -c '%s %Y' "$site/tensorflow/libtensorflow_framework.so.2")"
+if [ ! -f "$ops" ] || [ "$(cat "$ops.stamp" 2>/dev/null)" != "$ops_want" ]; then
+  say "building retc's TensorFlow ops (runtime/tf/weight_norm_ops.cc, about 10 s)"
+  read -r -a tf_flags < <("$venv/bin/python" -c 'import tensorflow as tf
+print(" ".join(tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags()))' 2>/dev/null)
+  # TensorFlow's headers as system headers: their warnings are not this file's.
+  g++ -O3 -fopenmp-simd -shared -fPIC -Wall -Wextra "${tf_flags[@]/#-I/-isystem}" \
+    -o "$ops.tmp" runtime/tf/weight_norm_ops.cc
+  mv "$ops.tmp" "$ops"
+  echo "$ops_want" > "$ops.stamp"
+fi
 
 if [ "$venv_name" = venv-gpu ] && [ -z "${RETC_VENV:-}" ]; then
   say "the GPU venv is $venv: run retc with RETC_VENV=$venv"

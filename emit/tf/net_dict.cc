@@ -94,10 +94,12 @@ struct GraphFacts {
   // A Linear: a dot of a value and a 2-d weight, plus a bias over the
   // weight's other dim, becomes one layer (collect_linears): by the add node,
   // the dot it takes in (else -1) and the scale of the dot's value before the
-  // bias (weight norm's fold: g / ‖v‖; else -1); the dot and the product
-  // make no layer.
+  // bias (weight norm's fold: g / ‖v‖; else -1); the dot and the product make
+  // no layer. Where the Linear alone reads the scale (and the scale alone the
+  // norm), linear_norm_here: the layer takes g and computes the norm and the
+  // scale itself, neither makes a layer.
   std::vector<int> linear_dot, linear_scale;
-  std::vector<bool> in_linear;
+  std::vector<bool> in_linear, linear_norm_here;
 };
 
 // Lowering one node: its layer, built from the node and its inputs' layers.
@@ -1151,12 +1153,17 @@ PyValue lower_linear(const Lowering& l) {
   const Lowering dot(f, d);
   const size_t bias = f.in_linear[f.g.nodes()[l.index()].inputs[0].index] ? 1 : 0;
   std::vector<PyValue> from = {dot.ref(0), dot.ref(1), l.ref(bias)};
-  if (const int s = f.linear_scale[l.index()]; s >= 0) {
+  const int s = f.linear_scale[l.index()];
+  if (f.linear_norm_here[l.index()]) {
+    from.push_back(Lowering(f, static_cast<size_t>(s)).ref(0));  // g
+  } else if (s >= 0) {
     const Lowering product(f, f.g.nodes()[l.index()].inputs[1 - bias].index);
     from.push_back(product.ref(product.node().inputs[0].index == static_cast<int32_t>(s) ? 0 : 1));
   }
   PyValue layer = PyValue::dict({{"class", "eval"}, {"from", PyValue::list(std::move(from))}});
-  layer.set("eval", "linear(self, source, reduce=reduce)");
+  layer.set("eval", f.linear_norm_here[l.index()]
+                        ? "linear(self, source, reduce=reduce, norm_here=True)"
+                        : "linear(self, source, reduce=reduce)");
   layer.set("out_type", PyValue::ref("_retc_linear_type"));
   layer.set("eval_locals", PyValue::dict({{"linear", PyValue::ref("_retc_linear")},
                                           {"reduce", dot.dim(dot.attr<ir::attr::Reduce>()[0])}}));
@@ -1285,6 +1292,26 @@ void collect_split_groups(GraphFacts& f) {
   }
 }
 
+// Whether `scale` is weight norm's g / ‖v‖ for the dot's weight v, read by
+// the Linear alone: a param g of the scale's dims over the norm of v over the
+// dot's reduced dim (expand_parametrizations), read by the scale alone; no
+// output, outside loops and conds.
+bool is_weight_norm_scale(const GraphFacts& f, size_t scale, const ir::Node& dot) {
+  const ir::Node& div = f.g.nodes()[scale];
+  auto inner = [&](size_t i) {
+    return f.uses[i] == 1 && !f.is_output[i] && !f.is_loss[i] && outside_loops_and_conds(f, i);
+  };
+  if (div.kind != ir::NodeKind::kDiv || div.inputs.size() != 2 || !inner(scale) ||
+      !inner(div.inputs[1].index))
+    return false;
+  const ir::Node& gain = f.g.node(div.inputs[0]);
+  const ir::Node& norm = f.g.node(div.inputs[1]);
+  return gain.kind == ir::NodeKind::kParam && norm.kind == ir::NodeKind::kNorm &&
+         norm.inputs.size() == 1 && norm.inputs[0] == dot.inputs[1] &&
+         norm.attrs.get<ir::attr::Axes>() == dot.attrs.get<ir::attr::Reduce>() &&
+         gain.type.dims == div.type.dims && gain.type.dtype == div.type.dtype;
+}
+
 // Linears (GraphFacts::linear_dot): RETURNN's dot and combine layers make a
 // matmul between reshapes and an add of the broadcast bias (backward its
 // sum, reshapes and broadcast-gradient ops); the config's _retc_linear
@@ -1292,13 +1319,16 @@ void collect_split_groups(GraphFacts& f) {
 // which TF's oneDNN remapper runs as one fused kernel (backward BiasAddGrad).
 // A 12-block Conformer's TF step: 7% fewer ops. Weight norm's fold (its
 // product of the dot's value and g / ‖v‖, expand_parametrizations) goes in
-// too. Outside loops and conds, and only where the dot (and the product) has
-// no other user and its value is no output.
+// too; where nothing else reads the scale g / ‖v‖, as g, and the layer
+// computes ‖v‖ and its gradient with the product's (_retc_scaled_linear).
+// Outside loops and conds, and only where the dot (and the product) has no
+// other user and its value is no output.
 void collect_linears(GraphFacts& f) {
   const ir::Graph& g = f.g;
   f.linear_dot.assign(g.size(), -1);
   f.linear_scale.assign(g.size(), -1);
   f.in_linear.assign(g.size(), false);
+  f.linear_norm_here.assign(g.size(), false);
   auto inner = [&](size_t i, ir::NodeKind kind) {  // a value only the fused layer reads
     const ir::Node& n = g.nodes()[i];
     return n.kind == kind && n.inputs.size() == 2 && n.inputs[0] != n.inputs[1] && f.uses[i] == 1 &&
@@ -1339,6 +1369,11 @@ void collect_linears(GraphFacts& f) {
       if (scale >= 0) {
         f.linear_scale[i] = scale;
         f.in_linear[add.inputs[k].index] = true;  // the product
+        if (is_weight_norm_scale(f, static_cast<size_t>(scale), dot)) {
+          f.linear_norm_here[i] = true;
+          f.in_linear[scale] = f.in_linear[g.nodes()[scale].inputs[1].index] =
+              true;  // and the norm
+        }
       }
       break;
     }
@@ -1666,11 +1701,11 @@ def _retc_linear_type(sources, name, reduce, **_kwargs):
                                            name="%s_output" % name)
 
 
-def _retc_linear(self, source, *, reduce):
+def _retc_linear(self, source, *, reduce, norm_here=False):
     """retc: source(0) . source(1) over `reduce` (times source(3) where given: weight norm's
-    g / |v|, by _retc_scaled_linear), plus the bias source(2): one matmul and tf.nn.bias_add on
-    its 2-d result, which TF's oneDNN remapper fuses into one kernel; the gradient written out
-    (_retc_plain_linear)."""
+    g / |v|, or with norm_here g, by _retc_scaled_linear), plus the bias source(2): one matmul
+    and tf.nn.bias_add on its 2-d result, which TF's oneDNN remapper fuses into one kernel; the
+    gradient written out (_retc_plain_linear)."""
     import tensorflow as tf
     from returnn.tf.util.data import Data
 
@@ -1683,7 +1718,7 @@ def _retc_linear(self, source, *, reduce):
     xp = x.placeholder
     x2 = tf.reshape(xp, [-1, x.dim_tags[-1].dimension])
     if len(self.sources) == 4:
-        y = _retc_scaled_linear(x2, w.placeholder, source(3, auto_convert=False), b.placeholder, w_in)
+        y = _retc_scaled_linear(x2, w.placeholder, source(3, auto_convert=False), b.placeholder, w_in, norm_here)
     else:
         y = _retc_plain_linear(x2, w.placeholder, b.placeholder, w_in)
     y = tf.reshape(y, tf.concat([tf.shape(xp)[:-1], [out_dim.dimension]], 0))
@@ -1731,20 +1766,63 @@ def _retc_plain_linear(x2, w, b, w_in):
 
 const char kScaledLinearDefinitions[] = R"PY(
 
-def _retc_scaled_linear(x2, v, s, b, w_in):
-    """retc: x2 . (v * s) + b for x2 [rows, in], v [in, out] (w_in 0) or [out, in] (w_in 1), s and
-    b [out] (weight norm: s = g / |v|), the cheaper way for the rows at run time, as on torch:
-    at most half as many rows as the in dim, the product is scaled ((x2 . v) * s, no weight-sized
-    tensor made), else the weight (then matmul and bias are one oneDNN kernel). The gradient in
-    closed form, by the same choice: a tf.cond in each direction and no gradient through a cond
-    (TF's would make zeros of the branch not taken and accumulate through variables)."""
+def _retc_weight_norm_ops():
+    """retc: the CPU ops of runtime/tf/weight_norm_ops.cc (RetcAxisDot, RetcAxisScaleAdd), which
+    tools/setup.sh builds into retc's venv beside retc_venv_hook; loaded once. None where this
+    Python has none, where TF sees a GPU (CPU kernels only) or RETC_TF_WEIGHT_NORM_OPS=0 is set:
+    then TF's own ops compute the same."""
+    import os
+    import sys
     import tensorflow as tf
 
+    if os.environ.get("RETC_TF_WEIGHT_NORM_OPS", "1") == "0":
+        return None
+    cache = _retc_weight_norm_ops.__dict__
+    if "ops" not in cache:
+        cache["ops"] = None
+        try:
+            import retc_venv_hook
+        except ImportError:  # not retc's venv
+            return None
+        path = os.path.join(os.path.dirname(retc_venv_hook.__file__), "retc_tf_ops.so")
+        if os.path.exists(path) and not tf.config.list_physical_devices("GPU"):
+            try:
+                cache["ops"] = tf.load_op_library(path)
+            except (tf.errors.NotFoundError, OSError) as e:
+                print("retc: %s did not load (%s); weight norm takes TF's own ops; tools/setup.sh "
+                      "builds it again" % (path, str(e).strip().splitlines()[-1]), file=sys.stderr)
+    return cache["ops"]
+
+
+def _retc_scaled_linear(x2, v, s, b, w_in, norm_here=False):
+    """retc: x2 . (v * s) + b for x2 [rows, in], v [in, out] (w_in 0) or [out, in] (w_in 1), s and
+    b [out]: weight norm's s = g / |v|, the norm over v's in axis; with norm_here, s is g, and |v|
+    and its gradient are computed here. With few rows (at most half the in dim) the product is
+    scaled, (x2 . v) * s (no weight-sized tensor made), else the weight (then matmul and bias are
+    one oneDNN kernel), as on torch; the gradient in closed form by the same choice, a tf.cond in
+    each direction (TF's gradient of a cond would make zeros of the branch not taken and
+    accumulate through variables). With norm_here, v's gradient (the product's share and the
+    norm's) is one pass, RetcAxisScaleAdd, and |v|^2 RetcAxisDot (_retc_weight_norm_ops), where
+    TF's ops took more passes over the weight (a Conformer's step at 2 x 200 against the plain
+    one: 1.18x and 1.14x before, 1.10x and 1.08x with these, in two runs)."""
+    import tensorflow as tf
+
+    ops = _retc_weight_norm_ops() if norm_here else None
     tb = w_in == 1
 
+    def over_out(a):  # a vector of the out dim, as it multiplies v
+        return a if w_in == 0 else a[:, None]
+
+    def axis_dot(a, c):  # the sum over the in axis of a * c
+        return ops.retc_axis_dot(a, c, axis=w_in) if ops else tf.reduce_sum(a * c, w_in)
+
     @tf.custom_gradient
-    def scaled_linear(x2, v, s, b):
-        s_w = s if w_in == 0 else s[:, None]  # s over v's out dim
+    def scaled_linear(x2, v, s_in, b):
+        if norm_here:
+            n = tf.sqrt(axis_dot(v, v)) if ops else tf.math.reduce_euclidean_norm(v, axis=w_in)
+            s = s_in / n
+        else:
+            s = s_in
         fold = 2 * tf.shape(x2)[0] <= x2.shape[-1]
 
         def by_product():
@@ -1752,23 +1830,35 @@ def _retc_scaled_linear(x2, v, s, b, w_in):
             return tf.nn.bias_add(tf.multiply(z, s, name="scaled_product"), b), z, tf.zeros([0, 0], v.dtype)
 
         def by_weight():
-            ws = tf.multiply(v, s_w, name="scaled_weight")
+            ws = tf.multiply(v, over_out(s), name="scaled_weight")
             y = tf.nn.bias_add(_retc_dot(x2, ws, tb), b)
             return y, tf.zeros([0, 0], v.dtype), ws
 
         y, z, ws = tf.cond(fold, by_product, by_weight)
 
         def grad(dy):
+            def dv_of(gw, r, ds):
+                # gw * r (r None: 1), the product's share of v's gradient, plus with norm_here
+                # the norm's, v * c with c = -ds * s / |v|^2 (0 where |v| is 0).
+                if not norm_here:
+                    return gw if r is None else gw * over_out(r)
+                c = -tf.math.divide_no_nan(ds * s, n * n)
+                if ops:
+                    return ops.retc_axis_scale_add(gw, tf.ones_like(s) if r is None else r, v, c, axis=w_in)
+                return (gw if r is None else gw * over_out(r)) + v * over_out(c)
+
             def by_product():
                 dz = dy * s
-                return _retc_dot(dz, v, not tb), _retc_dot_t(x2, dz, w_in), tf.reduce_sum(dy * z, 0)
+                ds = tf.reduce_sum(dy * z, 0)
+                return _retc_dot(dz, v, not tb), dv_of(_retc_dot_t(x2, dz, w_in), None, ds), ds
 
             def by_weight():
                 gw = _retc_dot_t(x2, dy, w_in)
-                return _retc_dot(dy, ws, not tb), gw * s_w, tf.reduce_sum(gw * v, w_in)
+                ds = axis_dot(gw, v)
+                return _retc_dot(dy, ws, not tb), dv_of(gw, s, ds), ds
 
             dx, dv, ds = tf.cond(fold, by_product, by_weight)
-            return dx, dv, ds, tf.raw_ops.BiasAddGrad(out_backprop=dy)
+            return dx, dv, ds / n if norm_here else ds, tf.raw_ops.BiasAddGrad(out_backprop=dy)
 
         return y, grad
 

@@ -26,7 +26,7 @@ allowed_calls = {"FeatureDim", "SpatialDim"}
 # And models with scatter nodes, param assignments, norms (weight norm), linears or
 # normalizations (layer norm): retc's fixed _retc_scatter(_type), _retc_assign(_type),
 # _retc_norm(_type), _retc_linear(_type), _retc_dot(_t), _retc_plain_linear,
-# _retc_scaled_linear and _retc_normalize, as
+# _retc_weight_norm_ops, _retc_scaled_linear and _retc_normalize, as
 # emit/tf/net_dict.cc writes them (kScatterDefinitions, kAssignDefinitions, kNormDefinitions,
 # kLinearDefinitions, kScaledLinearDefinitions, kNormalizeDefinitions: no part of them comes
 # from the model).
@@ -38,7 +38,7 @@ for block in ("kScatterDefinitions", "kAssignDefinitions", "kNormDefinitions", "
     FIXED.update({f.name: ast.get_source_segment(fixed_src, f) for f in ast.parse(fixed_src).body})
 assert set(FIXED) == {"_retc_scatter", "_retc_scatter_type", "_retc_assign", "_retc_assign_type", "_retc_norm",
                       "_retc_norm_type", "_retc_linear", "_retc_linear_type", "_retc_dot", "_retc_dot_t",
-                      "_retc_plain_linear", "_retc_scaled_linear", "_retc_normalize"}, FIXED.keys()
+                      "_retc_plain_linear", "_retc_weight_norm_ops", "_retc_scaled_linear", "_retc_normalize"}, FIXED.keys()
 fixed_seen = 0
 # The one piece of code a TF config may hold: a model with pretraining stages
 # gets retc's fixed _stage_of and a get_network that indexes the stage nets.

@@ -186,7 +186,23 @@ def test_weight_norm():
     feed = net.feed(2)
     close(net.layer("out.add", feed), net.layer("activation", feed) @ _derived(g5, v5) + after["out/bias/param:0"],
           1e-4, "x.w + b")
-    print("weight norm: initial weights equal, g and v trained, x.(g*v/||v||) + b holds")
+    # ff1's Linear alone reads its weight: its layer computes the norm (norm_here), by retc's
+    # ops in this venv (runtime/tf/weight_norm_ops.cc); trained by TF's own ops instead
+    # (RETC_TF_WEIGHT_NORM_OPS=0), every param ends within float32 rounding of the same.
+    types = {op.type for op in net.graph.get_operations()}
+    assert {"RetcAxisDot", "RetcAxisScaleAdd"} <= types, sorted(t for t in types if t.startswith("Retc"))
+    import os
+    os.environ["RETC_TF_WEIGHT_NORM_OPS"] = "0"
+    try:
+        tf_net, tf_before, tf_after = _steps("rep-weight-norm", 5, lr=0.5)
+    finally:
+        os.environ.pop("RETC_TF_WEIGHT_NORM_OPS")
+    assert not any(op.type.startswith("Retc") for op in tf_net.graph.get_operations())
+    for name, value in after.items():
+        assert (tf_before[name] == before[name]).all(), name
+        close(tf_after[name], value, 1e-5, name + " trained by TF's ops")
+    print("weight norm: initial weights equal, g and v trained, x.(g*v/||v||) + b holds; trained by "
+          "retc's ops as by TF's")
 
 
 def test_weight_norm_computed_once():
@@ -230,35 +246,47 @@ def test_weight_norm_scaled_linear():
     the rows at run time, as torch's _weight_norm_dot: (x . v) s for at most in/2 rows, x . (v s)
     for more (which one ran is read from the step's trace). Both give the product and its
     gradients for x, v, s and b as written out, in float64 within 1e-12 of their scale, for a
-    weight [in, out] and [out, in]."""
+    weight [in, out] and [out, in]; so do they with norm_here (s = g / |v| computed in the layer,
+    the gradients for x, v, g and b), by retc's ops (runtime/tf/weight_norm_ops.cc, which
+    tools/setup.sh built into the venv: RetcAxisDot and RetcAxisScaleAdd in the graph) and with
+    RETC_TF_WEIGHT_NORM_OPS=0 by TF's own (neither in the graph)."""
+    import os
     import runpy
     scaled = runpy.run_path(compile_model("rep-weight-norm"))["_retc_scaled_linear"]
+    retc_ops = {"RetcAxisDot", "RetcAxisScaleAdd"}
     rng = numpy.random.RandomState(1)
     n_in, n_out = 12, 7
-    for rows, way in [(6, "product"), (40, "weight")]:
-        for w_in in (0, 1):
-            values = [rng.randn(rows, n_in), rng.randn(*[(n_in, n_out), (n_out, n_in)][w_in]),
-                      rng.rand(n_out) + 0.5, rng.randn(n_out), rng.randn(rows, n_out)]
-            graph = tf.Graph()
-            with graph.as_default():
-                x, v, s, b, cot = inputs = [tf.compat.v1.placeholder(tf.float64, a.shape) for a in values]
-                y = scaled(x, v, s, b, w_in)
-                fetches = [y] + tf.gradients(y, [x, v, s, b], cot)
-                assert not _matmuls_transposing_b(graph), (rows, w_in)
-                want = tf.matmul(x, (v if w_in == 0 else tf.transpose(v)) * s) + b
-                wanted = [want] + tf.gradients(want, [x, v, s, b], cot)
-                feed = dict(zip(inputs, values))
-                with tf.compat.v1.Session() as session:
-                    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-                    meta = tf.compat.v1.RunMetadata()
-                    got = session.run(fetches, feed, options=options, run_metadata=meta)
-                    expected = session.run(wanted, feed)
-            ran = {node.node_name.split("/")[-1] for dev in meta.step_stats.dev_stats for node in dev.node_stats}
-            assert sorted(ran & {"scaled_product", "scaled_weight"}) == ["scaled_" + way], (rows, sorted(ran))
-            for name, a, e in zip(["y", "dx", "dv", "ds", "db"], got, expected):
-                close(a, e, 1e-12 * float(numpy.abs(e).max()), "%s, weight %s: %s" % (way, w_in, name))
-            print("%d rows, weight %s: the %s scaled; the product and its gradients" % (
-                rows, "[in, out]" if w_in == 0 else "[out, in]", way))
+    for mode, norm_here, env in [("s given", False, "1"), ("norm here, retc's ops", True, "1"),
+                                 ("norm here, TF's ops", True, "0")]:
+        os.environ["RETC_TF_WEIGHT_NORM_OPS"] = env
+        for rows, way in [(6, "product"), (40, "weight")]:
+            for w_in in (0, 1):
+                values = [rng.randn(rows, n_in), rng.randn(*[(n_in, n_out), (n_out, n_in)][w_in]),
+                          rng.rand(n_out) + 0.5, rng.randn(n_out), rng.randn(rows, n_out)]
+                graph = tf.Graph()
+                with graph.as_default():
+                    x, v, s, b, cot = inputs = [tf.compat.v1.placeholder(tf.float64, a.shape) for a in values]
+                    y = scaled(x, v, s, b, w_in, norm_here)
+                    fetches = [y] + tf.gradients(y, [x, v, s, b], cot)
+                    assert not _matmuls_transposing_b(graph), (rows, w_in)
+                    types = {op.type for op in graph.get_operations()}
+                    assert types & retc_ops == (retc_ops if norm_here and env == "1" else set()), (mode, types & retc_ops)
+                    scale = s / tf.norm(v, axis=w_in) if norm_here else s
+                    want = tf.matmul(x, (v if w_in == 0 else tf.transpose(v)) * scale) + b
+                    wanted = [want] + tf.gradients(want, [x, v, s, b], cot)
+                    feed = dict(zip(inputs, values))
+                    with tf.compat.v1.Session() as session:
+                        options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+                        meta = tf.compat.v1.RunMetadata()
+                        got = session.run(fetches, feed, options=options, run_metadata=meta)
+                        expected = session.run(wanted, feed)
+                ran = {node.node_name.split("/")[-1] for dev in meta.step_stats.dev_stats for node in dev.node_stats}
+                assert sorted(ran & {"scaled_product", "scaled_weight"}) == ["scaled_" + way], (rows, sorted(ran))
+                for name, a, e in zip(["y", "dx", "dv", "dg" if norm_here else "ds", "db"], got, expected):
+                    close(a, e, 1e-12 * float(numpy.abs(e).max()), "%s, %s, weight %s: %s" % (mode, way, w_in, name))
+                print("%s: %d rows, weight %s: the %s scaled; the product and its gradients" % (
+                    mode, rows, "[in, out]" if w_in == 0 else "[out, in]", way))
+    os.environ.pop("RETC_TF_WEIGHT_NORM_OPS")
 
 
 def _matmuls_transposing_b(graph):
