@@ -27,6 +27,8 @@ without; means of 5 runs each, alternating). Afterwards it imports as usual (lib
 And before torch starts, it loads retc_mkl_cpu.so (runtime/torch/mkl_cpu.c), so that MKL,
 torch's CPU matmuls, picks its kernels by the CPU's features also on AMD's CPUs (a Conformer's
 torch training step on the 2-core AMD EPYC 0.78x).
+Beside it lies retc_tf_ops.so (runtime/tf/weight_norm_ops.cc): the TF configs' weight norm
+finds it by this module's place (_retc_weight_norm_ops in the config) and loads it itself.
 """
 
 import sys
