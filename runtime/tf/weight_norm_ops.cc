@@ -92,15 +92,24 @@ RETC_CLONES void scale_add(const T* __restrict a, const T* __restrict s, const T
 // Rows per task at least this many (a task's cost is rows x cols multiply-adds).
 constexpr int64_t kMinRows = 16;
 
-template <typename T>
-class AxisDotOp : public OpKernel {
+// An op of an `axis` attr, 0 or 1.
+class AxisOp : public OpKernel {
  public:
-  explicit AxisDotOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+  explicit AxisOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("axis", &axis_));
-    OP_REQUIRES(
-        ctx, axis_ == 0 || axis_ == 1,
-        absl::InvalidArgumentError(absl::StrCat(name(), ": axis must be 0 or 1, not ", axis_)));
+    OP_REQUIRES(ctx, axis_ == 0 || axis_ == 1,
+                absl::InvalidArgumentError(
+                    absl::StrCat(type_string(), ": axis must be 0 or 1, not ", axis_)));
   }
+
+ protected:
+  int axis_ = 0;
+};
+
+template <typename T>
+class AxisDotOp : public AxisOp {
+ public:
+  using AxisOp::AxisOp;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
@@ -138,20 +147,12 @@ class AxisDotOp : public OpKernel {
       for (int64_t j = 0; j < cols; ++j) po[j] += partial[k * cols + j];
     }
   }
-
- private:
-  int axis_ = 0;
 };
 
 template <typename T>
-class AxisScaleAddOp : public OpKernel {
+class AxisScaleAddOp : public AxisOp {
  public:
-  explicit AxisScaleAddOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("axis", &axis_));
-    OP_REQUIRES(
-        ctx, axis_ == 0 || axis_ == 1,
-        absl::InvalidArgumentError(absl::StrCat(name(), ": axis must be 0 or 1, not ", axis_)));
-  }
+  using AxisOp::AxisOp;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
@@ -184,9 +185,6 @@ class AxisScaleAddOp : public OpKernel {
       }
     });
   }
-
- private:
-  int axis_ = 0;
 };
 
 REGISTER_OP("RetcAxisDot")
