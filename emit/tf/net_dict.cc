@@ -1371,8 +1371,8 @@ void collect_linears(GraphFacts& f) {
         f.in_linear[add.inputs[k].index] = true;  // the product
         if (is_weight_norm_scale(f, static_cast<size_t>(scale), dot)) {
           f.linear_norm_here[i] = true;
-          f.in_linear[scale] = f.in_linear[g.nodes()[scale].inputs[1].index] =
-              true;  // and the norm
+          const size_t norm = g.nodes()[scale].inputs[1].index;
+          f.in_linear[scale] = f.in_linear[norm] = true;
         }
       }
       break;
