@@ -1775,7 +1775,11 @@ def _retc_weight_norm_ops():
     import sys
     import tensorflow as tf
 
-    if os.environ.get("RETC_TF_WEIGHT_NORM_OPS", "1") == "0":
+    choice = os.environ.get("RETC_TF_WEIGHT_NORM_OPS", "1")
+    if choice not in ("0", "1"):
+        raise ValueError("RETC_TF_WEIGHT_NORM_OPS must be 1 (retc's ops, the default) or 0 (TF's own), not %r"
+                         % choice)
+    if choice == "0":
         return None
     cache = _retc_weight_norm_ops.__dict__
     if "ops" not in cache:
