@@ -117,8 +117,11 @@ ops="$site/retc_tf_ops.so"
 ops_want="$(sha256sum < runtime/tf/weight_norm_ops.cc) $(stat -c '%s %Y' "$site/tensorflow/libtensorflow_framework.so.2")"
 if [ ! -f "$ops" ] || [ "$(cat "$ops.stamp" 2>/dev/null)" != "$ops_want" ]; then
   say "building retc's TensorFlow ops (runtime/tf/weight_norm_ops.cc, about 10 s)"
-  read -r -a tf_flags < <("$venv/bin/python" -c 'import tensorflow as tf
-print(" ".join(tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags()))' 2>/dev/null)
+  # Its flags are the last line; TensorFlow's start-up log shows only if it fails.
+  flags=$("$venv/bin/python" -c 'import tensorflow as tf
+print(" ".join(tf.sysconfig.get_compile_flags() + tf.sysconfig.get_link_flags()))' 2>&1) ||
+    { echo "$flags" >&2; echo "setup: error: the venv's TensorFlow did not import (above)" >&2; exit 1; }
+  read -r -a tf_flags <<< "${flags##*$'\n'}"
   # TensorFlow's headers as system headers: their warnings are not this file's.
   g++ -O3 -fopenmp-simd -shared -fPIC -Wall -Wextra "${tf_flags[@]/#-I/-isystem}" \
     -o "$ops.tmp" runtime/tf/weight_norm_ops.cc
