@@ -26,7 +26,9 @@ benchmarks/RESULTS.md with the machine and versions:
    batch size in one process, taking turns step by step); the same retc model
    on TF against torch; the weight-norm overhead on torch and TF at the
    small batch and at 8 x 500 frames; model creation time; a profile of
-   where a torch step's time goes.
+   where a torch step's time goes; the same model written by hand in plain
+   PyTorch (eager, and torch.compile'd at 8 x 500), taking turns with them,
+   its loss checked equal to retc's: what bounds the torch step.
 6. A roofline: this machine's float32 matmul rate (torch and TF), the
    step's FLOPs from `retc stats`, and each step's achieved FLOP/s as a
    fraction of that rate, both targets, both batch sizes, with a profile of
@@ -37,6 +39,7 @@ benchmarks/RESULTS.md with the machine and versions:
 """
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -489,6 +492,160 @@ def torch_trainer(kind, config_path, num_layers, batch, max_time, max_labels, de
     return result, step
 
 
+def plain_conformer(named, num_layers):
+    """The benchmark's retc Conformer (configs' conformer-ctc at 12 x 512, dropout
+    masks shared over batch and time) written by hand in plain PyTorch, without
+    rf: a torch.nn.Module whose params are copies of `named` (retc's torch
+    model's, by retc's names), computing what retc's config computes op for op
+    (TF's "same" padding, masks past a sequence's end, Shaw et al.'s relative
+    positions, batch norm over the frames within the sequences); forward(data,
+    data_len, classes, classes_len, train) -> summed CTC loss (as RETURNN's
+    torch engine sums retc's). The reference for what PyTorch itself costs for
+    the same step, eager and torch.compile'd."""
+    import torch
+    F = torch.nn.functional
+    model_dim, heads, clip = 512, 8, 16
+
+    class PlainConformer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = torch.nn.ParameterDict()
+            for name, value in named.items():
+                if name.endswith(("running_mean", "running_var")):
+                    self.register_buffer(name.replace(".", "/"), value.detach().clone())
+                else:
+                    self.p[name.replace(".", "/")] = torch.nn.Parameter(value.detach().clone())
+
+        def param(self, name):
+            key = name.replace(".", "/")
+            return self.p[key] if key in self.p else getattr(self, key)
+
+        def forward(self, data, data_len, classes, classes_len, train):
+            P = self.param
+
+            def drop(x):  # rf.dropout(x, 0.1, axis=[feature]): one mask over the last axis
+                return x * ((torch.rand(x.shape[-1]) >= 0.1).to(x.dtype) / 0.9) if train else x
+
+            def norm(x, name):
+                return F.layer_norm(x, (model_dim,), P(name + ".scale"), P(name + ".bias"), 1e-6)
+
+            def linear(x, name):
+                return x @ P(name + ".weight") + P(name + ".bias")
+
+            def feed_forward(x, prefix):
+                h = drop(F.silu(linear(norm(x, prefix + "_norm"), prefix + ".linear_ff")))
+                return x + 0.5 * drop(linear(h, prefix + ".linear_out"))
+
+            batch, time = data.shape[:2]
+            within = torch.arange(time)[None, :] < data_len[:, None]  # [B, T]
+            x = data.masked_fill(~within[:, :, None], 0.0)[:, None]  # [B, 1, T, F]
+            x = F.silu(F.conv2d(F.pad(x, (1, 1, 1, 1)), P("encoder.frontend.conv1.weight").permute(3, 2, 0, 1),
+                                P("encoder.frontend.conv1.bias")))
+            x = x.unflatten(3, (x.shape[3] // 2, 2)).max(dim=4).values  # max pool over features
+            x = x.masked_fill(~within[:, None, :, None], 0.0)
+            total = max(2 - (time - 1) % 4, 0)  # TF's "same" over time with stride 4
+            x = F.conv2d(F.pad(x, (1, 1, total // 2, total - total // 2)),
+                         P("encoder.frontend.conv2.weight").permute(3, 2, 0, 1), P("encoder.frontend.conv2.bias"),
+                         stride=(4, 1))
+            x = F.silu(x).permute(0, 2, 3, 1).flatten(2)  # [B, T4, features x channels]
+            time = x.shape[1]
+            lens = (data_len + 3) // 4
+            within = torch.arange(time)[None, :] < lens[:, None]  # [B, T4]
+            x = drop(linear(x, "encoder.frontend.linear"))
+            offsets = (torch.arange(time)[None, :] - torch.arange(time)[:, None]).clamp(-clip, clip) + clip
+            frames = within[:, None, :].to(x.dtype)
+            for i in range(num_layers):
+                b = "encoder.layers.%d." % i
+                x = feed_forward(x, b + "ff1")
+                qkv = (norm(x, b + "att_norm") @ P(b + "self_att.qkv")).view(batch, time, heads, 3, -1)
+                q, k, v = (t.transpose(1, 2) for t in qkv.unbind(3))  # [B, H, T, D/H], per head [q | k | v]
+                q = q * (q.shape[-1] ** -0.5)
+                energy = q @ k.transpose(2, 3) + torch.einsum("bhqd,qkd->bhqk", q, P(b + "self_att.rel_pos")[offsets])
+                energy = energy.masked_fill(~within[:, None, None, :], float("-inf"))
+                y = (energy.softmax(-1) @ v).transpose(1, 2).flatten(2)
+                x = x + drop(linear(y, b + "self_att.proj"))
+                h = linear(norm(x, b + "conv_norm"), b + "conv.pointwise_conv1")
+                h = h[..., :model_dim] * torch.sigmoid(h[..., model_dim:])
+                h = h.masked_fill(~within[:, :, None], 0.0).transpose(1, 2)  # [B, D, T4]
+                h = F.conv1d(F.pad(h, (15, 15)), P(b + "conv.depthwise_conv.weight").permute(2, 1, 0),
+                             P(b + "conv.depthwise_conv.bias"), groups=model_dim)
+                mean, var = P(b + "conv.norm.running_mean"), P(b + "conv.norm.running_var")
+                if train:  # statistics over the frames within the sequences; running ones move towards them
+                    count = frames.sum()
+                    mean = (h * frames).sum((0, 2)) / count
+                    var = ((h - mean[:, None]).square() * frames).sum((0, 2)) / count
+                    with torch.no_grad():
+                        P(b + "conv.norm.running_mean").add_((mean - P(b + "conv.norm.running_mean")) * 0.1)
+                        P(b + "conv.norm.running_var").add_((var - P(b + "conv.norm.running_var")) * 0.1)
+                h = ((h - mean[:, None]) * torch.rsqrt(var[:, None] + 1e-5) * P(b + "conv.norm.scale")[:, None]
+                     + P(b + "conv.norm.bias")[:, None])
+                x = x + drop(linear(F.silu(h).transpose(1, 2), b + "conv.pointwise_conv2"))
+                x = feed_forward(x, b + "ff2")
+                x = norm(x, b + "final_norm")
+            logits = linear(x, "out")
+            log_probs = logits.log_softmax(-1).transpose(0, 1)  # [T4, B, classes]
+            return F.ctc_loss(log_probs, classes.long(), lens, classes_len, blank=logits.shape[-1] - 1,
+                              reduction="sum")
+
+    return PlainConformer()
+
+
+def plain_trainer(kind, config_path, num_layers, batch, max_time, max_labels):
+    """plain_conformer with retc's params (the retc config at `config_path`), torch's fused
+    Adam (as retc emits on torch), the benchmark's batch; kind "plain" (eager) or
+    "plain_compiled" (torch.compile, compiled in its first step: compile_ms). First both
+    models' loss in evaluation (no dropout, running statistics) on the same params:
+    loss_retc, loss_plain. (result, step(i) -> loss), as torch_trainer."""
+    import torch
+    import returnn.frontend as rf
+    from returnn.tensor import TensorDict
+    from returnn.torch.data import extern_data as extern_data_util
+    from returnn.torch.frontend.bridge import rf_module_to_pt_module
+
+    config = torch_config(config_path)
+    model = config.typed_value("get_model")(epoch=1, step=0)
+    pt_model = rf_module_to_pt_module(model)
+    named = dict(pt_model.named_parameters())
+    template = TensorDict()
+    template.update(config.typed_value("extern_data"), auto_convert=True)
+    raw = torch_batch(template, batch, max_time, max_labels)
+    extern_data = extern_data_util.raw_dict_to_extern_data(raw, extern_data_template=template, device="cpu",
+                                                           with_eval_targets=True)
+    rf.init_train_step_run_ctx(train_flag=False, step=0, epoch=1)
+    with torch.no_grad():
+        config.typed_value("train_step")(model=model, extern_data=extern_data)
+        loss_retc = float(rf.get_run_ctx().total_loss().raw_tensor)
+    plain = plain_conformer(named, num_layers)
+    del model, pt_model, named
+    inputs = (raw["data"], raw["data:seq_len"].long(), raw["classes"], raw["classes:seq_len"].long())
+    with torch.no_grad():
+        loss_plain = float(plain(*inputs, False))
+    result = {"kind": kind, "params": int(sum(p.numel() for p in [*plain.parameters(), *plain.buffers()])),
+              "mkl_cpu": mkl_cpu_loaded(),
+              "loss_retc": loss_retc, "loss_plain": loss_plain}
+    optimizer = torch.optim.Adam(plain.parameters(), lr=0.0005, fused=True)
+    forward = plain
+    if kind == "plain_compiled":
+        # inductor's caches in a directory of their own: the compile time is a first compile's
+        cache = tempfile.mkdtemp(prefix="retc-bench-inductor-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        forward = torch.compile(plain)
+
+    def step(i):
+        optimizer.zero_grad()
+        loss = forward(*inputs, True)
+        loss.backward()
+        optimizer.step()
+        return float(loss)
+
+    if kind == "plain_compiled":
+        t0 = time.perf_counter()
+        step(0)
+        result["compile_ms"] = (time.perf_counter() - t0) * 1000
+    return result, step
+
+
 def mkl_cpu_loaded():
     """Whether this process runs torch with retc_mkl_cpu.so (runtime/torch/mkl_cpu.c, loaded
     by the venv hook: MKL's kernels by the CPU's features)."""
@@ -500,28 +657,42 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
                        device="cpu"):
     """torch_trainer's model trained for `warmup` and then `steps` timed steps;
     prints JSON (with the top ops of a profiled step if asked). `config_path`
-    "A+B+..." (retc configs, or "rf" and "rf_fused" for those models): all in
+    "A+B+..." (retc configs, "rf" and "rf_fused" for those models, "plain:CONFIG" and
+    "plain_compiled:CONFIG" for plain_trainer's of that retc config): all in
     this process, taking turns step by step, so that the machine's drift (this
     one's step times moved by 10% from process to process) falls on all alike;
-    prints a list, the first model's with the profile."""
+    prints a list. With `profile`, each model's next 2 steps profiled: its
+    time in matmuls (aten::mm, addmm, bmm) per step, the sum of its ops' self
+    times per step, and the first model's top ops."""
     specs = config_path.split("+")
-    group = [torch_trainer(spec if spec.startswith("rf") else kind, spec, num_layers, batch, max_time, max_labels,
-                           device) for spec in specs]
+    group = []
+    for spec in specs:
+        plain, _, path = spec.partition(":")
+        if plain in ("plain", "plain_compiled"):
+            group.append(plain_trainer(plain, path, num_layers, batch, max_time, max_labels))
+        else:
+            group.append(torch_trainer(spec if spec.startswith("rf") else kind, spec, num_layers, batch, max_time,
+                                       max_labels, device))
     times, losses = take_turns([step for _, step in group], warmup, steps)
     for (result, _), ts, loss in zip(group, times, losses):
         result["loss_after"] = loss
         result["step_ms_median"] = statistics.median(ts)
         result["step_ms_min"] = min(ts)
-    result, step = group[0]
     if profile:
         from torch.profiler import ProfilerActivity, profile as torch_profile
 
-        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
-            for i in range(2):
-                step(warmup + steps + i)
-        total = sum(e.self_cpu_time_total for e in prof.key_averages())
-        top = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:8]
-        result["profile"] = [(e.key, e.self_cpu_time_total / total) for e in top]
+        for n, (result, step) in enumerate(group):
+            with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+                for i in range(2):
+                    step(warmup + steps + i)
+            ops = prof.key_averages()
+            total = sum(e.self_cpu_time_total for e in ops)
+            result["op_ms"] = total / 1000 / 2
+            result["matmul_ms"] = sum(e.self_cpu_time_total for e in ops
+                                      if e.key in ("aten::mm", "aten::addmm", "aten::bmm")) / 1000 / 2
+            if n == 0:
+                top = sorted(ops, key=lambda e: -e.self_cpu_time_total)[:8]
+                result["profile"] = [(e.key, e.self_cpu_time_total / total) for e in top]
     print(json.dumps([result for result, _ in group] if len(group) > 1 else result))
 
 
@@ -598,6 +769,54 @@ def versions():
         "compiler": gxx,
         "retc": commit + (" (with local changes)" if dirty else ""),
     }
+
+
+def plain_pytorch_bound(out, torch_runs, args, large):
+    """RESULTS.md's section on what bounds the torch step: retc, rf and the same model
+    written by hand in plain PyTorch (plain_conformer, eager and torch.compile'd),
+    their step and matmul times (profiled steps), and the lowest retc / rf that
+    matmuls at their rate leave. Returns plain / rf at both batches and compiled / rf
+    at 8 x 500. Fails where plain_conformer's loss is not retc's (it is then not the
+    same model)."""
+    for name, r in torch_runs.items():
+        if name.startswith("plain") and abs(r["loss_plain"] - r["loss_retc"]) > 1e-5 * abs(r["loss_retc"]):
+            raise RuntimeError("%s: plain PyTorch's loss %r is not retc's %r: not the same model" % (
+                name, r["loss_plain"], r["loss_retc"]))
+    out("### What bounds the torch step: the same model in plain PyTorch, and the matmuls")
+    out()
+    out("| model (torch, CPU) | batch | median step ms | / rf's | its matmuls ms | the rest ms |")
+    out("|---|---|---|---|---|---|")
+    for suffix, shape in (("", (args.batch, args.frames)), (" 8x500", large)):
+        rf_ms = torch_runs["rf" + suffix]["step_ms_median"]
+        for name in ("retc", "rf", "plain PyTorch", "plain PyTorch, torch.compile"):
+            r = torch_runs.get(name + suffix)
+            if r is None:
+                continue
+            out("| %s | %d x %d | %.1f | %.3f | %.1f | %.1f |" % (
+                name, shape[0], shape[1], r["step_ms_median"], r["step_ms_median"] / rf_ms, r["matmul_ms"],
+                r["step_ms_median"] - r["matmul_ms"]))
+    out()
+    small, big = torch_runs["plain PyTorch"], torch_runs["plain PyTorch 8x500"]
+    compiled = torch_runs["plain PyTorch, torch.compile 8x500"]
+    retc_big, rf_big = torch_runs["retc 8x500"], torch_runs["rf 8x500"]
+    out("- plain PyTorch: the benchmark's retc model written by hand with torch.nn.functional, no rf "
+        "(tools/bench.py `plain_conformer`), on retc's params, torch's fused Adam; its loss in evaluation equals "
+        "retc's on the same batch (%r and %r at %d x %d, %r and %r at 8 x 500): the same model, written "
+        "directly in PyTorch with nothing between it and torch's ops." % (
+            small["loss_plain"], small["loss_retc"], args.batch, args.frames, big["loss_plain"], big["loss_retc"]))
+    out("- torch.compile (inductor, CPU, compiled at its first step in %.0f s): its kernels fuse the elementwise "
+        "ops, the matmuls stay MKL's." % (compiled["compile_ms"] / 1000))
+    out("- its matmuls: the self time of aten::mm, addmm and bmm per step in 2 profiled steps after the timed "
+        "ones; the rest: the median step less that (every other op, Python, the optimizer).")
+    out("- if everything but its matmuls took no time, retc / rf at 8 x 500 would be %.3f (retc's matmul ms / "
+        "rf's median step); <= 0.8 leaves retc %.0f ms per step for all but its matmuls, which take %.0f ms now "
+        "in retc, %.0f in plain PyTorch, %.0f compiled." % (
+            retc_big["matmul_ms"] / rf_big["step_ms_median"], 0.8 * rf_big["step_ms_median"] - retc_big["matmul_ms"],
+            retc_big["step_ms_median"] - retc_big["matmul_ms"], big["step_ms_median"] - big["matmul_ms"],
+            compiled["step_ms_median"] - compiled["matmul_ms"]))
+    out()
+    return (small["step_ms_median"] / torch_runs["rf"]["step_ms_median"], big["step_ms_median"] / rf_big["step_ms_median"],
+            compiled["step_ms_median"] / rf_big["step_ms_median"])
 
 
 def main():
@@ -763,11 +982,14 @@ def main():
     large = (8, 500)
     # The models of a batch size in one process, taking turns step by step.
     specs = {"retc": configs["torch plain"], "rf": "rf", "rf, fused Adam": "rf_fused",
-             "retc weight norm": configs["torch wn"]}
+             "retc weight norm": configs["torch wn"], "plain PyTorch": "plain:" + configs["torch plain"],
+             "plain PyTorch, torch.compile": "plain_compiled:" + configs["torch plain"]}
     torch_runs = {}
     for (batch, frames), steps, warmup, members in [
-            ((args.batch, args.frames), args.steps, args.warmup, ["retc", "rf", "rf, fused Adam", "retc weight norm"]),
-            (large, args.large_steps, min(args.warmup, 2), ["retc", "rf", "retc weight norm"])]:
+            ((args.batch, args.frames), args.steps, args.warmup,
+             ["retc", "rf", "rf, fused Adam", "retc weight norm", "plain PyTorch"]),
+            (large, args.large_steps, min(args.warmup, 2),
+             ["retc", "rf", "retc weight norm", "plain PyTorch", "plain PyTorch, torch.compile"])]:
         log("torch steps at %d x %d: %s, taking turns" % (batch, frames, ", ".join(members)))
         group = run_worker(["torch_steps", "retc", "+".join(specs[n] for n in members), args.step_blocks, steps, warmup,
                             batch, frames, 1])
@@ -786,6 +1008,8 @@ def main():
     out("| model | batch | params | median step ms | min step ms |")
     out("|---|---|---|---|---|")
     for name, r in torch_runs.items():
+        if name.startswith("plain"):
+            continue  # in the next table
         shape = "%d x %d" % (large if "8x500" in name else (args.batch, args.frames))
         out("| %s (torch) | %s | %d | %.1f | %.1f |" % (
             name.replace(" 8x500", ""), shape, r["params"], r["step_ms_median"], r["step_ms_min"]))
@@ -832,6 +1056,7 @@ def main():
     out("- where a retc torch step goes (self CPU time of 2 profiled steps, top ops): " + ", ".join(
         "%s %.0f%%" % (k, 100 * f) for k, f in tr["profile"]))
     out()
+    bound = plain_pytorch_bound(out, torch_runs, args, large)
 
     # 6. roofline
     log("matmul rate: torch, tf")
@@ -925,6 +1150,9 @@ def main():
         ("torch: step retc / rf's ConformerEncoder <= 0.8 at %d x %d and at 8 x 500" % (args.batch, args.frames),
          "%.3f, %.3f" % (tr["step_ms_median"] / trf["step_ms_median"], tl["step_ms_median"] / trl["step_ms_median"]),
          tr["step_ms_median"] <= 0.8 * trf["step_ms_median"] and tl["step_ms_median"] <= 0.8 * trl["step_ms_median"]),
+        ("the same, by plain PyTorch (the model by hand, retc's loss): step / rf's <= 0.8 at %d x %d and at "
+         "8 x 500" % (args.batch, args.frames), "%.3f, %.3f (torch.compile at 8 x 500: %.3f)" % bound,
+         bound[0] <= 0.8 and bound[1] <= 0.8),
         ("torch: model creation retc <= rf", "%.0f ms, %.0f ms" % (create["retc"], create["rf"]),
          create["retc"] <= create["rf"]),
         ("weight-norm overhead <= 1.1x at %d x %d, TF and torch" % (args.batch, args.frames), "%.3f, %.3f" % (
