@@ -662,8 +662,8 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
     this process, taking turns step by step, so that the machine's drift (this
     one's step times moved by 10% from process to process) falls on all alike;
     prints a list. With `profile`, each model's next 2 steps profiled: its
-    time in matmuls (aten::mm, addmm, bmm) per step, the sum of its ops' self
-    times per step, and the first model's top ops."""
+    time in matmuls (aten::mm, addmm, bmm) per step, and the first model's top
+    ops."""
     specs = config_path.split("+")
     group = []
     for spec in specs:
@@ -687,7 +687,6 @@ def worker_torch_steps(kind, config_path, num_layers, steps, warmup, batch, max_
                     step(warmup + steps + i)
             ops = prof.key_averages()
             total = sum(e.self_cpu_time_total for e in ops)
-            result["op_ms"] = total / 1000 / 2
             result["matmul_ms"] = sum(e.self_cpu_time_total for e in ops
                                       if e.key in ("aten::mm", "aten::addmm", "aten::bmm")) / 1000 / 2
             if n == 0:
